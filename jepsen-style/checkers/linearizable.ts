@@ -1,0 +1,332 @@
+/**
+ * Linearizability checking: the Wing & Gong search with Lowe's state cache ("Testing for
+ * linearizability", 2017), as in Knossos' WGL checker and Porcupine.
+ *
+ * Problem. Given a history of operations on one object, each with an invocation and a
+ * completion, find a total order that (a) respects real time — if A completed before B
+ * was invoked, A comes first — and (b) is legal for the object's sequential model. An
+ * indeterminate operation (info / no completion) has no completion: it may be placed
+ * anywhere after its invocation, or omitted (it may never have happened). Failed
+ * operations did not happen and are dropped; indeterminate operations that cannot change
+ * state (reads) are dropped too (they constrain nothing).
+ *
+ * Search. Events form a doubly linked list in history order:
+ *
+ *     HEAD → call(a) → call(b) → ret(a) → call(c) → ret(b) → … → ret(pending…)
+ *
+ * Walking from HEAD, a call may be linearized now if the model accepts it; then the call
+ * and its return are unlinked ("lifted") and the walk restarts at HEAD. Reaching a return
+ * means its operation was not linearized before it completed, so the search pops the last
+ * linearized call (restoring the list, dancing-links style) and tries the next candidate.
+ * Returns of indeterminate operations sit after every real event, so the search succeeds
+ * as soon as every completed operation is linearized.
+ *
+ * Cache. Two search states are the same when they have linearized the same set of
+ * operations and reached an equal model state; a state seen before is never explored
+ * again (Lowe). The set is a bitset (Uint32Array) whose identity is hashed incrementally
+ * with Zobrist keys (two random 32-bit words per operation, XORed in and out), combined
+ * with the model's state hash to key a Map of buckets compared exactly.
+ *
+ * P-compositionality (Herlihy & Wing): a history is linearizable iff each key's
+ * sub-history is, so checkLinearizable splits by `op.key` and checks each separately.
+ *
+ * Budget: `maxSteps` (per key) and `deadlineMs` measured with the injected `now`; running
+ * out yields `'unknown'`, never `true`. Ownership: pure; ops are read, never mutated.
+ */
+import { Prng } from '../../src/util/index.js';
+import type { History, PairedOp } from '../history/history.js';
+import { pairHistory } from '../history/history.js';
+import type { CheckResult, Validity } from './check-result.js';
+
+/** A sequential specification. */
+export interface Model<S> {
+  readonly name: string;
+  init(): S;
+  /**
+   * Applies the operation to `state`, returning the next state, or undefined if the
+   * operation cannot take effect in `state` with the outcome it reported. For
+   * indeterminate operations (`op.type === 'info'`) `op.value` is the invoked argument
+   * and any outcome is acceptable. Must not mutate `state`.
+   */
+  step(state: S, op: PairedOp): S | undefined;
+  /** 32-bit hash consistent with `equal`. */
+  hash(state: S): number;
+  equal(a: S, b: S): boolean;
+  /** False for operations that never change state (reads): dropped when indeterminate. */
+  mayMutate(op: PairedOp): boolean;
+}
+
+type Scalar = number | string | null;
+
+function hashScalar(v: Scalar): number {
+  if (v === null) return 0x9e3779b9;
+  if (typeof v === 'number') {
+    let h = Math.imul((v | 0) ^ 0x5bd1e995, 0x1b873593) ^ Math.imul(Math.floor(v / 4294967296), 0x85ebca6b);
+    h ^= h >>> 15;
+    return h >>> 0;
+  }
+  let h = 0x811c9dc5;
+  for (let i = 0; i < v.length; i++) h = Math.imul(h ^ v.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+function scalar(v: unknown): Scalar {
+  return v === undefined ? null : (v as Scalar);
+}
+
+function registerStep(state: Scalar, op: PairedOp, cas: boolean): Scalar | undefined {
+  switch (op.f) {
+    case 'read':
+      return op.type === 'info' || scalar(op.value) === state ? state : undefined;
+    case 'write':
+      return scalar(op.value);
+    case 'cas': {
+      if (!cas) return undefined;
+      const [from, to] = op.value as [Scalar, Scalar];
+      return from === state ? to : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function registerModel(name: string, cas: boolean): Model<Scalar> {
+  return {
+    name,
+    init: () => null,
+    step: (s, op) => registerStep(s, op, cas),
+    hash: hashScalar,
+    equal: (a, b) => a === b,
+    mayMutate: (op) => op.f !== 'read',
+  };
+}
+
+/** A register of scalars starting at null: read (value = result), write v, cas [from, to]. */
+export const casRegister: Model<Scalar> = registerModel('cas-register', true);
+/** A read/write register starting at null (cas operations are illegal). */
+export const register: Model<Scalar> = registerModel('register', false);
+
+export interface LinearizabilityOptions {
+  /** Search steps allowed per key before giving up with 'unknown'. Default 50 million. */
+  readonly maxSteps?: number;
+  /** Wall-clock budget for the whole check, in ms, measured with `now`. */
+  readonly deadlineMs?: number;
+  /** Monotonic ms clock, injected; default performance.now. */
+  readonly now?: () => number;
+}
+
+/** Why a key's history is not linearizable. */
+export interface LinearizabilityFailure {
+  readonly key: string | number | undefined;
+  /** The operation whose completion was reached without being able to linearize it. */
+  readonly op: PairedOp;
+  /** The longest legal order found (its last `explainTail` operations). */
+  readonly linearized: readonly PairedOp[];
+  /** The model state after `linearized`. */
+  readonly state: unknown;
+  /** How many operations the longest legal order held. */
+  readonly depth: number;
+}
+
+export interface LinearizabilityResult extends CheckResult {
+  readonly failures: readonly LinearizabilityFailure[];
+}
+
+/** Outcome of searching one key's sub-history. */
+export interface KeySearchResult<S> {
+  readonly valid: Validity;
+  readonly steps: number;
+  readonly cacheSize: number;
+  readonly failure?: { op: PairedOp; linearized: PairedOp[]; state: S; depth: number };
+}
+
+const HEAD = 0;
+const EXPLAIN_TAIL = 12;
+const zobristPrng = new Prng(0x5eed1a);
+
+/**
+ * The WGL search over one object's operations (already paired; fail ops are ignored
+ * here). `ops` order does not matter: events are ordered by history index.
+ */
+export function searchLinearization<S>(
+  model: Model<S>,
+  allOps: readonly PairedOp[],
+  opts: { maxSteps: number; deadline: number; now: () => number },
+): KeySearchResult<S> {
+  const ops = allOps.filter((o) => o.type === 'ok' || (o.type === 'info' && model.mayMutate(o)));
+  const n = ops.length;
+  const nCompleted = ops.reduce((c, o) => c + (o.type === 'ok' ? 1 : 0), 0);
+  if (nCompleted === 0) return { valid: true, steps: 0, cacheSize: 0 };
+
+  // Events: node 0 is HEAD; node 2i+1 = call of op i, 2i+2 = its return.
+  type Ev = { node: number; at: number; tie: number };
+  const evs: Ev[] = [];
+  for (let i = 0; i < n; i++) {
+    const o = ops[i]!;
+    evs.push({ node: 2 * i + 1, at: o.invokeIndex, tie: 0 });
+    evs.push({ node: 2 * i + 2, at: o.completeIndex, tie: 1 });
+  }
+  evs.sort((a, b) => a.at - b.at || a.tie - b.tie || a.node - b.node);
+  const size = 2 * n + 1;
+  const next = new Int32Array(size + 1);
+  const prev = new Int32Array(size + 1);
+  const NIL = size;
+  let last = HEAD;
+  for (const e of evs) {
+    next[last] = e.node;
+    prev[e.node] = last;
+    last = e.node;
+  }
+  next[last] = NIL;
+  prev[NIL] = last;
+
+  const unlink = (x: number): void => {
+    next[prev[x]!] = next[x]!;
+    prev[next[x]!] = prev[x]!;
+  };
+  const relink = (x: number): void => {
+    next[prev[x]!] = x;
+    prev[next[x]!] = x;
+  };
+
+  // Zobrist keys for the linearized set.
+  const z1 = new Int32Array(n);
+  const z2 = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    z1[i] = zobristPrng.nextUint32() | 0;
+    z2[i] = zobristPrng.nextUint32() | 0;
+  }
+  const words = (n + 31) >>> 5;
+  const bits = new Uint32Array(words);
+  let h1 = 0;
+  let h2 = 0;
+  const cache = new Map<number, { bits: Uint32Array; state: S }[]>();
+  let cacheSize = 0;
+  const sameBits = (a: Uint32Array): boolean => {
+    for (let w = 0; w < words; w++) if (a[w] !== bits[w]) return false;
+    return true;
+  };
+  /** Adds (bits, state) to the cache; false if it was already there. */
+  const remember = (state: S): boolean => {
+    const key = ((h1 ^ model.hash(state)) >>> 0) * 2097152 + (h2 & 0x1fffff);
+    let bucket = cache.get(key);
+    if (bucket === undefined) {
+      bucket = [];
+      cache.set(key, bucket);
+    } else {
+      for (const e of bucket) if (model.equal(e.state, state) && sameBits(e.bits)) return false;
+    }
+    bucket.push({ bits: bits.slice(), state });
+    cacheSize++;
+    return true;
+  };
+  const flip = (i: number): void => {
+    bits[i >>> 5]! ^= 1 << (i & 31);
+    h1 ^= z1[i]!;
+    h2 ^= z2[i]!;
+  };
+
+  const stackNode: number[] = [];
+  const stackState: S[] = [];
+  let state = model.init();
+  let done = 0;
+  let steps = 0;
+  let best: KeySearchResult<S>['failure'];
+  let entry = next[HEAD]!;
+  for (;;) {
+    if (done === nCompleted) return { valid: true, steps, cacheSize };
+    if (++steps > opts.maxSteps || ((steps & 0xfff) === 0 && opts.now() > opts.deadline)) {
+      return { valid: 'unknown', steps, cacheSize };
+    }
+    if ((entry & 1) === 1) {
+      const i = (entry - 1) >>> 1;
+      const op = ops[i]!;
+      const s2 = model.step(state, op);
+      if (s2 !== undefined) {
+        flip(i);
+        if (remember(s2)) {
+          stackNode.push(entry);
+          stackState.push(state);
+          state = s2;
+          unlink(entry);
+          unlink(entry + 1);
+          if (op.type === 'ok') done++;
+          entry = next[HEAD]!;
+          continue;
+        }
+        flip(i);
+      }
+      entry = next[entry]!;
+      continue;
+    }
+    // A return: its operation was not linearized in time. Backtrack.
+    if (best === undefined || stackNode.length > best.depth) {
+      const tail = stackNode.slice(-EXPLAIN_TAIL).map((x) => ops[(x - 1) >>> 1]!);
+      best = { op: ops[(entry - 2) >>> 1]!, linearized: tail, state, depth: stackNode.length };
+    }
+    const top = stackNode.pop();
+    if (top === undefined) return { valid: false, steps, cacheSize, failure: best };
+    state = stackState.pop()!;
+    const i = (top - 1) >>> 1;
+    flip(i);
+    relink(top + 1);
+    relink(top);
+    if (ops[i]!.type === 'ok') done--;
+    entry = next[top]!;
+  }
+}
+
+/** Groups ops by key, preserving order. */
+export function splitByKey<T extends { key: string | number | undefined }>(ops: readonly T[]): Map<string | number | undefined, T[]> {
+  const m = new Map<string | number | undefined, T[]>();
+  for (const o of ops) {
+    let l = m.get(o.key);
+    if (l === undefined) m.set(o.key, (l = []));
+    l.push(o);
+  }
+  return m;
+}
+
+/**
+ * Checks a whole history against `model`, key by key. Valid is false if any key is not
+ * linearizable, else 'unknown' if any key ran out of budget, else true.
+ */
+export function checkLinearizable<S>(model: Model<S>, history: History, options: LinearizabilityOptions = {}): LinearizabilityResult {
+  const now = options.now ?? (() => performance.now());
+  const start = now();
+  const deadline = options.deadlineMs === undefined ? Infinity : start + options.deadlineMs;
+  const maxSteps = options.maxSteps ?? 50_000_000;
+  const byKey = splitByKey(pairHistory(history));
+  const failures: LinearizabilityFailure[] = [];
+  const unknownKeys: (string | number | undefined)[] = [];
+  let steps = 0;
+  let cacheSize = 0;
+  let ops = 0;
+  for (const [key, keyOps] of byKey) {
+    ops += keyOps.length;
+    const r = searchLinearization(model, keyOps, { maxSteps, deadline, now });
+    steps += r.steps;
+    cacheSize += r.cacheSize;
+    if (r.valid === 'unknown') unknownKeys.push(key);
+    else if (!r.valid) {
+      const f = r.failure!;
+      failures.push({ key, op: f.op, linearized: f.linearized, state: f.state, depth: f.depth });
+    }
+  }
+  const valid: Validity = failures.length > 0 ? false : unknownKeys.length > 0 ? 'unknown' : true;
+  const anomalies: Record<string, unknown[]> = {};
+  if (failures.length > 0) anomalies['nonlinearizable'] = failures;
+  if (unknownKeys.length > 0) anomalies['budget-exhausted'] = unknownKeys;
+  return {
+    valid,
+    anomalyTypes: Object.keys(anomalies),
+    anomalies,
+    failures,
+    stats: { keys: byKey.size, ops, steps, cacheSize, elapsedMs: now() - start },
+  };
+}
+
+/** A Checker for register workloads (per-key read/write/cas). */
+export function linearizableChecker<S>(model: Model<S>, options: LinearizabilityOptions = {}) {
+  return { name: `linearizable(${model.name})`, check: (h: History) => checkLinearizable(model, h, options) };
+}
