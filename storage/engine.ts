@@ -1,0 +1,468 @@
+/**
+ * The storage Engine interface: an ordered byte-key → byte-value store with
+ * atomic write batches, bounded forward/reverse iterators and consistent
+ * snapshots. Two implementations pass one conformance suite
+ * (test/storage/engine.test.ts): LevelEngine (LevelDB through `level` /
+ * classic-level, level-engine.ts) and MemoryEngine (memory-engine.ts).
+ *
+ * Also here, because both engines and MVCC share them:
+ *   - SkipList: the ordered structure (O(log n) seek, doubly linked at level 0)
+ *     under the memory engine and under every batch's index;
+ *   - WriteBatch: an *indexed* batch that reads its own writes. It is the
+ *     ReadWriter MVCC write commands evaluate into (DESIGN.md §1): getSync
+ *     looks in the batch first, then in the engine; iterators merge the
+ *     batch's pending keys with an engine iterator (batch wins on equal keys,
+ *     a pending delete hides the engine's entry);
+ *   - the batch repr: the batch's operations as bytes, so replication ships
+ *     them in a Raft entry and followers apply them with
+ *     engine.applyBatchRepr without re-evaluating.
+ *
+ * Batch repr layout (ops sorted by key, one op per key — the last write wins
+ * inside a batch, so the deduplicated form applies identically):
+ *
+ *     repr = 'C' 'B' version:u8(=1) count:uvarint op*
+ *     op   = kind:u8 keyLen:uvarint key [valLen:uvarint value]   (value iff kind = PUT)
+ *     kind = 0x01 PUT | 0x00 DELETE
+ *
+ * A truncated or malformed repr raises CorruptionError (`storage.corruption`).
+ *
+ * Contracts:
+ *   - Reads are synchronous (getSync); iteration is asynchronous in batches
+ *     (nextBatch(n)), never one await per key.
+ *   - An iterator sees a consistent view as of its creation (LevelDB's
+ *     implicit snapshot); a Snapshot sees the engine as of snapshot() until
+ *     closed. Buffers returned by reads are owned by the caller.
+ *   - Bounds are [gte, lt); a reverse iterator yields the same entries in
+ *     descending order.
+ *   - Buffers passed to put/delete must not be mutated afterwards (batches
+ *     keep references, not copies).
+ *
+ * Ownership: the engine owns its files / memory; callers own batches,
+ * iterators and snapshots and must close the latter two.
+ */
+import { CairnError, CorruptionError } from '../src/util/errors.js';
+import { assert } from '../src/util/assert.js';
+
+export interface Entry {
+  readonly key: Buffer;
+  readonly value: Buffer;
+}
+
+export interface IterOptions {
+  /** Inclusive lower bound. */
+  readonly gte?: Buffer;
+  /** Exclusive upper bound. */
+  readonly lt?: Buffer;
+  readonly reverse?: boolean;
+}
+
+export interface EngineIterator {
+  /** Up to `max` next entries in iteration order; an empty array once exhausted. */
+  nextBatch(max: number): Promise<Entry[]>;
+  close(): Promise<void>;
+}
+
+/** Synchronous point reads, asynchronous bounded iteration. */
+export interface Reader {
+  getSync(key: Buffer): Buffer | undefined;
+  iterator(opts: IterOptions): EngineIterator;
+}
+
+export interface Writer {
+  put(key: Buffer, value: Buffer): void;
+  delete(key: Buffer): void;
+}
+
+/** What MVCC write commands evaluate into: an engine view plus a pending batch. */
+export interface ReadWriter extends Reader, Writer {}
+
+export interface Snapshot extends Reader {
+  close(): Promise<void>;
+}
+
+export interface WriteOptions {
+  /** fsync before acknowledging (LevelDB); the memory engine ignores it. */
+  readonly sync?: boolean;
+}
+
+export interface Engine extends Reader {
+  get(key: Buffer): Promise<Buffer | undefined>;
+  put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void>;
+  delete(key: Buffer, opts?: WriteOptions): Promise<void>;
+  /** A new indexed batch that reads through to this engine. */
+  newBatch(): WriteBatch;
+  /** Applies the batch atomically. The batch may be discarded afterwards. */
+  write(batch: WriteBatch, opts?: WriteOptions): Promise<void>;
+  /** Applies a batch shipped as its repr (a follower applying a Raft entry). */
+  applyBatchRepr(repr: Buffer, opts?: WriteOptions): Promise<void>;
+  snapshot(): Snapshot;
+  /** Approximate bytes stored in [start, end). */
+  approximateSize(start: Buffer, end: Buffer): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A store directory already held by another process (LevelDB's LOCK). */
+export class StoreLockedError extends CairnError {
+  override name = 'StoreLockedError';
+  constructor(dir: string, cause?: unknown) {
+    super('storage.locked', `storage: store directory ${dir} is in use by another process (its LevelDB LOCK is held); stop that process or choose another directory`, { sqlState: '55006', cause });
+  }
+}
+
+export class EngineClosedError extends CairnError {
+  override name = 'EngineClosedError';
+  constructor() {
+    super('storage.closed', 'storage: engine is closed');
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SkipList
+
+const MAX_LEVEL = 24;
+
+export class SkipNode<V> {
+  readonly next: (SkipNode<V> | null)[];
+  prev: SkipNode<V> | null = null;
+  constructor(
+    readonly key: Buffer,
+    public value: V,
+    level: number,
+  ) {
+    this.next = new Array<SkipNode<V> | null>(level).fill(null);
+  }
+}
+
+/**
+ * An ordered map keyed by Buffer (bytewise order) with O(log n) expected seek,
+ * insert and delete. Level 0 is doubly linked for reverse iteration. Level
+ * choice uses a fixed-seed xorshift, so the structure is deterministic.
+ */
+export class SkipList<V> {
+  private readonly head = new SkipNode<V>(Buffer.alloc(0), undefined as V, MAX_LEVEL);
+  private tail: SkipNode<V> | null = null;
+  private level = 1;
+  private rnd = 0x9e3779b9;
+  private readonly update: (SkipNode<V> | null)[] = new Array<SkipNode<V> | null>(MAX_LEVEL).fill(null);
+  size = 0;
+
+  private randomLevel(): number {
+    let l = 1;
+    for (;;) {
+      let x = this.rnd;
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      this.rnd = x >>> 0;
+      if ((this.rnd & 3) !== 0 || l >= MAX_LEVEL) return l;
+      l++;
+    }
+  }
+
+  /** Fills `update` with the last node < key at each level; returns the first node ≥ key. */
+  private findGE(key: Buffer, fillUpdate: boolean): SkipNode<V> | null {
+    let x = this.head;
+    for (let i = this.level - 1; i >= 0; i--) {
+      for (;;) {
+        const n = x.next[i] as SkipNode<V> | null;
+        if (n === null || Buffer.compare(n.key, key) >= 0) break;
+        x = n;
+      }
+      if (fillUpdate) this.update[i] = x;
+    }
+    return x.next[0] as SkipNode<V> | null;
+  }
+
+  get(key: Buffer): SkipNode<V> | null {
+    const n = this.findGE(key, false);
+    return n !== null && n.key.equals(key) ? n : null;
+  }
+
+  /** Inserts or replaces; returns the node. */
+  set(key: Buffer, value: V): SkipNode<V> {
+    const found = this.findGE(key, true);
+    if (found !== null && found.key.equals(key)) {
+      found.value = value;
+      return found;
+    }
+    const lvl = this.randomLevel();
+    if (lvl > this.level) {
+      for (let i = this.level; i < lvl; i++) this.update[i] = this.head;
+      this.level = lvl;
+    }
+    const node = new SkipNode<V>(key, value, lvl);
+    for (let i = 0; i < lvl; i++) {
+      const u = this.update[i] as SkipNode<V>;
+      node.next[i] = u.next[i] as SkipNode<V> | null;
+      u.next[i] = node;
+    }
+    const before = this.update[0] as SkipNode<V>;
+    node.prev = before === this.head ? null : before;
+    if (found !== null) found.prev = node;
+    else this.tail = node;
+    this.size++;
+    return node;
+  }
+
+  delete(key: Buffer): boolean {
+    const found = this.findGE(key, true);
+    if (found === null || !found.key.equals(key)) return false;
+    for (let i = 0; i < found.next.length; i++) {
+      const u = this.update[i] as SkipNode<V>;
+      if (u.next[i] === found) u.next[i] = found.next[i] as SkipNode<V> | null;
+    }
+    const after = found.next[0] as SkipNode<V> | null;
+    if (after !== null) after.prev = found.prev;
+    else this.tail = found.prev;
+    while (this.level > 1 && this.head.next[this.level - 1] === null) this.level--;
+    this.size--;
+    return true;
+  }
+
+  first(): SkipNode<V> | null {
+    return this.head.next[0] as SkipNode<V> | null;
+  }
+
+  last(): SkipNode<V> | null {
+    return this.tail;
+  }
+
+  seekGE(key: Buffer): SkipNode<V> | null {
+    return this.findGE(key, false);
+  }
+
+  /** The last node with key < `key`. */
+  seekLT(key: Buffer): SkipNode<V> | null {
+    const ge = this.findGE(key, false);
+    return ge === null ? this.tail : ge.prev;
+  }
+
+  /** The first node in iteration order within bounds, for a cursor. */
+  start(opts: IterOptions): SkipNode<V> | null {
+    if (opts.reverse) return opts.lt !== undefined ? this.seekLT(opts.lt) : this.tail;
+    return opts.gte !== undefined ? this.seekGE(opts.gte) : this.first();
+  }
+}
+
+/** Whether `key` is still inside the bounds on the side iteration moves towards. */
+export function withinBounds(key: Buffer, opts: IterOptions): boolean {
+  if (opts.reverse) return opts.gte === undefined || Buffer.compare(key, opts.gte) >= 0;
+  return opts.lt === undefined || Buffer.compare(key, opts.lt) < 0;
+}
+
+// ---------------------------------------------------------------------------
+// WriteBatch
+
+/** A pending op: the value to put, or null for a delete. */
+type Pending = Buffer | null;
+
+export interface BatchOp {
+  readonly key: Buffer;
+  /** null: delete. */
+  readonly value: Buffer | null;
+}
+
+/**
+ * An indexed write batch over a Reader (the engine). Reads see the batch's own
+ * writes layered over the engine. Not thread-safe (one evaluating command).
+ */
+export class WriteBatch implements ReadWriter {
+  private readonly index = new SkipList<Pending>();
+  private bytes = 0;
+
+  constructor(private readonly base: Reader) {}
+
+  put(key: Buffer, value: Buffer): void {
+    this.index.set(key, value);
+    this.bytes += key.length + value.length;
+  }
+
+  delete(key: Buffer): void {
+    this.index.set(key, null);
+    this.bytes += key.length;
+  }
+
+  /** Distinct keys written. */
+  get count(): number {
+    return this.index.size;
+  }
+
+  /** Approximate bytes written (counts overwritten ops too). */
+  get byteSize(): number {
+    return this.bytes;
+  }
+
+  isEmpty(): boolean {
+    return this.index.size === 0;
+  }
+
+  getSync(key: Buffer): Buffer | undefined {
+    const n = this.index.get(key);
+    if (n !== null) return n.value === null ? undefined : n.value;
+    return this.base.getSync(key);
+  }
+
+  iterator(opts: IterOptions): EngineIterator {
+    if (this.index.size === 0) return this.base.iterator(opts);
+    return new MergingIterator(this.index, this.base.iterator(opts), opts);
+  }
+
+  /** The batch's operations, one per key, in key order. */
+  ops(): BatchOp[] {
+    const out: BatchOp[] = [];
+    for (let n = this.index.first(); n !== null; n = n.next[0] as SkipNode<Pending> | null) out.push({ key: n.key, value: n.value });
+    return out;
+  }
+
+  repr(): Buffer {
+    return encodeBatchRepr(this.ops());
+  }
+
+  clear(): void {
+    while (this.index.size > 0) this.index.delete((this.index.first() as SkipNode<Pending>).key);
+    this.bytes = 0;
+  }
+}
+
+const ITER_CHUNK = 256;
+
+/** Merges a batch index (sync) with an engine iterator (async, chunked). */
+class MergingIterator implements EngineIterator {
+  private cur: SkipNode<Pending> | null;
+  private buf: Entry[] = [];
+  private bufPos = 0;
+  private baseDone = false;
+  private readonly dir: number;
+
+  constructor(
+    index: SkipList<Pending>,
+    private readonly base: EngineIterator,
+    private readonly opts: IterOptions,
+  ) {
+    this.cur = index.start(opts);
+    this.dir = opts.reverse ? -1 : 1;
+  }
+
+  private advanceCur(): void {
+    const c = this.cur as SkipNode<Pending>;
+    this.cur = this.dir > 0 ? (c.next[0] as SkipNode<Pending> | null) : c.prev;
+  }
+
+  async nextBatch(max: number): Promise<Entry[]> {
+    const out: Entry[] = [];
+    while (out.length < max) {
+      if (this.bufPos >= this.buf.length && !this.baseDone) {
+        this.buf = await this.base.nextBatch(Math.max(max, ITER_CHUNK));
+        this.bufPos = 0;
+        if (this.buf.length === 0) this.baseDone = true;
+      }
+      const c = this.cur !== null && withinBounds(this.cur.key, this.opts) ? this.cur : null;
+      const b = this.bufPos < this.buf.length ? (this.buf[this.bufPos] as Entry) : null;
+      if (c === null && b === null) break;
+      const cmp = c === null ? 1 : b === null ? -1 : Buffer.compare(c.key, b.key) * this.dir;
+      if (cmp < 0 || cmp === 0) {
+        const cn = c as SkipNode<Pending>;
+        if (cmp === 0) this.bufPos++;
+        this.advanceCur();
+        if (cn.value !== null) out.push({ key: cn.key, value: cn.value });
+      } else {
+        out.push(b as Entry);
+        this.bufPos++;
+      }
+    }
+    return out;
+  }
+
+  close(): Promise<void> {
+    return this.base.close();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Batch repr codec
+
+const REPR_MAGIC0 = 0x43; // 'C'
+const REPR_MAGIC1 = 0x42; // 'B'
+const REPR_VERSION = 1;
+const OP_PUT = 1;
+const OP_DELETE = 0;
+
+function uvarintLen(n: number): number {
+  let len = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    len++;
+  }
+  return len;
+}
+
+function writeUvarint(buf: Buffer, off: number, n: number): number {
+  while (n >= 0x80) {
+    buf[off++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[off++] = n;
+  return off;
+}
+
+export function encodeBatchRepr(ops: readonly BatchOp[]): Buffer {
+  let size = 3 + uvarintLen(ops.length);
+  for (const op of ops) {
+    size += 1 + uvarintLen(op.key.length) + op.key.length;
+    if (op.value !== null) size += uvarintLen(op.value.length) + op.value.length;
+  }
+  const buf = Buffer.allocUnsafe(size);
+  buf[0] = REPR_MAGIC0;
+  buf[1] = REPR_MAGIC1;
+  buf[2] = REPR_VERSION;
+  let o = writeUvarint(buf, 3, ops.length);
+  for (const op of ops) {
+    buf[o++] = op.value === null ? OP_DELETE : OP_PUT;
+    o = writeUvarint(buf, o, op.key.length);
+    o += op.key.copy(buf, o);
+    if (op.value !== null) {
+      o = writeUvarint(buf, o, op.value.length);
+      o += op.value.copy(buf, o);
+    }
+  }
+  assert(o === size, 'storage: batch repr size mismatch');
+  return buf;
+}
+
+/** Decodes a repr; keys and values are views into `repr` (no copies). */
+export function decodeBatchRepr(repr: Buffer): BatchOp[] {
+  const bad = (why: string): CorruptionError => new CorruptionError(`storage: corrupt batch repr (${repr.length} bytes): ${why}`);
+  if (repr.length < 4 || repr[0] !== REPR_MAGIC0 || repr[1] !== REPR_MAGIC1) throw bad('bad magic');
+  if (repr[2] !== REPR_VERSION) throw bad(`unknown version ${repr[2]}`);
+  let o = 3;
+  const readUvarint = (): number => {
+    let n = 0;
+    let mul = 1;
+    for (let i = 0; i < 8; i++) {
+      if (o >= repr.length) throw bad('truncated varint');
+      const b = repr[o++] as number;
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return n;
+      mul *= 128;
+    }
+    throw bad('varint too long');
+  };
+  const readBytes = (): Buffer => {
+    const len = readUvarint();
+    if (o + len > repr.length) throw bad('truncated bytes');
+    const b = repr.subarray(o, o + len);
+    o += len;
+    return b;
+  };
+  const count = readUvarint();
+  const ops: BatchOp[] = [];
+  for (let i = 0; i < count; i++) {
+    if (o >= repr.length) throw bad(`truncated at op ${i} of ${count}`);
+    const kind = repr[o++];
+    if (kind !== OP_PUT && kind !== OP_DELETE) throw bad(`unknown op kind ${kind}`);
+    const key = readBytes();
+    ops.push({ key, value: kind === OP_PUT ? readBytes() : null });
+  }
+  if (o !== repr.length) throw bad(`${repr.length - o} trailing bytes`);
+  return ops;
+}

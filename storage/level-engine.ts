@@ -1,0 +1,205 @@
+/**
+ * LevelEngine: the Engine over LevelDB, through `level` (classic-level on
+ * Node). One LevelDB per store holds everything (DESIGN.md §3, "Storage").
+ *
+ * Cost model (DESIGN.md §4) that shapes this file:
+ *   - point reads use classic-level's getSync (~10 µs) rather than the async
+ *     get that goes through the libuv pool;
+ *   - an iterator costs ~135 µs to create, so iterators read in chunks with
+ *     nextv (one await per chunk, never per key);
+ *   - a synced batch costs one fsync: callers group many commands into one
+ *     batch (group commit), and `write(batch, { sync: true })` is the only
+ *     place this file asks for durability.
+ *
+ * Opening a directory that another process (or another LevelEngine in this
+ * process) holds fails with StoreLockedError (`storage.locked`) naming the
+ * directory — LevelDB's LOCK file is the arbiter.
+ *
+ * Ownership: LevelEngine owns the DB handle; iterators and snapshots it hands
+ * out must be closed by the caller before close() resolves.
+ */
+import { Level } from 'level';
+import { CairnError } from '../src/util/errors.js';
+import {
+  EngineClosedError,
+  StoreLockedError,
+  WriteBatch,
+  decodeBatchRepr,
+  type BatchOp,
+  type Engine,
+  type EngineIterator,
+  type Entry,
+  type IterOptions,
+  type Snapshot,
+  type WriteOptions,
+} from './engine.js';
+
+/** The parts of classic-level's API used here (level's typings omit some). */
+interface LevelIterator {
+  nextv(size: number): Promise<[Buffer, Buffer][]>;
+  close(): Promise<void>;
+}
+interface LevelSnapshotHandle {
+  close(): Promise<void>;
+}
+interface LevelDb {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  get(key: Buffer): Promise<Buffer | undefined>;
+  getSync(key: Buffer, opts?: { snapshot?: LevelSnapshotHandle }): Buffer | undefined;
+  put(key: Buffer, value: Buffer, opts?: { sync?: boolean }): Promise<void>;
+  del(key: Buffer, opts?: { sync?: boolean }): Promise<void>;
+  batch(ops: { type: 'put' | 'del'; key: Buffer; value?: Buffer }[], opts?: { sync?: boolean }): Promise<void>;
+  iterator(opts: { gte?: Buffer; lt?: Buffer; reverse?: boolean; snapshot?: LevelSnapshotHandle }): LevelIterator;
+  snapshot(): LevelSnapshotHandle;
+  approximateSize(start: Buffer, end: Buffer): Promise<number>;
+}
+
+export interface LevelEngineOptions {
+  /** LevelDB block cache bytes (default 64 MiB). */
+  readonly cacheSize?: number;
+  /** LevelDB write buffer bytes (default 16 MiB). */
+  readonly writeBufferSize?: number;
+}
+
+function isLockError(e: unknown): boolean {
+  for (let c: unknown = e; c instanceof Error; c = (c as Error & { cause?: unknown }).cause) {
+    if (/lock|already held|LEVEL_LOCKED/i.test(`${(c as Error & { code?: string }).code ?? ''} ${c.message}`)) return true;
+  }
+  return false;
+}
+
+export class LevelEngine implements Engine {
+  private closed = false;
+
+  private constructor(
+    readonly dir: string,
+    private readonly db: LevelDb,
+  ) {}
+
+  /** Opens (creating if missing) the store at `dir`. */
+  static async open(dir: string, opts: LevelEngineOptions = {}): Promise<LevelEngine> {
+    const db = new Level<Buffer, Buffer>(dir, {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      cacheSize: opts.cacheSize ?? 64 << 20,
+      writeBufferSize: opts.writeBufferSize ?? 16 << 20,
+    } as never) as unknown as LevelDb;
+    try {
+      await db.open();
+    } catch (e) {
+      if (isLockError(e)) throw new StoreLockedError(dir, e);
+      throw new CairnError('storage.open_failed', `storage: cannot open store directory ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    return new LevelEngine(dir, db);
+  }
+
+  private check(): void {
+    if (this.closed) throw new EngineClosedError();
+  }
+
+  getSync(key: Buffer): Buffer | undefined {
+    this.check();
+    return this.db.getSync(key);
+  }
+
+  get(key: Buffer): Promise<Buffer | undefined> {
+    this.check();
+    return this.db.get(key);
+  }
+
+  put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void> {
+    this.check();
+    return this.db.put(key, value, { sync: opts?.sync === true });
+  }
+
+  delete(key: Buffer, opts?: WriteOptions): Promise<void> {
+    this.check();
+    return this.db.del(key, { sync: opts?.sync === true });
+  }
+
+  newBatch(): WriteBatch {
+    return new WriteBatch(this);
+  }
+
+  write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
+    return this.writeOps(batch.ops(), opts);
+  }
+
+  applyBatchRepr(repr: Buffer, opts?: WriteOptions): Promise<void> {
+    return this.writeOps(decodeBatchRepr(repr), opts);
+  }
+
+  private writeOps(ops: readonly BatchOp[], opts?: WriteOptions): Promise<void> {
+    this.check();
+    if (ops.length === 0) return Promise.resolve();
+    const lops = new Array<{ type: 'put' | 'del'; key: Buffer; value?: Buffer }>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as BatchOp;
+      lops[i] = op.value === null ? { type: 'del', key: op.key } : { type: 'put', key: op.key, value: op.value };
+    }
+    return this.db.batch(lops, { sync: opts?.sync === true });
+  }
+
+  iterator(opts: IterOptions): EngineIterator {
+    this.check();
+    return new LevelIteratorAdapter(this.db.iterator(levelIterOpts(opts)));
+  }
+
+  snapshot(): Snapshot {
+    this.check();
+    const snap = this.db.snapshot();
+    return {
+      getSync: (key: Buffer) => {
+        this.check();
+        return this.db.getSync(key, { snapshot: snap });
+      },
+      iterator: (opts: IterOptions) => {
+        this.check();
+        return new LevelIteratorAdapter(this.db.iterator({ ...levelIterOpts(opts), snapshot: snap }));
+      },
+      close: () => snap.close(),
+    };
+  }
+
+  approximateSize(start: Buffer, end: Buffer): Promise<number> {
+    this.check();
+    return this.db.approximateSize(start, end);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.db.close();
+  }
+}
+
+function levelIterOpts(opts: IterOptions): { gte?: Buffer; lt?: Buffer; reverse?: boolean } {
+  const o: { gte?: Buffer; lt?: Buffer; reverse?: boolean } = {};
+  if (opts.gte !== undefined) o.gte = opts.gte;
+  if (opts.lt !== undefined) o.lt = opts.lt;
+  if (opts.reverse) o.reverse = true;
+  return o;
+}
+
+class LevelIteratorAdapter implements EngineIterator {
+  private done = false;
+  constructor(private readonly it: LevelIterator) {}
+
+  async nextBatch(max: number): Promise<Entry[]> {
+    if (this.done) return [];
+    const rows = await this.it.nextv(max);
+    const out = new Array<Entry>(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as [Buffer, Buffer];
+      out[i] = { key: r[0], value: r[1] };
+    }
+    if (rows.length === 0) this.done = true;
+    return out;
+  }
+
+  close(): Promise<void> {
+    this.done = true;
+    return this.it.close();
+  }
+}

@@ -1,0 +1,260 @@
+// Engine conformance suite (issue 2): ONE suite, run against LevelEngine and
+// MemoryEngine; plus a model test of both against a sorted Map, the batch repr
+// codec, and the store lock held by a real second process.
+import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { LevelEngine } from '../../storage/level-engine.js';
+import { MemoryEngine } from '../../storage/memory-engine.js';
+import { decodeBatchRepr, encodeBatchRepr, type Engine, type EngineIterator, type Entry, type IterOptions, type Reader } from '../../storage/engine.js';
+import { CorruptionError } from '../../src/util/errors.js';
+
+const b = (s: string): Buffer => Buffer.from(s);
+
+async function drain(it: EngineIterator, chunk = 3): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for (;;) {
+      const rows: Entry[] = await it.nextBatch(chunk);
+      if (rows.length === 0) return out;
+      for (const r of rows) out.push(`${r.key.toString()}=${r.value.toString()}`);
+    }
+  } finally {
+    await it.close();
+  }
+}
+
+const scan = (r: Reader, opts: IterOptions, chunk?: number): Promise<string[]> => drain(r.iterator(opts), chunk);
+
+interface Harness {
+  name: string;
+  open(): Promise<Engine>;
+  cleanup(): void;
+}
+
+function levelHarness(): Harness {
+  let dir = '';
+  return {
+    name: 'LevelEngine',
+    async open() {
+      dir = mkdtempSync(join(tmpdir(), 'cairn-engine-'));
+      return LevelEngine.open(dir);
+    },
+    cleanup() {
+      if (dir !== '') rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const memoryHarness = (): Harness => ({ name: 'MemoryEngine', open: async () => new MemoryEngine(), cleanup() {} });
+
+for (const mk of [levelHarness, memoryHarness]) {
+  const h = mk();
+  describe(`engine conformance: ${h.name}`, () => {
+    let e: Engine;
+    beforeEach(async () => {
+      e = await h.open();
+    });
+    afterEach(async () => {
+      await e.close();
+      h.cleanup();
+    });
+
+    it('gets, puts and deletes, sync and async', async () => {
+      expect(e.getSync(b('a'))).toBeUndefined();
+      await e.put(b('a'), b('1'));
+      await e.put(b('b'), b('2'), { sync: true });
+      expect(e.getSync(b('a'))?.toString()).toBe('1');
+      expect((await e.get(b('b')))?.toString()).toBe('2');
+      await e.delete(b('a'));
+      expect(e.getSync(b('a'))).toBeUndefined();
+      expect(await e.get(b('a'))).toBeUndefined();
+      await e.put(b('e'), Buffer.alloc(0));
+      expect(e.getSync(b('e'))?.length).toBe(0);
+    });
+
+    it('applies a batch atomically; the batch reads its own writes', async () => {
+      await e.put(b('a'), b('old'));
+      await e.put(b('z'), b('gone'));
+      const batch = e.newBatch();
+      batch.put(b('a'), b('new'));
+      batch.put(b('c'), b('3'));
+      batch.delete(b('z'));
+      batch.put(b('d'), b('x'));
+      batch.delete(b('d'));
+      expect(batch.getSync(b('a'))?.toString()).toBe('new');
+      expect(batch.getSync(b('z'))).toBeUndefined();
+      expect(batch.getSync(b('d'))).toBeUndefined();
+      expect(e.getSync(b('a'))?.toString()).toBe('old');
+      expect(await scan(batch, {})).toEqual(['a=new', 'c=3']);
+      expect(await scan(batch, { reverse: true }, 1)).toEqual(['c=3', 'a=new']);
+      await e.write(batch, { sync: true });
+      expect(await scan(e, {})).toEqual(['a=new', 'c=3']);
+    });
+
+    it('iterates forward and reverse within [gte, lt), in chunks', async () => {
+      const batch = e.newBatch();
+      for (const k of ['a', 'b', 'c', 'd', 'e', 'f']) batch.put(b(k), b(k.toUpperCase()));
+      await e.write(batch);
+      expect(await scan(e, { gte: b('b'), lt: b('e') })).toEqual(['b=B', 'c=C', 'd=D']);
+      expect(await scan(e, { gte: b('b'), lt: b('e'), reverse: true })).toEqual(['d=D', 'c=C', 'b=B']);
+      expect(await scan(e, { gte: b('bb'), lt: b('dd') }, 1)).toEqual(['c=C', 'd=D']);
+      expect(await scan(e, { lt: b('c'), reverse: true })).toEqual(['b=B', 'a=A']);
+      expect(await scan(e, { gte: b('x') })).toEqual([]);
+      expect(await scan(e, {}, 100)).toHaveLength(6);
+    });
+
+    it('an iterator and a snapshot see the state as of their creation', async () => {
+      await e.put(b('a'), b('1'));
+      await e.put(b('b'), b('2'));
+      const snap = e.snapshot();
+      const it = e.iterator({});
+      await e.put(b('a'), b('changed'));
+      await e.delete(b('b'));
+      await e.put(b('c'), b('new'));
+      expect(snap.getSync(b('a'))?.toString()).toBe('1');
+      expect(snap.getSync(b('b'))?.toString()).toBe('2');
+      expect(snap.getSync(b('c'))).toBeUndefined();
+      expect(await drain(it)).toEqual(['a=1', 'b=2']);
+      expect(await scan(snap, {})).toEqual(['a=1', 'b=2']);
+      expect(await scan(snap, { reverse: true })).toEqual(['b=2', 'a=1']);
+      await snap.close();
+      expect(await scan(e, {})).toEqual(['a=changed', 'c=new']);
+    });
+
+    it('ships a batch as its repr and applies it elsewhere', async () => {
+      const batch = e.newBatch();
+      batch.put(b('k1'), b('v1'));
+      batch.put(b('k\x002'), Buffer.from([0, 1, 2]));
+      batch.delete(b('k3'));
+      await e.put(b('k3'), b('doomed'));
+      const repr = batch.repr();
+      await e.applyBatchRepr(repr, { sync: true });
+      expect(await scan(e, {})).toEqual([`k\x002=${Buffer.from([0, 1, 2]).toString()}`, 'k1=v1']);
+    });
+
+    it('reports the approximate size of a span', async () => {
+      const batch = e.newBatch();
+      for (let i = 0; i < 2000; i++) batch.put(b(`k${String(i).padStart(5, '0')}`), Buffer.alloc(1000, i));
+      await e.write(batch);
+      const size = await e.approximateSize(b('k'), b('l'));
+      expect(size).toBeGreaterThanOrEqual(0);
+      expect(await e.approximateSize(b('x'), b('y'))).toBe(0);
+      if (h.name === 'MemoryEngine') expect(size).toBe(2000 * 1006);
+    });
+
+    it('rejects use after close', async () => {
+      const e2 = await h.open();
+      await e2.close();
+      expect(() => e2.getSync(b('a'))).toThrow(/closed/);
+    });
+
+    it('matches a sorted-map model under random batches, snapshots and scans', async () => {
+      const keyArb = fc.constantFrom(...'abcdefgh'.split('').map((c) => `${c}`), 'a\x00', 'b\xff');
+      const opArb = fc.oneof(
+        fc.record({ t: fc.constant('put' as const), k: keyArb, v: fc.string({ maxLength: 4 }) }),
+        fc.record({ t: fc.constant('del' as const), k: keyArb }),
+        fc.record({ t: fc.constant('scan' as const), lo: keyArb, hi: keyArb, rev: fc.boolean() }),
+        fc.record({ t: fc.constant('commit' as const) }),
+        fc.record({ t: fc.constant('snap' as const) }),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.array(opArb, { maxLength: 30 }), async (ops) => {
+          // A fresh key prefix per run keeps one engine reusable.
+          const model = new Map<string, string>();
+          const pending = new Map<string, string | null>();
+          const batch = e.newBatch();
+          for (const k of await scan(e, {})) await e.delete(b(k.split('=')[0] as string));
+          let snap: { s: ReturnType<Engine['snapshot']>; m: Map<string, string> } | undefined;
+          const view = (): Map<string, string> => {
+            const v = new Map(model);
+            for (const [k, x] of pending) if (x === null) v.delete(k);
+            else v.set(k, x);
+            return v;
+          };
+          const expectScan = (m: Map<string, string>, lo: string, hi: string, rev: boolean): string[] => {
+            const keys = [...m.keys()].filter((k) => Buffer.compare(b(k), b(lo)) >= 0 && Buffer.compare(b(k), b(hi)) < 0).sort((x, y) => Buffer.compare(b(x), b(y)));
+            if (rev) keys.reverse();
+            return keys.map((k) => `${k}=${m.get(k)}`);
+          };
+          for (const op of ops) {
+            if (op.t === 'put') {
+              batch.put(b(op.k), b(op.v));
+              pending.set(op.k, op.v);
+            } else if (op.t === 'del') {
+              batch.delete(b(op.k));
+              pending.set(op.k, null);
+            } else if (op.t === 'commit') {
+              await e.write(batch);
+              for (const [k, x] of pending) if (x === null) model.delete(k);
+              else model.set(k, x);
+              pending.clear();
+              batch.clear();
+            } else if (op.t === 'snap') {
+              await snap?.s.close();
+              snap = { s: e.snapshot(), m: new Map(model) };
+            } else {
+              expect(await scan(batch, { gte: b(op.lo), lt: b(op.hi), reverse: op.rev }, 2)).toEqual(expectScan(view(), op.lo, op.hi, op.rev));
+              expect(await scan(e, { gte: b(op.lo), lt: b(op.hi), reverse: op.rev })).toEqual(expectScan(model, op.lo, op.hi, op.rev));
+              if (snap !== undefined) expect(await scan(snap.s, { gte: b(op.lo), lt: b(op.hi), reverse: op.rev })).toEqual(expectScan(snap.m, op.lo, op.hi, op.rev));
+              for (const [k, x] of view()) expect(batch.getSync(b(k))?.toString()).toBe(x);
+            }
+          }
+          await snap?.s.close();
+        }),
+        { numRuns: 150 },
+      );
+    });
+  });
+}
+
+describe('batch repr', () => {
+  it('round-trips and rejects truncation and garbage with CorruptionError', () => {
+    const ops = [
+      { key: b('a'), value: b('1') },
+      { key: b('b'), value: null },
+      { key: Buffer.alloc(300, 7), value: Buffer.alloc(70000, 9) },
+    ];
+    const repr = encodeBatchRepr(ops);
+    expect(decodeBatchRepr(repr)).toEqual(ops);
+    for (const cut of [0, 1, 3, 5, repr.length - 1]) expect(() => decodeBatchRepr(repr.subarray(0, cut))).toThrow(CorruptionError);
+    expect(() => decodeBatchRepr(Buffer.concat([repr, b('x')]))).toThrow(/trailing/);
+    const bad = Buffer.from(repr);
+    bad[4] = 9;
+    expect(() => decodeBatchRepr(bad)).toThrow(/op kind/);
+  });
+});
+
+describe('LevelEngine store lock', () => {
+  it('fails with a clear message while another process holds the directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-lock-'));
+    const script = `import { Level } from 'level';
+const db = new Level(process.argv[1]); await db.open(); process.stdout.write('ready\\n');
+process.stdin.on('data', async () => { await db.close(); process.exit(0); });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script, dir], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('child did not open the store in 20 s')), 20_000);
+        child.stdout.on('data', (d: Buffer) => {
+          if (d.toString().includes('ready')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
+      });
+      await expect(LevelEngine.open(dir)).rejects.toMatchObject({ code: 'storage.locked', message: expect.stringMatching(/in use by another process/) });
+      const exited = new Promise((r) => child.on('exit', r));
+      child.stdin.write('x');
+      await exited;
+      const e = await LevelEngine.open(dir);
+      await e.close();
+    } finally {
+      child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
