@@ -1,0 +1,70 @@
+/**
+ * Connections for the workload tool: one pg.Client per client loop, with an
+ * 'error' listener so that a connection dying between queries marks the
+ * connection broken instead of crashing the process; and the classification
+ * of errors by SQLSTATE.
+ */
+import pg from 'pg';
+
+export interface Output {
+  write(text: string): void;
+  /** A terminal: progress bars redraw in place. */
+  readonly isTTY?: boolean;
+}
+
+export const SERIALIZATION_FAILURE = '40001';
+
+export class Connection {
+  broken = false;
+  lastError: unknown;
+
+  private constructor(
+    readonly url: string,
+    readonly client: pg.Client,
+  ) {
+    client.on('error', (e) => {
+      this.broken = true;
+      this.lastError = e;
+    });
+  }
+
+  static async open(url: string): Promise<Connection> {
+    const client = new pg.Client({ connectionString: url });
+    const conn = new Connection(url, client);
+    try {
+      await client.connect();
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    return conn;
+  }
+
+  async close(): Promise<void> {
+    await this.client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * The error's SQLSTATE when the server sent one; otherwise a label for the
+ * client-side failure ("connection:ECONNRESET", "client").
+ */
+export function sqlStateOf(e: unknown): string {
+  if (e instanceof pg.DatabaseError && typeof e.code === 'string') return e.code;
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return `connection:${code}`;
+  return 'client';
+}
+
+/** True when the error came from the server as a SQL error (the connection is still usable). */
+export function isServerError(e: unknown): boolean {
+  return e instanceof pg.DatabaseError;
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
