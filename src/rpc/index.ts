@@ -1,0 +1,13 @@
+/**
+ * The RPC layer's public surface (DESIGN.md §2: src/rpc may import only
+ * src/util). The KV layer builds its messages with BufWriter/BufReader and
+ * sends them through an RpcContext.
+ */
+export { BufReader, BufWriter, RpcCodecError } from './codec.js';
+export { beginFrame, DEFAULT_MAX_FRAME_BYTES, encodeFrame, endFrame, FRAME_HEADER_BYTES, FrameDecoder } from './frame.js';
+export { decodeEnvelope, encodeEnvelope, type Envelope, MessageKind } from './envelope.js';
+export { RpcError } from './errors.js';
+export { type FaultCounters, FaultHook, type FaultSpec, InvalidFaultSpecError } from './fault-hook.js';
+export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
+export { type CallOptions, Connection, type RpcCallContext, type RpcHandler } from './connection.js';
+export { type BackoffOptions, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';

@@ -1,0 +1,346 @@
+/**
+ * RpcContext: one node's RPC endpoint (CockroachDB's rpc.Context). It owns
+ * the listener (RpcServer), the pool of outgoing connections, the handler
+ * registry, the fault hook and the metrics. The KV layer registers its
+ * methods and calls peers by node id; it never sees a socket.
+ *
+ *        node n1                                    node n2
+ *   call(2, m, p) ─► pool[n2] ── TCP (n1 dialed) ──► RpcServer ─► handler m
+ *                   responses ◄──── same connection ◄──┘
+ *   handler m' ◄─ RpcServer ◄── TCP (n2 dialed) ── pool[n1] ◄─ send(1, m', p)
+ *
+ * Connections: one outgoing connection per (this node → peer), dialed on
+ * first use to the peer's advertised address (setPeerAddress, or the resolve
+ * option), optionally from a fixed local address (localAddress: a 127.0.0.x
+ * alias, so iptables can partition nodes on one machine). Requests and
+ * one-ways travel on the connection the sender dialed; responses return on
+ * the connection the request came in on. So each unordered pair uses two TCP
+ * connections, one per direction of initiative, and never races to
+ * deduplicate simultaneous dials.
+ *
+ * Reconnect: a connection that closes after its handshake is redialed on the
+ * next use at once. A failed dial or handshake starts exponential backoff
+ * (initial × multiplier^attempt, capped, ± jitter drawn from the injected
+ * Prng); during backoff calls fail fast with `rpc.unavailable` (retryable: the
+ * request was not sent) and one-ways are dropped — the layer above chooses
+ * another replica or retries later instead of queueing behind a dead peer.
+ *
+ * Handshake (handshake.ts): cluster id, node id and protocol version are
+ * checked on every connection; refusals are typed (`rpc.cluster_id_mismatch`,
+ * `rpc.node_id_mismatch`, `rpc.version_mismatch`) and failed calls carry them.
+ *
+ * Ownership: src/rpc owns node-to-node sockets (DESIGN.md §2). Time for
+ * deadlines and backoff is the monotonic performance.now(); randomness (jitter,
+ * fault decisions) comes from the injected Prng; the HLC from the injected
+ * Clock.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { assert } from '../util/assert.js';
+import type { CairnError } from '../util/errors.js';
+import type { Clock, ClockOffsetError } from '../util/hlc.js';
+import { silentLogger, type Logger } from '../util/log.js';
+import type { Prng } from '../util/prng.js';
+import { Connection, type CallOptions, type ConnectionHost, type RpcHandler } from './connection.js';
+import { RpcError, unavailableError } from './errors.js';
+import { FaultHook } from './fault-hook.js';
+import { DEFAULT_MAX_FRAME_BYTES } from './frame.js';
+import { RpcMetrics } from './metrics.js';
+
+export interface PeerAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface BackoffOptions {
+  readonly initialMs: number;
+  readonly maxMs: number;
+  readonly multiplier: number;
+  /** Fraction of the delay drawn uniformly at random either side, in [0, 1). */
+  readonly jitter: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 50, maxMs: 5_000, multiplier: 2, jitter: 0.2 };
+
+export interface RpcContextOptions {
+  /** This node's id; 0 while joining (not allocated yet). */
+  readonly nodeId: number;
+  /** The cluster's id; '' while joining (not known yet). */
+  readonly clusterId: string;
+  readonly clock: Clock;
+  /** Jitter and fault decisions. */
+  readonly prng: Prng;
+  readonly logger?: Logger;
+  /** Local address outgoing connections bind to (e.g. this node's 127.0.0.x). */
+  readonly localAddress?: string;
+  /** Looks up a peer's advertised address when none was set with setPeerAddress. */
+  readonly resolve?: (nodeId: number) => PeerAddress | undefined;
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Largest frame accepted or sent; default 64 MiB. */
+  readonly maxFrameBytes?: number;
+  /** Per connection, bytes queued or unwritten above which sends are refused; default 64 MiB. */
+  readonly maxQueuedBytes?: number;
+  /** Default 5 s. */
+  readonly handshakeTimeoutMs?: number;
+  /** Called when a peer's message was rejected for clock offset (the node decides what to do). */
+  readonly onClockOffset?: (peerId: number, err: ClockOffsetError) => void;
+}
+
+/** The dial side of one peer: its connection and backoff state. */
+interface PeerSlot {
+  readonly label: string;
+  readonly nodeId: number;
+  readonly fixedAddress: PeerAddress | undefined;
+  conn: Connection | null;
+  attempt: number;
+  backoffUntil: number;
+  lastError: CairnError | null;
+  everConnected: boolean;
+}
+
+/** Accepts connections and hands each to a Connection in the acceptor role. */
+export class RpcServer {
+  private server: Server | null = null;
+  private readonly conns = new Set<Connection>();
+
+  constructor(private readonly host: ConnectionHost) {}
+
+  /** Binds host:port (port 0 = ephemeral) and resolves with the bound address. */
+  listen(host: string, port: number): Promise<PeerAddress> {
+    assert(this.server === null, 'rpc: server already listening');
+    const server = createServer((socket) => this.accept(socket));
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.off('error', reject);
+        server.on('error', (e) => this.host.log.error({ err: e.message }, 'rpc: listener error'));
+        const addr = server.address();
+        assert(addr !== null && typeof addr === 'object', 'rpc: listener has no address');
+        resolve({ host: addr.address, port: addr.port });
+      });
+    });
+  }
+
+  private accept(socket: Socket): void {
+    const conn = new Connection(this.host, socket, { kind: 'acceptor' });
+    this.conns.add(conn);
+    conn.onClose = () => this.conns.delete(conn);
+  }
+
+  get connectionCount(): number {
+    return this.conns.size;
+  }
+
+  /** Stops listening and closes every accepted connection. */
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const conn of [...this.conns]) conn.close(new RpcError('rpc.closed', 'rpc: server shut down'));
+    if (server === null) return;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+export class RpcContext implements ConnectionHost {
+  readonly clock: Clock;
+  readonly faults: FaultHook;
+  readonly metrics = new RpcMetrics();
+  readonly log: Logger;
+  readonly maxFrameBytes: number;
+  readonly maxQueuedBytes: number;
+  readonly handshakeTimeoutMs: number;
+  private _nodeId: number;
+  private _clusterId: string;
+  private readonly prng: Prng;
+  private readonly backoff: BackoffOptions;
+  private readonly handlers = new Map<number, RpcHandler>();
+  private readonly peers = new Map<string, PeerSlot>();
+  private readonly addresses = new Map<number, PeerAddress>();
+  private readonly server: RpcServer;
+  private closed = false;
+
+  constructor(private readonly opts: RpcContextOptions) {
+    this._nodeId = opts.nodeId;
+    this._clusterId = opts.clusterId;
+    this.clock = opts.clock;
+    this.prng = opts.prng;
+    this.faults = new FaultHook(opts.prng);
+    this.log = opts.logger ?? silentLogger();
+    this.maxFrameBytes = opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
+    this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 5_000;
+    this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    assert(this.backoff.jitter >= 0 && this.backoff.jitter < 1, 'rpc: backoff jitter must be in [0, 1)');
+    this.server = new RpcServer(this);
+  }
+
+  get nodeId(): number {
+    return this._nodeId;
+  }
+
+  get clusterId(): string {
+    return this._clusterId;
+  }
+
+  /** Set once at join, when the node id is allocated; existing connections keep the old identity. */
+  setNodeId(nodeId: number): void {
+    assert(this._nodeId === 0 || this._nodeId === nodeId, `rpc: node id already set to ${this._nodeId}`);
+    this._nodeId = nodeId;
+  }
+
+  /** Set once at join or bootstrap. */
+  setClusterId(clusterId: string): void {
+    assert(this._clusterId === '' || this._clusterId === clusterId, `rpc: cluster id already set to ${this._clusterId}`);
+    this._clusterId = clusterId;
+  }
+
+  /** Registers the handler of a method id; each id has exactly one handler. */
+  register(method: number, handler: RpcHandler): void {
+    assert(Number.isInteger(method) && method >= 0 && method <= 0xffff, `rpc: method id ${method} is not a u16`);
+    assert(!this.handlers.has(method), `rpc: method ${method} registered twice`);
+    this.handlers.set(method, handler);
+  }
+
+  handler(method: number): RpcHandler | undefined {
+    return this.handlers.get(method);
+  }
+
+  onClockOffset(peerId: number, err: ClockOffsetError): void {
+    this.opts.onClockOffset?.(peerId, err);
+  }
+
+  /** Starts serving on host:port (port 0 = ephemeral); resolves with the bound address. */
+  listen(host: string, port: number): Promise<PeerAddress> {
+    return this.server.listen(host, port);
+  }
+
+  /** Accepted (incoming) connections currently open. */
+  get incomingConnections(): number {
+    return this.server.connectionCount;
+  }
+
+  /** Records a peer's advertised address (gossip / liveness will call this). */
+  setPeerAddress(nodeId: number, addr: PeerAddress): void {
+    const old = this.addresses.get(nodeId);
+    this.addresses.set(nodeId, addr);
+    if (old !== undefined && (old.host !== addr.host || old.port !== addr.port)) {
+      // The peer moved: drop the connection to the old address.
+      this.peers.get(`n${nodeId}`)?.conn?.close(unavailableError(`n${nodeId}`, 'address changed'));
+    }
+  }
+
+  /**
+   * Calls method on peer nodeId and resolves with its response payload.
+   * Rejects with a typed error (errors.ts): rpc.unavailable / rpc.backpressure
+   * (retryable, never sent); rpc.timeout / rpc.canceled (ambiguous if the
+   * request was sent, retryable if not); rpc.connection_lost (ambiguous); a
+   * handshake refusal; or the remote handler's CairnError as it was thrown.
+   */
+  call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
+    assert(nodeId > 0, 'rpc: call needs a node id; use callAddress while joining');
+    const conn = this.connectionTo(this.slotFor(`n${nodeId}`, nodeId, undefined));
+    if (!(conn instanceof Connection)) return Promise.reject(conn);
+    return conn.call(method, payload, opts);
+  }
+
+  /** Calls whoever listens at addr (a join address: the node id is not known). */
+  callAddress(addr: PeerAddress, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
+    const conn = this.connectionTo(this.slotFor(`a${addr.host}:${addr.port}`, 0, addr));
+    if (!(conn instanceof Connection)) return Promise.reject(conn);
+    return conn.call(method, payload, opts);
+  }
+
+  /**
+   * Sends a one-way message (Raft); never blocks. False when it was dropped
+   * here (peer in backoff, no address, queue full): a lossy network.
+   */
+  send(nodeId: number, method: number, payload: Uint8Array): boolean {
+    const conn = this.connectionTo(this.slotFor(`n${nodeId}`, nodeId, undefined));
+    if (!(conn instanceof Connection)) {
+      this.metrics.peer(nodeId).oneWayDropped++;
+      return false;
+    }
+    return conn.send(method, payload);
+  }
+
+  /** True if an outgoing connection to nodeId has completed its handshake. */
+  isConnected(nodeId: number): boolean {
+    return this.peers.get(`n${nodeId}`)?.conn?.state === 'ready';
+  }
+
+  /** Closes the outgoing connection to nodeId (it is redialed on next use). */
+  disconnect(nodeId: number): void {
+    this.peers.get(`n${nodeId}`)?.conn?.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
+  }
+
+  /** Stops the listener, closes every connection; later calls fail with rpc.closed. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const reason = new RpcError('rpc.closed', `rpc: n${this._nodeId} shut down`);
+    for (const slot of this.peers.values()) slot.conn?.close(reason);
+    await this.server.close();
+  }
+
+  private slotFor(key: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
+    let slot = this.peers.get(key);
+    if (slot === undefined) {
+      slot = {
+        label: nodeId > 0 ? `n${nodeId}` : key.slice(1),
+        nodeId,
+        fixedAddress,
+        conn: null,
+        attempt: 0,
+        backoffUntil: 0,
+        lastError: null,
+        everConnected: false,
+      };
+      this.peers.set(key, slot);
+    }
+    return slot;
+  }
+
+  /** The slot's live connection, dialing if needed; or the error to fail with. */
+  private connectionTo(slot: PeerSlot): Connection | CairnError {
+    const live = slot.conn;
+    if (live !== null) return live;
+    if (this.closed) return new RpcError('rpc.closed', `rpc: n${this._nodeId} is shut down`);
+    if (performance.now() < slot.backoffUntil) {
+      const last = slot.lastError;
+      if (last !== null && last.code !== 'rpc.unavailable' && !last.retryable) return last;
+      return unavailableError(slot.label, `reconnecting after backoff${last === null ? '' : `; last error: ${last.message}`}`, last);
+    }
+    const addr = slot.fixedAddress ?? this.addresses.get(slot.nodeId) ?? this.opts.resolve?.(slot.nodeId);
+    if (addr === undefined) return unavailableError(slot.label, 'no known address');
+    return this.dial(slot, addr);
+  }
+
+  private dial(slot: PeerSlot, addr: PeerAddress): Connection {
+    const m = this.metrics.peer(slot.nodeId);
+    m.dials++;
+    if (slot.everConnected) m.reconnects++;
+    const socket = connect({ host: addr.host, port: addr.port, localAddress: this.opts.localAddress });
+    const conn = new Connection(this, socket, { kind: 'dialer', expectNodeId: slot.nodeId });
+    slot.conn = conn;
+    let established = false;
+    conn.onEstablished = () => {
+      established = true;
+      slot.everConnected = true;
+      slot.attempt = 0;
+      slot.backoffUntil = 0;
+      slot.lastError = null;
+    };
+    conn.onClose = (reason) => {
+      if (slot.conn === conn) slot.conn = null;
+      slot.lastError = reason;
+      if (established) return; // a healthy connection that ended: redial at once on next use
+      const b = this.backoff;
+      const base = Math.min(b.maxMs, b.initialMs * b.multiplier ** slot.attempt);
+      const delay = base * (1 + b.jitter * (2 * this.prng.float() - 1));
+      slot.attempt++;
+      slot.backoffUntil = performance.now() + delay;
+      this.log.debug({ peer: slot.label, attempt: slot.attempt, delayMs: Math.round(delay), err: reason.message }, 'rpc: dial failed, backing off');
+    };
+    return conn;
+  }
+}
