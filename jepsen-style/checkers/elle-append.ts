@@ -1,0 +1,388 @@
+/**
+ * Elle-style list-append checker (Kingsbury & Alvaro, "Elle: Inferring Isolation
+ * Anomalies from Experimental Observations", VLDB 2020).
+ *
+ * Workload. Every operation is a transaction `f: 'txn'` whose value is a list of
+ * micro-ops: `['append', key, v]` appends the unique value v to the list at key;
+ * `['r', key, list]` reads the whole list (null on invoke; on ok, null means the key
+ * does not exist, i.e. the empty list). Appended values are unique per key, so every
+ * element of a read names the transaction that wrote it, and since a list's versions
+ * are its prefixes, the longest read of a key reveals the key's version order.
+ *
+ * Which transactions count:
+ *   - ok:   committed; all its micro-ops are used.
+ *   - fail: certainly not committed; reading one of its values is G1a (aborted read).
+ *   - info: may or may not have committed, reads unknown. If any of its appends was
+ *           observed it is treated as committed (a graph node with ww/wr edges and
+ *           realtime edges *into* it only — it may have committed any time after its
+ *           invocation); otherwise it is ignored. It is never treated as failed.
+ *
+ * Non-cycle anomalies:
+ *   - duplicate-elements — a read lists the same value twice;
+ *   - garbage-read       — a read lists a value no transaction appended;
+ *   - G1a                — a read lists a value appended by a failed transaction;
+ *   - G1b                — a read ends in a value that was not its writer's last append
+ *                          to that key (an intermediate version);
+ *   - internal           — a transaction's read disagrees with its own earlier reads and
+ *                          appends of that key;
+ *   - incompatible-order — two reads of a key where neither is a prefix of the other;
+ *   - lost-update        — two committed transactions read the same version of a key
+ *                          and both appended to it;
+ *   - nonunique-append   — the generator appended a value twice (the history cannot be
+ *                          analysed soundly: the verdict is at best 'unknown').
+ *
+ * Dependency edges (graph.ts) between graph nodes, from each key's version order
+ * (the longest read) and each transaction's *external* read of a key (its first read
+ * of the key before appending to it):
+ *   ww  writer(order[i]) → writer(order[i+1]);
+ *   wr  writer(last element read) → reader;
+ *   rw  reader → writer(order[len(read)]), the version after the one it read;
+ *   process   each ok txn → the next txn of the same process;
+ *   realtime  ok T1 → T2 when T1 completed before T2 was invoked (transitively reduced:
+ *             only edges from the "frontier" of latest completions).
+ * Cycles are found and classified by graph.ts. Serializable: none of G0, G1a, G1b,
+ * G1c, G-single, G2-item, internal, duplicate-elements, garbage-read,
+ * incompatible-order, lost-update. Strict serializable: additionally none of the
+ * `-process` / `-realtime` cycle variants. `valid` follows `options.consistencyModel`
+ * (default 'serializable'); both verdicts are always reported.
+ */
+import type { History, PairedOp } from '../history/history.js';
+import { pairHistory } from '../history/history.js';
+import { AnomalyLog } from './check-result.js';
+import type { CheckResult, Validity } from './check-result.js';
+import { DepGraph, PROCESS, REALTIME, RW, WR, WW, findCycles, relName } from './graph.js';
+import type { CycleStep } from './graph.js';
+
+export type AppendKey = string | number;
+export type AppendValue = string | number;
+export type MicroOp =
+  | readonly ['append', AppendKey, AppendValue]
+  | readonly ['r', AppendKey, readonly AppendValue[] | null];
+
+export type ConsistencyModel = 'serializable' | 'strict-serializable';
+
+export interface ElleAppendOptions {
+  readonly consistencyModel?: ConsistencyModel;
+  /** Examples kept per anomaly type. */
+  readonly examplesPerType?: number;
+  /** Edge inspections allowed when looking for the weakest cycle class. */
+  readonly cycleSearchBudget?: number;
+  /** Monotonic ms clock for the elapsedMs stat; default performance.now. */
+  readonly now?: () => number;
+}
+
+export interface ElleAppendResult extends CheckResult {
+  readonly serializable: Validity;
+  readonly strictSerializable: Validity;
+}
+
+/** Anomalies that violate serializability. */
+export const SERIALIZABILITY_ANOMALIES: ReadonlySet<string> = new Set([
+  'G0', 'G1a', 'G1b', 'G1c', 'G-single', 'G2-item', 'internal', 'duplicate-elements',
+  'garbage-read', 'incompatible-order', 'lost-update',
+]);
+
+interface Txn {
+  readonly op: PairedOp<readonly MicroOp[]>;
+  readonly mops: readonly MicroOp[];
+  node: number; // graph node, -1 when not in the graph
+}
+
+interface Writer {
+  readonly txn: Txn;
+  /** Whether this is the txn's last append to the key. */
+  final: boolean;
+}
+
+/** Human summary of a transaction for anomaly reports. */
+function describe(t: Txn): { index: number; process: number | string; type: string; value: readonly MicroOp[] } {
+  return { index: t.op.invokeIndex, process: t.op.process, type: t.op.type, value: t.mops };
+}
+
+function isPrefix(a: readonly AppendValue[], b: readonly AppendValue[]): boolean {
+  if (a.length > b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function readList(m: MicroOp): readonly AppendValue[] {
+  return (m[2] as readonly AppendValue[] | null) ?? [];
+}
+
+/** Per-key analysis state. */
+interface KeyInfo {
+  readonly writers: Map<AppendValue, Writer>;
+  longest: readonly AppendValue[];
+  /** Position of each value in `longest`. */
+  position: Map<AppendValue, number>;
+}
+
+export function checkElleAppend(history: History, options: ElleAppendOptions = {}): ElleAppendResult {
+  const now = options.now ?? (() => performance.now());
+  const start = now();
+  const log = new AnomalyLog(options.examplesPerType ?? 8);
+  const txns: Txn[] = pairHistory(history)
+    .filter((p) => p.f === 'txn')
+    .map((p) => {
+      const op = p as PairedOp<readonly MicroOp[]>;
+      return { op, mops: op.value ?? [], node: -1 };
+    });
+  const keys = new Map<AppendKey, KeyInfo>();
+  const keyInfo = (k: AppendKey): KeyInfo => {
+    let ki = keys.get(k);
+    if (ki === undefined) keys.set(k, (ki = { writers: new Map(), longest: [], position: new Map() }));
+    return ki;
+  };
+
+  // 1. Index every append (ok, info and fail alike).
+  for (const t of txns) {
+    const lastOfKey = new Map<AppendKey, Writer>();
+    for (const m of t.mops) {
+      if (m[0] !== 'append') continue;
+      const ki = keyInfo(m[1]);
+      if (ki.writers.has(m[2])) {
+        log.add('nonunique-append', { key: m[1], value: m[2], txn: describe(t) });
+        continue;
+      }
+      const w: Writer = { txn: t, final: true };
+      const prev = lastOfKey.get(m[1]);
+      if (prev !== undefined) prev.final = false;
+      lastOfKey.set(m[1], w);
+      ki.writers.set(m[2], w);
+    }
+  }
+
+  // 2. Per-read checks of committed transactions; version orders from the longest reads.
+  const committed = txns.filter((t) => t.op.type === 'ok');
+  const observed = new Set<Txn>();
+  for (const t of committed) {
+    const ownState = new Map<AppendKey, { read: readonly AppendValue[] | undefined; appended: AppendValue[] }>();
+    for (const m of t.mops) {
+      const st = ownState.get(m[1]) ?? { read: undefined, appended: [] };
+      ownState.set(m[1], st);
+      if (m[0] === 'append') {
+        st.appended.push(m[2]);
+        continue;
+      }
+      const list = readList(m);
+      const ki = keyInfo(m[1]);
+      checkReadElements(t, m, list, ki, log, observed);
+      // Internal consistency: the read must reflect this txn's own earlier micro-ops.
+      if (st.read !== undefined) {
+        const expected = [...st.read, ...st.appended];
+        if (expected.length !== list.length || !isPrefix(expected, list)) {
+          log.add('internal', { txn: describe(t), mop: m, expected });
+        }
+      } else if (st.appended.length > 0) {
+        const tail = list.slice(list.length - st.appended.length);
+        if (list.length < st.appended.length || !isPrefix(st.appended, tail)) {
+          log.add('internal', { txn: describe(t), mop: m, expectedSuffix: st.appended });
+        }
+      }
+      st.read = list;
+      st.appended = [];
+      if (list.length > ki.longest.length) ki.longest = list;
+    }
+  }
+  for (const ki of keys.values()) {
+    ki.longest.forEach((v, i) => {
+      if (!ki.position.has(v)) ki.position.set(v, i);
+    });
+  }
+
+  // 3. Graph nodes: committed txns and observed indeterminate ones.
+  let nodes = 0;
+  for (const t of txns) {
+    if (t.op.type === 'ok' || (t.op.type === 'info' && observed.has(t))) t.node = nodes++;
+  }
+  const byNode: Txn[] = [];
+  for (const t of txns) if (t.node >= 0) byNode[t.node] = t;
+  const g = new DepGraph(nodes);
+  const nodeOf = (ki: KeyInfo, v: AppendValue | undefined): number => {
+    if (v === undefined) return -1;
+    return ki.writers.get(v)?.txn.node ?? -1;
+  };
+
+  // ww edges along each version order.
+  for (const ki of keys.values()) {
+    for (let i = 0; i + 1 < ki.longest.length; i++) {
+      const a = nodeOf(ki, ki.longest[i]);
+      const b = nodeOf(ki, ki.longest[i + 1]);
+      if (a >= 0 && b >= 0) g.addEdge(a, b, WW);
+    }
+  }
+  // wr / rw edges from external reads; incompatible orders; lost updates.
+  const readersOfVersion = new Map<string, Txn[]>();
+  for (const t of committed) {
+    const seen = new Set<AppendKey>();
+    const appendedKeys = new Set<AppendKey>(t.mops.filter((m) => m[0] === 'append').map((m) => m[1]));
+    for (const m of t.mops) {
+      if (seen.has(m[1])) continue;
+      seen.add(m[1]);
+      if (m[0] !== 'r') continue;
+      const ki = keys.get(m[1])!;
+      const list = readList(m);
+      if (!isPrefix(list, ki.longest)) {
+        log.add('incompatible-order', { key: m[1], read: list, longest: ki.longest, txn: describe(t) });
+        continue;
+      }
+      const w = nodeOf(ki, list[list.length - 1]);
+      if (w >= 0) g.addEdge(w, t.node, WR);
+      const nxt = nodeOf(ki, ki.longest[list.length]);
+      if (nxt >= 0) g.addEdge(t.node, nxt, RW);
+      if (appendedKeys.has(m[1])) {
+        const id = `${typeof m[1]}:${String(m[1])}@${list.length}`;
+        const l = readersOfVersion.get(id) ?? [];
+        readersOfVersion.set(id, l);
+        l.push(t);
+      }
+    }
+  }
+  for (const [id, readers] of readersOfVersion) {
+    if (readers.length > 1) log.add('lost-update', { version: id, txns: readers.map(describe) });
+  }
+  addSessionEdges(g, byNode);
+
+  // 4. Cycles.
+  const found = findCycles(g, options.cycleSearchBudget === undefined ? {} : { budget: options.cycleSearchBudget });
+  for (const c of found.cycles) log.add(c.type, explainCycle(c.steps, byNode, keys));
+
+  const anomalyTypes = log.types();
+  const broken = (strict: boolean): Validity => {
+    const bad = anomalyTypes.some((a) => SERIALIZABILITY_ANOMALIES.has(a) || (strict && /-(realtime|process)$/.test(a)));
+    if (bad) return false;
+    return log.has('nonunique-append') ? 'unknown' : true;
+  };
+  const serializable = broken(false);
+  const strictSerializable = broken(true);
+  return {
+    valid: options.consistencyModel === 'strict-serializable' ? strictSerializable : serializable,
+    serializable,
+    strictSerializable,
+    anomalyTypes,
+    anomalies: log.examples,
+    stats: {
+      txns: txns.length,
+      ok: committed.length,
+      info: txns.filter((t) => t.op.type === 'info').length,
+      fail: txns.filter((t) => t.op.type === 'fail').length,
+      nodes,
+      edges: g.edges,
+      keys: keys.size,
+      sccs: found.sccs,
+      cycleSearchTruncated: found.truncated ? 1 : 0,
+      elapsedMs: now() - start,
+      ...log.countStats(),
+    },
+  };
+}
+
+/** duplicate-elements, garbage-read, G1a and G1b for one read of a committed txn. */
+function checkReadElements(t: Txn, m: MicroOp, list: readonly AppendValue[], ki: KeyInfo, log: AnomalyLog, observed: Set<Txn>): void {
+  if (new Set(list).size !== list.length) log.add('duplicate-elements', { key: m[1], read: list, txn: describe(t) });
+  for (const v of list) {
+    const w = ki.writers.get(v);
+    if (w === undefined) {
+      log.add('garbage-read', { key: m[1], value: v, read: list, txn: describe(t) });
+      continue;
+    }
+    if (w.txn.op.type === 'fail') log.add('G1a', { key: m[1], value: v, reader: describe(t), writer: describe(w.txn) });
+    else if (w.txn !== t) observed.add(w.txn);
+  }
+  const last = list[list.length - 1];
+  const lw = last === undefined ? undefined : ki.writers.get(last);
+  if (lw !== undefined && lw.txn !== t && !lw.final && lw.txn.op.type !== 'fail') {
+    log.add('G1b', { key: m[1], value: last, reader: describe(t), writer: describe(lw.txn) });
+  }
+}
+
+/** Process edges and transitively-reduced realtime edges. */
+function addSessionEdges(g: DepGraph, byNode: readonly Txn[]): void {
+  const lastOfProcess = new Map<number | string, Txn>();
+  const events: { at: number; t: Txn; invoke: boolean }[] = [];
+  for (const t of [...byNode].sort((a, b) => a.op.invokeIndex - b.op.invokeIndex)) {
+    const prev = lastOfProcess.get(t.op.process);
+    if (prev !== undefined && prev.op.type === 'ok') g.addEdge(prev.node, t.node, PROCESS);
+    lastOfProcess.set(t.op.process, t);
+    events.push({ at: t.op.invokeIndex, t, invoke: true });
+    if (t.op.type === 'ok') events.push({ at: t.op.completeIndex, t, invoke: false });
+  }
+  events.sort((a, b) => a.at - b.at);
+  // frontier: completed txns with no completed realtime successor yet.
+  const frontier = new Set<Txn>();
+  const preds = new Map<Txn, Txn[]>();
+  for (const e of events) {
+    if (e.invoke) {
+      preds.set(e.t, [...frontier]);
+      for (const f of frontier) g.addEdge(f.node, e.t.node, REALTIME);
+    } else {
+      for (const p of preds.get(e.t) ?? []) frontier.delete(p);
+      frontier.add(e.t);
+    }
+  }
+}
+
+/** Explains each step of a cycle: which key and values make the dependency. */
+function explainCycle(steps: readonly CycleStep[], byNode: readonly Txn[], keys: Map<AppendKey, KeyInfo>) {
+  return {
+    cycle: steps.map((s) => ({
+      from: describe(byNode[s.from]!),
+      rel: relName(s.rel),
+      to: describe(byNode[s.to]!),
+      why: explainStep(byNode[s.from]!, byNode[s.to]!, s.rel, keys),
+    })),
+  };
+}
+
+function externalReads(t: Txn): Map<AppendKey, readonly AppendValue[]> {
+  const out = new Map<AppendKey, readonly AppendValue[]>();
+  const seen = new Set<AppendKey>();
+  for (const m of t.mops) {
+    if (!seen.has(m[1]) && m[0] === 'r') out.set(m[1], readList(m));
+    seen.add(m[1]);
+  }
+  return out;
+}
+
+function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>): string {
+  const appendsOf = (t: Txn) => t.mops.filter((m) => m[0] === 'append');
+  switch (rel) {
+    case WW:
+      for (const m of appendsOf(a)) {
+        const ki = keys.get(m[1])!;
+        const i = ki.position.get(m[2]);
+        const next = i === undefined ? undefined : ki.longest[i + 1];
+        if (next !== undefined && ki.writers.get(next)?.txn === b) {
+          return `appended ${String(m[2])} to ${String(m[1])}, then the other appended ${String(next)} right after it`;
+        }
+      }
+      break;
+    case WR:
+      for (const [k, list] of externalReads(b)) {
+        const last = list[list.length - 1];
+        if (last !== undefined && keys.get(k)!.writers.get(last)?.txn === a) {
+          return `the second read ${String(k)} = [${list.join(' ')}], ending in the first's append of ${String(last)}`;
+        }
+      }
+      break;
+    case RW:
+      for (const [k, list] of externalReads(a)) {
+        const ki = keys.get(k)!;
+        const next = ki.longest[list.length];
+        if (next !== undefined && isPrefix(list, ki.longest) && ki.writers.get(next)?.txn === b) {
+          return `the first read ${String(k)} = [${list.join(' ')}], which the second's append of ${String(next)} followed`;
+        }
+      }
+      break;
+    case PROCESS:
+      return `both ran on process ${String(a.op.process)}, the first one earlier`;
+    case REALTIME:
+      return `the first completed (index ${a.op.completeIndex}) before the second was invoked (index ${b.op.invokeIndex})`;
+  }
+  return relName(rel);
+}
+
+/** The list-append checker as a `Checker`. */
+export function elleAppendChecker(options: ElleAppendOptions = {}) {
+  return { name: 'elle-append', check: (h: History) => checkElleAppend(h, options) };
+}
