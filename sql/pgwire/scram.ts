@@ -39,7 +39,7 @@
  * proof is not an exception but `{ ok: false }`, which the connection turns
  * into 28P01.
  */
-import { createHash, createHmac, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
 import { CairnError } from '../../src/util/index.js';
 import { ProtocolViolationError } from './errors.js';
 
@@ -71,6 +71,21 @@ export function makeScramCredential(password: string, salt: Buffer, iterations =
     storedKey: sha256(hmac(salted, 'Client Key')),
     serverKey: hmac(salted, 'Server Key'),
   };
+}
+
+/**
+ * Checks a cleartext password (PasswordMessage over TLS) against a stored
+ * credential. The key derivation runs on the libuv pool, off the event loop.
+ */
+export function verifyScramPassword(password: string, c: ScramCredential | undefined): Promise<boolean> {
+  const salt = c?.salt ?? Buffer.alloc(16);
+  const iterations = c?.iterations ?? DEFAULT_SCRAM_ITERATIONS;
+  return new Promise((resolve) => {
+    pbkdf2(password.normalize('NFKC'), salt, iterations, 32, 'sha256', (err, salted) => {
+      if (err || c === undefined) return resolve(false);
+      resolve(timingSafeEqual(sha256(hmac(salted, 'Client Key')), c.storedKey));
+    });
+  });
 }
 
 /** The PostgreSQL text form of a credential. */

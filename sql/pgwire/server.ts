@@ -1,0 +1,99 @@
+/**
+ * Drives a PgConn from a net.Socket: the thin I/O owner around the pure
+ * connection state machine. The listener itself belongs to src/server, which
+ * calls `handlePgConnection` for every accepted socket.
+ *
+ *   socket 'data' ──► conn.feed()   (false → socket.pause(); resumeInput → resume)
+ *   conn output  ──► socket.write() (writableLength is the transport's buffer;
+ *                                    'drain' releases a waiting executor)
+ *   SSLRequest   ──► 'S', then the socket is wrapped in a server TLSSocket
+ *                    and input flows through it (only with a secureContext)
+ *   'end' / 'error' / 'close' ──► conn.inputEnded()
+ *
+ * Ownership: the returned PgConn and the socket are the caller's to observe;
+ * the adapter ends the socket when the connection closes (after a FATAL
+ * error, Terminate or CancelRequest) and destroys it once the client ends.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { TLSSocket, type SecureContext } from 'node:tls';
+import { PgConn, type ConnOptions, type ConnTransport } from './conn.js';
+
+export interface PgConnectionOptions extends Omit<ConnOptions, 'random' | 'tlsAvailable' | 'remoteAddress'> {
+  /** With a context (from --certs-dir), SSLRequest is answered 'S' and TLS starts. */
+  readonly secureContext?: SecureContext;
+  /** Random source; crypto.randomBytes by default. */
+  readonly random?: (n: number) => Buffer;
+}
+
+export function handlePgConnection(socket: Socket, options: PgConnectionOptions): PgConn {
+  let current: Socket = socket;
+  let ended = false;
+  socket.setNoDelay(true);
+
+  const transport: ConnTransport = {
+    write: (data) => {
+      if (!current.destroyed) current.write(data);
+    },
+    bufferedBytes: () => current.writableLength,
+    waitForDrain: () =>
+      new Promise<void>((resolve) => {
+        const s = current;
+        if (s.destroyed || !s.writableNeedDrain) return resolve();
+        const done = (): void => {
+          s.off('drain', done);
+          s.off('close', done);
+          resolve();
+        };
+        s.on('drain', done);
+        s.on('close', done);
+      }),
+    startTls: () => {
+      detach(socket);
+      const tls = new TLSSocket(socket, { isServer: true, secureContext: options.secureContext });
+      current = tls;
+      attach(tls);
+    },
+    resumeInput: () => current.resume(),
+    close: () => {
+      ended = true;
+      // Keep reading (and dropping) input so the client's FIN arrives; the
+      // socket is destroyed on 'end'.
+      current.resume();
+      current.end();
+    },
+  };
+
+  const conn = new PgConn(transport, {
+    ...options,
+    random: options.random ?? randomBytes,
+    tlsAvailable: options.secureContext !== undefined,
+    remoteAddress: socket.remoteAddress,
+  });
+
+  function onData(chunk: Buffer): void {
+    if (!conn.feed(chunk) && !ended) current.pause();
+  }
+  function onEnd(): void {
+    conn.inputEnded();
+    current.destroy();
+  }
+  function onError(): void {
+    conn.inputEnded();
+    current.destroy();
+  }
+  function attach(s: Socket): void {
+    s.on('data', onData);
+    s.on('end', onEnd);
+    s.on('error', onError);
+    s.on('close', onEnd);
+  }
+  function detach(s: Socket): void {
+    s.off('data', onData);
+    s.off('end', onEnd);
+    s.off('error', onError);
+    s.off('close', onEnd);
+  }
+  attach(socket);
+  return conn;
+}
