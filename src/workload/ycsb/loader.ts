@@ -1,0 +1,242 @@
+/**
+ * The YCSB load phase: `initYcsb(options, { output })`.
+ *
+ *   [--drop] DROP TABLE usertable → CREATE TABLE usertable
+ *   [--splits N] ALTER TABLE usertable SPLIT AT VALUES (…)   (Cairn only)
+ *   C loaders, each: claim the next batch of insertion indexes from a shared
+ *   CounterGenerator → one multi-row INSERT with parameters → repeat
+ *   a progress display: a redrawn bar on a terminal, periodic lines otherwise
+ *
+ * Records are indexes 0..insertCount-1; record i has key keyName(i) ("user" +
+ * FNV-64 of i) and ten fields of 100 random printable characters from the
+ * seeded Prng. Loaders' connections are spread round-robin over the URLs.
+ *
+ * Split points (only against Cairn, detected by `SELECT version()` containing
+ * "Cairn"; other servers get a notice and no splits): the keys of the records
+ * to be loaded, sorted, at every insertCount/N-th position — so the ranges
+ * hold about equal numbers of rows.
+ *
+ * The result records the load's throughput: rows/s per second (series) and
+ * the rate over the first and the last 10 % of the rows, whose ratio shows
+ * whether loading slows as the table grows.
+ */
+import { FieldGenerator, FIELD_COUNT } from './field-generator.js';
+import { CounterGenerator } from './counter-generator.js';
+import { keyName } from './fnv64.js';
+import { Prng } from '../../util/prng.js';
+import { Connection, errorMessage, type Output } from './sql-connection.js';
+import { WorkloadError } from './workload-spec.js';
+import { CREATE_TABLE_SQL, DROP_TABLE_SQL, insertSql, TABLE } from './ycsb-sql.js';
+
+export interface YcsbInitOptions {
+  readonly urls: readonly string[];
+  readonly drop?: boolean;
+  /** Rows to load; default 10,000. */
+  readonly insertCount?: number;
+  /** Ranges to split the table into (Cairn only); default 0. */
+  readonly splits?: number;
+  /** Concurrent loaders; default 4. */
+  readonly concurrency?: number;
+  /** Rows per INSERT; default 100. */
+  readonly batchSize?: number;
+  readonly seed?: number;
+  /** Period of the plain progress lines when the output is not a terminal; default 5 s. */
+  readonly progressIntervalMs?: number;
+}
+
+export interface LoadPoint {
+  readonly elapsedSec: number;
+  readonly rows: number;
+  readonly rowsPerSec: number;
+}
+
+export interface YcsbInitResult {
+  readonly rows: number;
+  readonly elapsedSec: number;
+  readonly rowsPerSec: number;
+  /** One point per second of loading. */
+  readonly series: LoadPoint[];
+  /** Rows/s while loading the first 10 % of the rows, and the last 10 %. */
+  readonly firstTenthRowsPerSec: number;
+  readonly lastTenthRowsPerSec: number;
+  /** lastTenth / firstTenth: 1 means no slowdown as the table grows. */
+  readonly lastToFirstRatio: number;
+  /** Split points issued, or null when the server is not Cairn. */
+  readonly splitKeys: string[] | null;
+  readonly server: string;
+}
+
+/** The keys at which to split a table of `insertCount` records into `splits` ranges. */
+export function splitKeys(insertCount: number, splits: number): string[] {
+  if (splits <= 1 || insertCount < splits) return [];
+  const keys: string[] = new Array<string>(insertCount);
+  for (let i = 0; i < insertCount; i++) keys[i] = keyName(i);
+  keys.sort();
+  const out: string[] = [];
+  for (let s = 1; s < splits; s++) out.push(keys[Math.floor((s * insertCount) / splits)] as string);
+  return out;
+}
+
+const BAR_WIDTH = 30;
+
+function progressLine(rows: number, total: number, elapsedSec: number, tty: boolean): string {
+  const rate = elapsedSec > 0 ? rows / elapsedSec : 0;
+  const eta = rate > 0 ? (total - rows) / rate : 0;
+  const pct = total > 0 ? rows / total : 1;
+  const text = `${rows.toLocaleString('en-US')}/${total.toLocaleString('en-US')} rows  ${Math.round(rate).toLocaleString('en-US')} rows/s  ETA ${Math.ceil(eta)}s`;
+  if (!tty) return `${elapsedSec.toFixed(1)}s ${(pct * 100).toFixed(1)}% ${text}`;
+  const filled = Math.round(pct * BAR_WIDTH);
+  return `[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${(pct * 100).toFixed(1).padStart(5)}% ${text}`;
+}
+
+/** Rows/s over the rows in [fromRows, toRows], from (time, cumulative rows) samples taken per batch. */
+function rateBetween(marks: readonly [number, number][], fromRows: number, toRows: number): number {
+  const timeAt = (rows: number): number => {
+    // The first batch completion that reached `rows` (linear between marks).
+    let prev: [number, number] = [0, 0];
+    for (const m of marks) {
+      if (m[1] >= rows) {
+        const span = m[1] - prev[1];
+        return span > 0 ? prev[0] + ((m[0] - prev[0]) * (rows - prev[1])) / span : m[0];
+      }
+      prev = m;
+    }
+    return prev[0];
+  };
+  const dt = timeAt(toRows) - timeAt(fromRows);
+  return dt > 0 ? ((toRows - fromRows) * 1000) / dt : 0;
+}
+
+export async function initYcsb(options: YcsbInitOptions, io: { readonly output?: Output } = {}): Promise<YcsbInitResult> {
+  const urls = options.urls;
+  if (urls.length === 0) throw new WorkloadError('bad_flag', 'at least one URL is needed');
+  const total = options.insertCount ?? 10_000;
+  const concurrency = Math.max(1, options.concurrency ?? 4);
+  const batchSize = Math.max(1, Math.min(options.batchSize ?? 100, Math.floor(65535 / (1 + FIELD_COUNT))));
+  const splits = options.splits ?? 0;
+  const out = io.output;
+  const tty = out?.isTTY === true;
+  const print = (line: string): void => out?.write(line + '\n');
+
+  let admin: Connection;
+  try {
+    admin = await Connection.open(urls[0] as string);
+  } catch (e) {
+    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
+  }
+  let server: string;
+  let splitAt: string[] | null = null;
+  try {
+    server = String((await admin.client.query('SELECT version() AS v')).rows[0].v);
+    if (options.drop) await admin.client.query(DROP_TABLE_SQL);
+    try {
+      await admin.client.query(CREATE_TABLE_SQL);
+    } catch (e) {
+      if ((e as { code?: string }).code === '42P07') {
+        throw new WorkloadError('table_exists', `${TABLE} already exists; pass --drop to replace it`, e);
+      }
+      throw e;
+    }
+    if (splits > 1) {
+      if (server.includes('Cairn')) {
+        splitAt = splitKeys(total, splits);
+        if (splitAt.length > 0) {
+          const values = splitAt.map((k) => `('${k}')`).join(', ');
+          await admin.client.query(`ALTER TABLE ${TABLE} SPLIT AT VALUES ${values}`);
+          print(`split ${TABLE} into ${splitAt.length + 1} ranges`);
+        }
+      } else {
+        print(`notice: --splits ignored: the server is not Cairn (${server.split(' ').slice(0, 2).join(' ')})`);
+      }
+    }
+  } finally {
+    await admin.close();
+  }
+
+  const conns: Connection[] = [];
+  try {
+    for (let i = 0; i < concurrency; i++) conns.push(await Connection.open(urls[i % urls.length] as string));
+  } catch (e) {
+    await Promise.all(conns.map((c) => c.close()));
+    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
+  }
+
+  const rng = new Prng(options.seed ?? 1);
+  const fields = new FieldGenerator(rng);
+  const batches = new CounterGenerator(0);
+  const fullSql = insertSql(batchSize);
+  const start = performance.now();
+  let loaded = 0;
+  const marks: [number, number][] = [];
+  const series: LoadPoint[] = [];
+  let lastSecondRows = 0;
+  let lastSecond = start;
+  let lastPlain = start;
+  const plainEvery = options.progressIntervalMs ?? 5000;
+
+  const sample = (): void => {
+    const t = performance.now();
+    const elapsedSec = (t - start) / 1000;
+    series.push({
+      elapsedSec: Math.round(elapsedSec * 1000) / 1000,
+      rows: loaded,
+      rowsPerSec: ((loaded - lastSecondRows) * 1000) / Math.max(1, t - lastSecond),
+    });
+    lastSecondRows = loaded;
+    lastSecond = t;
+    if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}`);
+    else if (t - lastPlain >= plainEvery) {
+      lastPlain = t;
+      print(progressLine(loaded, total, elapsedSec, false));
+    }
+  };
+  const ticker = setInterval(sample, 1000);
+
+  async function loader(conn: Connection): Promise<void> {
+    for (;;) {
+      const first = batches.next() * batchSize;
+      if (first >= total) return;
+      const n = Math.min(batchSize, total - first);
+      const values: string[] = new Array<string>(n * (1 + FIELD_COUNT));
+      let v = 0;
+      for (let i = first; i < first + n; i++) {
+        values[v++] = keyName(i);
+        for (let f = 0; f < FIELD_COUNT; f++) values[v++] = fields.value();
+      }
+      await conn.client.query({ text: n === batchSize ? fullSql : insertSql(n), values });
+      loaded += n;
+      marks.push([performance.now() - start, loaded]);
+    }
+  }
+
+  try {
+    await Promise.all(conns.map((c) => loader(c)));
+  } catch (e) {
+    throw new WorkloadError('load_failed', `loading failed after ${loaded} rows: ${errorMessage(e)}`, e);
+  } finally {
+    clearInterval(ticker);
+    await Promise.all(conns.map((c) => c.close()));
+  }
+  const elapsedMs = performance.now() - start;
+  const elapsedSec = elapsedMs / 1000;
+  if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}\n`);
+  const tenth = Math.max(1, Math.floor(total / 10));
+  const firstTenth = rateBetween(marks, 0, tenth);
+  const lastTenth = rateBetween(marks, total - tenth, total);
+  const result: YcsbInitResult = {
+    rows: loaded,
+    elapsedSec,
+    rowsPerSec: elapsedSec > 0 ? loaded / elapsedSec : 0,
+    series,
+    firstTenthRowsPerSec: firstTenth,
+    lastTenthRowsPerSec: lastTenth,
+    lastToFirstRatio: firstTenth > 0 ? lastTenth / firstTenth : 0,
+    splitKeys: splitAt,
+    server,
+  };
+  print(
+    `loaded ${loaded.toLocaleString('en-US')} rows in ${elapsedSec.toFixed(1)}s (${Math.round(result.rowsPerSec).toLocaleString('en-US')} rows/s; ` +
+      `last 10 % / first 10 %: ${result.lastToFirstRatio.toFixed(2)})`,
+  );
+  return result;
+}
