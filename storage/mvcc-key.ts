@@ -114,3 +114,36 @@ export function decodeMvccKey(engineKey: Buffer): MvccKey {
 function corrupt(engineKey: Buffer, why: string): CorruptionError {
   return new CorruptionError(`storage: corrupt MVCC key ${engineKey.toString('hex')}: ${why}`);
 }
+
+/**
+ * The length of the escaped-key-plus-terminator prefix of an engine key: the
+ * engine key is a metadata key iff the result equals its length. Throws
+ * CorruptionError when the terminator is missing.
+ */
+export function mvccKeyPrefixLen(engineKey: Buffer): number {
+  let i = engineKey.indexOf(0);
+  while (i >= 0) {
+    const next = engineKey[i + 1];
+    if (next === 0x01) return i + 2;
+    if (next !== 0xff) throw corrupt(engineKey, `bad escape 00 ${next === undefined ? 'EOF' : next.toString(16)}`);
+    i = engineKey.indexOf(0, i + 2);
+  }
+  throw corrupt(engineKey, 'missing terminator');
+}
+
+/** Whether an engine key is a metadata (unversioned) key rather than a version. */
+export function isMvccMetaKey(engineKey: Buffer): boolean {
+  return mvccKeyPrefixLen(engineKey) === engineKey.length;
+}
+
+/**
+ * The user key of an engine key whose prefix length is `prefixLen` (from
+ * mvccKeyPrefixLen). When the key holds no 0x00 byte the result is a view
+ * into `engineKey` (no copy).
+ */
+export function mvccUserKey(engineKey: Buffer, prefixLen: number): Buffer {
+  const end = prefixLen - 2;
+  const firstZero = engineKey.indexOf(0);
+  if (firstZero === end) return engineKey.subarray(0, end);
+  return decodeMvccKey(engineKey.subarray(0, prefixLen)).key;
+}

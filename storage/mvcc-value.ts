@@ -1,0 +1,347 @@
+/**
+ * The byte formats of MVCC values: the per-key *head* record and the
+ * historical *version* value. This is the only encoder/decoder of both.
+ *
+ * Why a head (the read path must be one getSync in the common case): an
+ * iterator costs ~135 µs to create in LevelDB, a getSync ~10 µs. So the
+ * metadata engine key of every user key (`encodeMvccKey(key)`, no timestamp)
+ * holds a head: the intent if any, the newest committed version *with its
+ * value*, and an index of the older versions (timestamp + value length). Older
+ * versions live at their versioned engine keys (`encodeMvccKey(key, ts)`),
+ * newest first. A read at or above the newest version is one getSync; a
+ * historical read is two (the head's index names the exact version key, so no
+ * iterator is ever needed for a point read); uncertainty checks and GC use the
+ * index without reading old values. The cost is ~8 bytes of head per old
+ * version until GC removes it.
+ *
+ * Head layout (all integers uvarint unless noted; ts = wall logical):
+ *
+ *     head     = xxh32:u32le  body
+ *     body     = version:u8(=1) flags:u8
+ *                [committed]                       flags & COMMITTED
+ *                histCount { ts vlen }*            older versions, newest first
+ *                [intent]                          flags & INTENT
+ *     committed = ts [valLen value]                value absent iff flags & TOMBSTONE
+ *     vlen      = value length + 1, or 0 for a tombstone
+ *     intent    = txnId:16 bytes  epoch  writeTs  [minTs (flags & MIN_TS)]
+ *                 sequence  anchorLen anchor  priority
+ *                 nWrites { seq kind:u8 [valLen value] }*     ascending seq;
+ *                 kind 0 = tombstone, 1 = value; the last is the current
+ *                 provisional value, earlier ones serve savepoint reads.
+ *
+ * Version layout (the value at `encodeMvccKey(key, ts)`):
+ *
+ *     version  = xxh32:u32le  kind:u8 (0 tombstone | 1 value)  value
+ *
+ * Checksums are xxhash32 of the body seeded with xxhash32 of the engine key,
+ * so a value copied under another key or version also fails. A bad checksum,
+ * a truncated or malformed body raises CorruptionError naming the key; a
+ * corrupt value is never returned.
+ *
+ * xxhash-wasm initialises asynchronously; this module awaits it at load
+ * (top-level await), so importing it is enough. `initStorage()` is kept as an
+ * explicit, idempotent hook for callers that prefer to await it.
+ */
+import xxhash from 'xxhash-wasm';
+import { CorruptionError } from '../src/util/errors.js';
+import { assert } from '../src/util/assert.js';
+import { formatTimestamp, type Timestamp } from '../src/util/hlc.js';
+import { decodeMvccKey } from './mvcc-key.js';
+
+const hasher = await xxhash();
+
+/** Resolves once the storage layer's hashing is ready (it already is once imported). */
+export function initStorage(): Promise<void> {
+  return Promise.resolve();
+}
+
+/** A transaction's metadata as an intent carries it (CockroachDB's enginepb.TxnMeta). */
+export interface TxnMeta {
+  /** 16 bytes. */
+  readonly id: Buffer;
+  readonly epoch: number;
+  /** The intent's provisional timestamp. */
+  readonly writeTimestamp: Timestamp;
+  readonly minTimestamp?: Timestamp;
+  readonly sequence: number;
+  /** The anchor key: where the transaction record lives. */
+  readonly key: Buffer;
+  readonly priority?: number;
+}
+
+/** One write of an intent at a sequence number; value null is a deletion. */
+export interface IntentWrite {
+  readonly seq: number;
+  readonly value: Buffer | null;
+}
+
+export interface IntentRecord {
+  readonly txn: TxnMeta;
+  /** Ascending by seq; never empty; the last is the provisional value. */
+  readonly writes: readonly IntentWrite[];
+}
+
+export interface CommittedVersion {
+  readonly ts: Timestamp;
+  /** null: a tombstone. */
+  readonly value: Buffer | null;
+}
+
+export interface HistoryEntry {
+  readonly ts: Timestamp;
+  /** Value length, or -1 for a tombstone. */
+  readonly len: number;
+}
+
+export interface Head {
+  readonly committed: CommittedVersion | null;
+  /** Older committed versions, newest first, all below committed.ts. */
+  readonly history: readonly HistoryEntry[];
+  readonly intent: IntentRecord | null;
+}
+
+const HEAD_VERSION = 1;
+const F_COMMITTED = 1;
+const F_TOMBSTONE = 2;
+const F_INTENT = 4;
+const F_MIN_TS = 8;
+export const TXN_ID_LEN = 16;
+
+function keySeed(engineKey: Buffer): number {
+  return hasher.h32Raw(engineKey, 0);
+}
+
+function checksum(engineKey: Buffer, body: Uint8Array): number {
+  return hasher.h32Raw(body, keySeed(engineKey));
+}
+
+// --- writing ---------------------------------------------------------------
+
+let scratch = Buffer.allocUnsafe(64 * 1024);
+let pos = 0;
+
+function ensure(n: number): void {
+  if (pos + n <= scratch.length) return;
+  const next = Buffer.allocUnsafe(Math.max(scratch.length * 2, pos + n));
+  scratch.copy(next, 0, 0, pos);
+  scratch = next;
+}
+
+function putByte(b: number): void {
+  ensure(1);
+  scratch[pos++] = b;
+}
+
+function putUvarint(n: number): void {
+  assert(Number.isSafeInteger(n) && n >= 0, `storage: uvarint out of range: ${n}`);
+  ensure(8);
+  while (n >= 0x80) {
+    scratch[pos++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  scratch[pos++] = n;
+}
+
+function putBytes(b: Buffer): void {
+  ensure(b.length);
+  pos += b.copy(scratch, pos);
+}
+
+function putLenBytes(b: Buffer): void {
+  putUvarint(b.length);
+  putBytes(b);
+}
+
+function putTs(t: Timestamp): void {
+  putUvarint(t.wall);
+  putUvarint(t.logical);
+}
+
+/** Copies the scratch body out behind its checksum. */
+function finish(engineKey: Buffer): Buffer {
+  const body = scratch.subarray(4, pos);
+  const out = Buffer.allocUnsafe(pos);
+  out.writeUInt32LE(checksum(engineKey, body), 0);
+  scratch.copy(out, 4, 4, pos);
+  return out;
+}
+
+/** Encodes a head stored at `metaKey` (= encodeMvccKey(userKey)). */
+export function encodeHead(metaKey: Buffer, h: Head): Buffer {
+  assert(h.committed !== null || h.intent !== null, 'storage: a head holds a committed version or an intent');
+  pos = 4;
+  putByte(HEAD_VERSION);
+  let flags = 0;
+  if (h.committed !== null) flags |= F_COMMITTED;
+  if (h.committed !== null && h.committed.value === null) flags |= F_TOMBSTONE;
+  if (h.intent !== null) flags |= F_INTENT;
+  if (h.intent?.txn.minTimestamp !== undefined) flags |= F_MIN_TS;
+  putByte(flags);
+  if (h.committed !== null) {
+    putTs(h.committed.ts);
+    if (h.committed.value !== null) putLenBytes(h.committed.value);
+  }
+  putUvarint(h.history.length);
+  for (const e of h.history) {
+    putTs(e.ts);
+    putUvarint(e.len + 1);
+  }
+  const it = h.intent;
+  if (it !== null) {
+    assert(it.txn.id.length === TXN_ID_LEN, 'storage: txn id must be 16 bytes');
+    assert(it.writes.length > 0, 'storage: an intent has at least one write');
+    putBytes(it.txn.id);
+    putUvarint(it.txn.epoch);
+    putTs(it.txn.writeTimestamp);
+    if (it.txn.minTimestamp !== undefined) putTs(it.txn.minTimestamp);
+    putUvarint(it.txn.sequence);
+    putLenBytes(it.txn.key);
+    putUvarint(it.txn.priority ?? 0);
+    putUvarint(it.writes.length);
+    for (const w of it.writes) {
+      putUvarint(w.seq);
+      putByte(w.value === null ? 0 : 1);
+      if (w.value !== null) putLenBytes(w.value);
+    }
+  }
+  return finish(metaKey);
+}
+
+/** Encodes a historical version stored at `versionKey` (= encodeMvccKey(userKey, ts)). */
+export function encodeVersion(versionKey: Buffer, value: Buffer | null): Buffer {
+  const out = Buffer.allocUnsafe(5 + (value?.length ?? 0));
+  out[4] = value === null ? 0 : 1;
+  if (value !== null) value.copy(out, 5);
+  out.writeUInt32LE(checksum(versionKey, out.subarray(4)), 0);
+  return out;
+}
+
+// --- reading ---------------------------------------------------------------
+
+class Decoder {
+  o = 5;
+  constructor(
+    readonly buf: Buffer,
+    readonly engineKey: Buffer,
+  ) {}
+
+  fail(why: string): CorruptionError {
+    return new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(this.engineKey)}: ${why}`);
+  }
+
+  byte(): number {
+    if (this.o >= this.buf.length) throw this.fail('truncated');
+    return this.buf[this.o++] as number;
+  }
+
+  uvarint(): number {
+    let n = 0;
+    let mul = 1;
+    for (let i = 0; i < 8; i++) {
+      const b = this.byte();
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return n;
+      mul *= 128;
+    }
+    throw this.fail('varint too long');
+  }
+
+  bytes(len: number): Buffer {
+    if (this.o + len > this.buf.length) throw this.fail('truncated');
+    const b = this.buf.subarray(this.o, this.o + len);
+    this.o += len;
+    return b;
+  }
+
+  lenBytes(): Buffer {
+    return this.bytes(this.uvarint());
+  }
+
+  ts(): Timestamp {
+    const wall = this.uvarint();
+    return { wall, logical: this.uvarint() };
+  }
+}
+
+function verify(engineKey: Buffer, buf: Buffer): void {
+  if (buf.length < 5) throw new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(engineKey)}: truncated (${buf.length} bytes)`);
+  if (buf.readUInt32LE(0) !== checksum(engineKey, buf.subarray(4))) {
+    throw new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(engineKey)}: checksum mismatch`);
+  }
+}
+
+/** Decodes and verifies a head. Returned buffers are views into `buf`. */
+export function decodeHead(metaKey: Buffer, buf: Buffer): Head {
+  verify(metaKey, buf);
+  const d = new Decoder(buf, metaKey);
+  if (buf[4] !== HEAD_VERSION) throw d.fail(`unknown head version ${buf[4]}`);
+  const flags = d.byte();
+  let committed: CommittedVersion | null = null;
+  if (flags & F_COMMITTED) {
+    const ts = d.ts();
+    committed = { ts, value: flags & F_TOMBSTONE ? null : d.lenBytes() };
+  }
+  const nHist = d.uvarint();
+  const history: HistoryEntry[] = new Array<HistoryEntry>(nHist);
+  for (let i = 0; i < nHist; i++) {
+    const ts = d.ts();
+    history[i] = { ts, len: d.uvarint() - 1 };
+  }
+  let intent: IntentRecord | null = null;
+  if (flags & F_INTENT) {
+    const id = d.bytes(TXN_ID_LEN);
+    const epoch = d.uvarint();
+    const writeTimestamp = d.ts();
+    const minTimestamp = flags & F_MIN_TS ? d.ts() : undefined;
+    const sequence = d.uvarint();
+    const key = d.lenBytes();
+    const priority = d.uvarint();
+    const n = d.uvarint();
+    if (n === 0) throw d.fail('intent without writes');
+    const writes: IntentWrite[] = new Array<IntentWrite>(n);
+    for (let i = 0; i < n; i++) {
+      const seq = d.uvarint();
+      const kind = d.byte();
+      if (kind > 1) throw d.fail(`bad write kind ${kind}`);
+      writes[i] = { seq, value: kind === 1 ? d.lenBytes() : null };
+    }
+    const txn: TxnMeta = minTimestamp === undefined ? { id, epoch, writeTimestamp, sequence, key, priority } : { id, epoch, writeTimestamp, minTimestamp, sequence, key, priority };
+    intent = { txn, writes };
+  }
+  if (d.o !== buf.length) throw d.fail(`${buf.length - d.o} trailing bytes`);
+  if (committed === null && intent === null) throw d.fail('empty head');
+  return { committed, history, intent };
+}
+
+/** Decodes and verifies a version value: the value, or null for a tombstone. */
+export function decodeVersion(versionKey: Buffer, buf: Buffer): Buffer | null {
+  verify(versionKey, buf);
+  const kind = buf[4];
+  if (kind === 0) {
+    if (buf.length !== 5) throw new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(versionKey)}: tombstone with a body`);
+    return null;
+  }
+  if (kind !== 1) throw new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(versionKey)}: bad kind ${kind}`);
+  return buf.subarray(5);
+}
+
+// --- printing --------------------------------------------------------------
+
+/** "abc" for printable ASCII, else 0x-hex. */
+export function prettyKey(k: Buffer): string {
+  for (let i = 0; i < k.length; i++) {
+    const c = k[i] as number;
+    if (c < 0x20 || c > 0x7e || c === 0x22) return `0x${k.toString('hex')}`;
+  }
+  return `"${k.toString('latin1')}"`;
+}
+
+/** A user key and version as `"a"/5.000000,0`, decoded from an engine key when possible. */
+export function prettyEngineKey(engineKey: Buffer): string {
+  try {
+    const k = decodeMvccKey(engineKey);
+    return k.ts === undefined ? prettyKey(k.key) : `${prettyKey(k.key)}/${formatTimestamp(k.ts)}`;
+  } catch {
+    return `0x${engineKey.toString('hex')}`;
+  }
+}

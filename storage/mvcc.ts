@@ -1,0 +1,592 @@
+/**
+ * MVCC over an Engine: versioned values with HLC timestamps, tombstones,
+ * intents carrying transaction metadata, savepoint sequence history,
+ * uncertainty, write-too-old, intent resolution, GC and incremental stats —
+ * CockroachDB's storage/mvcc.go, reshaped around one *head* record per user
+ * key (layout and rationale in mvcc-value.ts).
+ *
+ *     metadata engine key  "k"      -> head: intent? + newest committed version
+ *                                      (+ value) + index of older versions
+ *     version engine keys  "k"/ts   -> older committed versions, newest first
+ *
+ * Read cost: a point read at or above the newest version is ONE getSync; a
+ * historical point read is two. Point reads never create an iterator. Scans
+ * iterate the span in chunks (one await per chunk) and look only at the heads,
+ * fetching a historical version by getSync when the read needs one.
+ *
+ * Write path: every write reads the head (getSync through the batch), plans
+ * the new head as a pure function (planWrite / planResolve / planGc — so a
+ * failed check leaves the batch untouched), then writes the head, and when a
+ * committed version is displaced, that version at its versioned key.
+ *
+ * Conventions (CockroachDB semantics unless noted):
+ *   - Reads at `ts` see the newest committed version ≤ ts. A committed version
+ *     in (ts, uncertaintyLimit] raises ReadWithinUncertaintyIntervalError.
+ *     Another transaction's intent at ≤ max(ts, uncertaintyLimit) is a
+ *     conflict: WriteIntentError (all intents met by a scan), or, with
+ *     `inconsistent`, the intents are returned and the read sees below them.
+ *   - A transaction reads its own intent (at any timestamp) as of its current
+ *     sequence number, skipping writes whose seq lies in ignoredSeqNums;
+ *     intents of an older epoch of the same transaction are ignored.
+ *   - Writes at ts fail with WriteTooOldError when a committed version at
+ *     ≥ ts exists; the error carries the timestamp to retry above. Another
+ *     transaction's intent fails the write with WriteIntentError. A
+ *     transaction rewriting its intent appends (seq, value) to the intent's
+ *     history; a replay of an existing seq with the same value is a no-op.
+ *   - Non-transactional writes write committed versions directly.
+ *   - Stats: every write op takes an optional MvccStats into which it adds its
+ *     delta (pass emptyStats() to get the delta of one op).
+ *
+ * All functions are synchronous except those that iterate a span (scan,
+ * delete-range, ranged resolve, ranged GC). None does I/O beyond its Reader /
+ * ReadWriter; none reads a clock.
+ */
+import { assert } from '../src/util/assert.js';
+import { CairnError, CorruptionError } from '../src/util/errors.js';
+import { formatTimestamp, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
+import type { ReadWriter, Reader } from './engine.js';
+import { encodeMvccKey, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
+import { addHeadStats, type MvccStats } from './mvcc-stats.js';
+import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, type CommittedVersion, type Head, type HistoryEntry, type IntentWrite, type TxnMeta } from './mvcc-value.js';
+
+export { initStorage, type TxnMeta, type Head } from './mvcc-value.js';
+export { computeStats, emptyStats, addStats, type MvccStats } from './mvcc-stats.js';
+
+/** An inclusive range of ignored sequence numbers (a rolled-back savepoint). */
+export interface SeqRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A transaction as MVCC operations see it: its metadata plus rolled-back savepoints. */
+export interface Txn extends TxnMeta {
+  readonly ignoredSeqNums?: readonly SeqRange[];
+}
+
+/** An intent met by a read or write, for the concurrency layer. */
+export interface Intent {
+  readonly key: Buffer;
+  readonly txn: TxnMeta;
+}
+
+export interface MvccKeyValue {
+  readonly key: Buffer;
+  /** null: a tombstone (only returned with `tombstones`). */
+  readonly value: Buffer | null;
+  readonly ts: Timestamp;
+}
+
+// --- errors ----------------------------------------------------------------
+
+export class WriteTooOldError extends CairnError {
+  override name = 'WriteTooOldError';
+  constructor(
+    readonly key: Buffer,
+    readonly timestamp: Timestamp,
+    /** The lowest timestamp a retry may write at. */
+    readonly actualTimestamp: Timestamp,
+  ) {
+    super('mvcc.write_too_old', `mvcc: write too old: write at ${formatTimestamp(timestamp)} on ${prettyKey(key)} too old; must write at or above ${formatTimestamp(actualTimestamp)}`, { retryable: true, sqlState: '40001' });
+  }
+}
+
+export class WriteIntentError extends CairnError {
+  override name = 'WriteIntentError';
+  constructor(readonly intents: readonly Intent[]) {
+    super('mvcc.write_intent', `mvcc: conflicting intents on ${intents.map((i) => prettyKey(i.key)).join(', ')}`, { sqlState: '40001' });
+  }
+}
+
+export class ReadWithinUncertaintyIntervalError extends CairnError {
+  override name = 'ReadWithinUncertaintyIntervalError';
+  constructor(
+    readonly key: Buffer,
+    readonly readTimestamp: Timestamp,
+    readonly valueTimestamp: Timestamp,
+    readonly uncertaintyLimit: Timestamp,
+  ) {
+    super(
+      'mvcc.read_within_uncertainty_interval',
+      `mvcc: read at time ${formatTimestamp(readTimestamp)} encountered previous write with future timestamp ${formatTimestamp(valueTimestamp)} within uncertainty interval ending at ${formatTimestamp(uncertaintyLimit)} on ${prettyKey(key)}`,
+      { retryable: true, sqlState: '40001' },
+    );
+  }
+}
+
+export class ConditionFailedError extends CairnError {
+  override name = 'ConditionFailedError';
+  constructor(
+    readonly key: Buffer,
+    /** The value found; null when absent. */
+    readonly actual: Buffer | null,
+  ) {
+    super('mvcc.condition_failed', `mvcc: unexpected value on ${prettyKey(key)}: ${actual === null ? 'absent' : prettyKey(actual)}`, { sqlState: '23000' });
+  }
+}
+
+function epochRegression(key: Buffer, intentEpoch: number, txnEpoch: number): CairnError {
+  return new CairnError('mvcc.epoch_regression', `mvcc: intent on ${prettyKey(key)} has epoch ${intentEpoch}, above the transaction's epoch ${txnEpoch}`);
+}
+
+// --- head plumbing ---------------------------------------------------------
+
+function loadHead(r: Reader, metaKey: Buffer): Head | null {
+  const raw = r.getSync(metaKey);
+  return raw === undefined ? null : decodeHead(metaKey, raw);
+}
+
+/** A planned change to one key: the new head and the version keys to write / delete. */
+interface Plan {
+  readonly head: Head | null;
+  /** A committed version displaced from the head into the history. */
+  readonly archive?: CommittedVersion | null;
+  readonly deleteVersions?: readonly Timestamp[];
+}
+
+function applyPlan(rw: ReadWriter, key: Buffer, metaKey: Buffer, old: Head | null, plan: Plan, stats?: MvccStats): void {
+  const a = plan.archive;
+  if (a != null) {
+    const vk = encodeMvccKey(key, a.ts);
+    rw.put(vk, encodeVersion(vk, a.value));
+  }
+  if (plan.deleteVersions !== undefined) for (const t of plan.deleteVersions) rw.delete(encodeMvccKey(key, t));
+  if (plan.head === null) rw.delete(metaKey);
+  else rw.put(metaKey, encodeHead(metaKey, plan.head));
+  if (stats !== undefined) {
+    addHeadStats(stats, metaKey.length, old, -1);
+    addHeadStats(stats, metaKey.length, plan.head, 1);
+  }
+}
+
+function historyEntry(c: CommittedVersion): HistoryEntry {
+  return { ts: c.ts, len: c.value === null ? -1 : c.value.length };
+}
+
+function isIgnored(seq: number, ignored: readonly SeqRange[] | undefined): boolean {
+  if (ignored === undefined) return false;
+  for (const r of ignored) if (seq >= r.start && seq <= r.end) return true;
+  return false;
+}
+
+/** The latest write with seq ≤ `seq` that is not ignored. */
+function visibleWrite(writes: readonly IntentWrite[], seq: number, ignored: readonly SeqRange[] | undefined): IntentWrite | undefined {
+  for (let i = writes.length - 1; i >= 0; i--) {
+    const w = writes[i] as IntentWrite;
+    if (w.seq <= seq && !isIgnored(w.seq, ignored)) return w;
+  }
+  return undefined;
+}
+
+function valuesEqual(a: Buffer | null, b: Buffer | null): boolean {
+  return a === null || b === null ? a === b : a.equals(b);
+}
+
+function toMeta(txn: Txn, writeTimestamp: Timestamp): TxnMeta {
+  const m: { -readonly [K in keyof TxnMeta]: TxnMeta[K] } = { id: txn.id, epoch: txn.epoch, writeTimestamp, sequence: txn.sequence, key: txn.key };
+  if (txn.minTimestamp !== undefined) m.minTimestamp = txn.minTimestamp;
+  if (txn.priority !== undefined) m.priority = txn.priority;
+  return m;
+}
+
+// --- reads -----------------------------------------------------------------
+
+export interface MvccReadOptions {
+  /** The reading transaction: sees its own intents as of its sequence number. */
+  readonly txn?: Txn;
+  /** Values in (ts, uncertaintyLimit] raise ReadWithinUncertaintyIntervalError. */
+  readonly uncertaintyLimit?: Timestamp;
+  /** Return conflicting intents instead of throwing WriteIntentError; read below them. */
+  readonly inconsistent?: boolean;
+  /** Return tombstones (value null) instead of skipping them. */
+  readonly tombstones?: boolean;
+}
+
+export interface MvccGetResult {
+  readonly value: MvccKeyValue | null;
+  /** A conflicting intent (only with `inconsistent`). */
+  readonly intent: Intent | null;
+}
+
+interface ReadOutcome {
+  kv: MvccKeyValue | null;
+  intent: Intent | null;
+}
+
+function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit: Timestamp | undefined): MvccKeyValue | null {
+  const c = head.committed;
+  if (c === null) return null;
+  if (limit !== undefined && tsLess(ts, c.ts) && tsLess(ts, limit)) {
+    let uncertain: Timestamp | null = null;
+    if (tsLessEq(c.ts, limit)) uncertain = c.ts;
+    else {
+      for (const h of head.history) {
+        if (tsLessEq(h.ts, ts)) break;
+        if (tsLessEq(h.ts, limit)) {
+          uncertain = h.ts;
+          break;
+        }
+      }
+    }
+    if (uncertain !== null) throw new ReadWithinUncertaintyIntervalError(key, ts, uncertain, limit);
+  }
+  if (tsLessEq(c.ts, ts)) return { key, value: c.value, ts: c.ts };
+  for (const h of head.history) {
+    if (!tsLessEq(h.ts, ts)) continue;
+    const vk = encodeMvccKey(key, h.ts);
+    const raw = r.getSync(vk);
+    if (raw === undefined) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} named by its head is missing`);
+    const value = decodeVersion(vk, raw);
+    if ((value === null ? -1 : value.length) !== h.len) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} does not match its head's index`);
+    return { key, value, ts: h.ts };
+  }
+  return null;
+}
+
+function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccReadOptions): ReadOutcome {
+  const it = head.intent;
+  let intent: Intent | null = null;
+  if (it !== null) {
+    const txn = opts.txn;
+    if (txn !== undefined && it.txn.id.equals(txn.id)) {
+      if (it.txn.epoch > txn.epoch) throw epochRegression(key, it.txn.epoch, txn.epoch);
+      if (it.txn.epoch === txn.epoch) {
+        const w = visibleWrite(it.writes, txn.sequence, txn.ignoredSeqNums);
+        if (w !== undefined) return { kv: { key, value: w.value, ts: it.txn.writeTimestamp }, intent: null };
+      }
+    } else {
+      const limit = opts.uncertaintyLimit !== undefined ? tsMax(ts, opts.uncertaintyLimit) : ts;
+      if (tsLessEq(it.txn.writeTimestamp, limit)) {
+        intent = { key, txn: it.txn };
+        if (opts.inconsistent !== true) return { kv: null, intent };
+      }
+    }
+  }
+  return { kv: readCommitted(r, key, head, ts, opts.uncertaintyLimit), intent };
+}
+
+/** Reads `key` at `ts`: one getSync when the newest version answers. */
+export function mvccGet(r: Reader, key: Buffer, ts: Timestamp, opts: MvccReadOptions = {}): MvccGetResult {
+  const head = loadHead(r, encodeMvccKey(key));
+  if (head === null) return { value: null, intent: null };
+  const o = evalRead(r, key, head, ts, opts);
+  if (o.intent !== null && opts.inconsistent !== true) throw new WriteIntentError([o.intent]);
+  const kv = o.kv !== null && o.kv.value === null && opts.tombstones !== true ? null : o.kv;
+  return { value: kv, intent: o.intent };
+}
+
+export interface MvccScanOptions extends MvccReadOptions {
+  readonly reverse?: boolean;
+  /** Stop after this many rows (0 or absent: no limit). */
+  readonly maxKeys?: number;
+  /** Stop once the rows' key+value bytes reach this (the crossing row is included). */
+  readonly targetBytes?: number;
+}
+
+export interface Span {
+  readonly key: Buffer;
+  readonly endKey: Buffer;
+}
+
+export interface MvccScanResult {
+  readonly kvs: MvccKeyValue[];
+  /** Conflicting intents (only with `inconsistent`; otherwise they are thrown). */
+  readonly intents: Intent[];
+  /** The part of the span not scanned because a limit was reached. */
+  readonly resumeSpan: Span | null;
+  readonly numBytes: number;
+}
+
+/** The smallest key after `k`. */
+export function keyNext(k: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(k.length + 1);
+  k.copy(out, 0);
+  out[k.length] = 0;
+  return out;
+}
+
+const FIRST_CHUNK = 64;
+const MAX_CHUNK = 1024;
+
+/**
+ * Visits every head in user keys [start, end) in order (descending with
+ * `reverse`), in chunks. `fn` returns false to stop. Heads are decoded from
+ * the chunk already read, so `fn` may write through a ReadWriter it shares.
+ */
+async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean): Promise<void> {
+  const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
+  try {
+    let chunk = FIRST_CHUNK;
+    for (;;) {
+      const rows = await it.nextBatch(chunk);
+      if (rows.length === 0) return;
+      chunk = Math.min(chunk * 2, MAX_CHUNK);
+      for (const { key: ek, value } of rows) {
+        const plen = mvccKeyPrefixLen(ek);
+        if (plen !== ek.length) continue;
+        if (!fn(mvccUserKey(ek, plen), ek, decodeHead(ek, value))) return;
+      }
+    }
+  } finally {
+    await it.close();
+  }
+}
+
+/** Scans user keys [start, end) at `ts`. */
+export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timestamp, opts: MvccScanOptions = {}): Promise<MvccScanResult> {
+  const kvs: MvccKeyValue[] = [];
+  const intents: Intent[] = [];
+  const reverse = opts.reverse === true;
+  const maxKeys = opts.maxKeys ?? 0;
+  const targetBytes = opts.targetBytes ?? 0;
+  let numBytes = 0;
+  let resumeSpan: Span | null = null;
+  await forEachHead(r, start, end, reverse, (key, _mk, head) => {
+    const o = evalRead(r, key, head, ts, opts);
+    if (o.intent !== null) intents.push(o.intent);
+    const kv = o.kv;
+    if (kv === null || (kv.value === null && opts.tombstones !== true)) return true;
+    if ((maxKeys > 0 && kvs.length >= maxKeys) || (targetBytes > 0 && numBytes >= targetBytes)) {
+      resumeSpan = reverse ? { key: start, endKey: keyNext(key) } : { key, endKey: end };
+      return false;
+    }
+    // Keys are views into the chunk; copy so results do not pin it.
+    kvs.push({ key: Buffer.from(key), value: kv.value, ts: kv.ts });
+    numBytes += key.length + (kv.value?.length ?? 0);
+    return true;
+  });
+  if (intents.length > 0 && opts.inconsistent !== true) throw new WriteIntentError(intents);
+  return { kvs, intents, resumeSpan, numBytes };
+}
+
+// --- writes ----------------------------------------------------------------
+
+export interface MvccWriteOptions {
+  /** Write an intent of this transaction (at `ts`) instead of a committed value. */
+  readonly txn?: Txn;
+  /** The op's stats delta is added here. */
+  readonly stats?: MvccStats;
+}
+
+/** Plans a write of `value` (null: delete) at ts; null when it is an idempotent replay. */
+function planWrite(key: Buffer, head: Head | null, ts: Timestamp, value: Buffer | null, txn: Txn | undefined): Plan | null {
+  const it = head?.intent ?? null;
+  let writeTs = ts;
+  let writes: IntentWrite[] | undefined;
+  if (it !== null) {
+    if (txn === undefined || !it.txn.id.equals(txn.id)) throw new WriteIntentError([{ key, txn: it.txn }]);
+    if (txn.epoch < it.txn.epoch) throw epochRegression(key, it.txn.epoch, txn.epoch);
+    if (txn.epoch === it.txn.epoch) {
+      const last = it.writes[it.writes.length - 1] as IntentWrite;
+      if (txn.sequence <= last.seq) {
+        const prior = it.writes.find((w) => w.seq === txn.sequence);
+        if (prior !== undefined && valuesEqual(prior.value, value)) return null;
+        throw new CairnError('mvcc.sequence_replay', `mvcc: transaction replayed sequence ${txn.sequence} on ${prettyKey(key)} with a different value`);
+      }
+      writes = [...it.writes, { seq: txn.sequence, value }];
+    }
+    writeTs = tsMax(ts, it.txn.writeTimestamp);
+  }
+  const c = head?.committed ?? null;
+  if (c !== null && tsLessEq(writeTs, c.ts)) throw new WriteTooOldError(key, writeTs, tsNext(c.ts));
+  const history = head?.history ?? [];
+  if (txn !== undefined) {
+    return { head: { committed: c, history, intent: { txn: toMeta(txn, writeTs), writes: writes ?? [{ seq: txn.sequence, value }] } } };
+  }
+  return { head: { committed: { ts, value }, history: c === null ? history : [historyEntry(c), ...history], intent: null }, archive: c };
+}
+
+function write(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer | null, opts: MvccWriteOptions): void {
+  const metaKey = encodeMvccKey(key);
+  const head = loadHead(rw, metaKey);
+  const plan = planWrite(key, head, ts, value, opts.txn);
+  if (plan !== null) applyPlan(rw, key, metaKey, head, plan, opts.stats);
+}
+
+/** Writes `value` at `ts` (an intent when `opts.txn`). */
+export function mvccPut(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer, opts: MvccWriteOptions = {}): void {
+  write(rw, key, ts, value, opts);
+}
+
+/** Writes a tombstone at `ts` (an intent when `opts.txn`). */
+export function mvccDelete(rw: ReadWriter, key: Buffer, ts: Timestamp, opts: MvccWriteOptions = {}): void {
+  write(rw, key, ts, null, opts);
+}
+
+export interface MvccConditionalPutOptions extends MvccWriteOptions {
+  /** Also succeed when the key has no value, whatever `expected` says. */
+  readonly allowIfDoesNotExist?: boolean;
+}
+
+/**
+ * Writes `value` (null: delete) if the key's current value — the writer's own
+ * intent as of its sequence, else the newest committed value — equals
+ * `expected` (null: absent). Conflicts and write-too-old are checked first.
+ */
+export function mvccConditionalPut(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer | null, expected: Buffer | null, opts: MvccConditionalPutOptions = {}): void {
+  const metaKey = encodeMvccKey(key);
+  const head = loadHead(rw, metaKey);
+  const plan = planWrite(key, head, ts, value, opts.txn);
+  if (plan === null) return;
+  let actual: Buffer | null = head?.committed?.value ?? null;
+  const it = head?.intent ?? null;
+  const txn = opts.txn;
+  if (it !== null && txn !== undefined && it.txn.epoch === txn.epoch) {
+    const w = visibleWrite(it.writes, txn.sequence, txn.ignoredSeqNums);
+    if (w !== undefined) actual = w.value;
+  }
+  if (!valuesEqual(actual, expected) && !(actual === null && opts.allowIfDoesNotExist === true)) throw new ConditionFailedError(key, actual);
+  applyPlan(rw, key, metaKey, head, plan, opts.stats);
+}
+
+export interface MvccRangeResult {
+  /** Keys affected, in order. */
+  readonly keys: Buffer[];
+  /** Where to continue when `max` stopped the operation. */
+  readonly resumeSpan: Span | null;
+}
+
+/**
+ * Deletes every key live at `ts` in [start, end) (as the writer sees it),
+ * up to `max` keys. Conflicts raise WriteIntentError, newer versions
+ * WriteTooOldError, before anything is written.
+ */
+export async function mvccDeleteRange(rw: ReadWriter, start: Buffer, end: Buffer, ts: Timestamp, opts: MvccWriteOptions & { readonly max?: number } = {}): Promise<MvccRangeResult> {
+  const scanOpts: MvccScanOptions = opts.txn !== undefined ? { txn: opts.txn, maxKeys: opts.max ?? 0 } : { maxKeys: opts.max ?? 0 };
+  const res = await mvccScan(rw, start, end, ts, scanOpts);
+  const plans: [Buffer, Buffer, Head | null, Plan][] = [];
+  for (const kv of res.kvs) {
+    const metaKey = encodeMvccKey(kv.key);
+    const head = loadHead(rw, metaKey);
+    const plan = planWrite(kv.key, head, ts, null, opts.txn);
+    if (plan !== null) plans.push([kv.key, metaKey, head, plan]);
+  }
+  for (const [key, metaKey, head, plan] of plans) applyPlan(rw, key, metaKey, head, plan, opts.stats);
+  return { keys: res.kvs.map((kv) => kv.key), resumeSpan: res.resumeSpan };
+}
+
+// --- intent resolution -----------------------------------------------------
+
+export type TxnStatus = 'pending' | 'committed' | 'aborted';
+
+/** How to resolve a transaction's intents (CockroachDB's roachpb.LockUpdate). */
+export interface LockUpdate {
+  /** id and epoch identify the intents; writeTimestamp is the commit or push timestamp. */
+  readonly txn: TxnMeta;
+  readonly status: TxnStatus;
+  readonly ignoredSeqNums?: readonly SeqRange[];
+}
+
+function planResolve(key: Buffer, head: Head, up: LockUpdate): Plan | null {
+  const it = head.intent;
+  if (it === null || !it.txn.id.equals(up.txn.id)) return null;
+  const drop: Plan = { head: head.committed === null ? null : { committed: head.committed, history: head.history, intent: null } };
+  if (up.status === 'aborted') return drop;
+  if (it.txn.epoch > up.txn.epoch) {
+    if (up.status === 'pending') return null;
+    throw epochRegression(key, it.txn.epoch, up.txn.epoch);
+  }
+  // A committed transaction's intents from an earlier epoch were never re-written: they are not part of it.
+  if (up.status === 'committed' && it.txn.epoch < up.txn.epoch) return drop;
+  const ignored = up.ignoredSeqNums;
+  const writes = ignored !== undefined && ignored.length > 0 ? it.writes.filter((w) => !isIgnored(w.seq, ignored)) : it.writes;
+  if (writes.length === 0) return drop;
+  if (up.status === 'pending') {
+    const writeTimestamp = tsMax(it.txn.writeTimestamp, up.txn.writeTimestamp);
+    return { head: { committed: head.committed, history: head.history, intent: { txn: { ...it.txn, writeTimestamp }, writes } } };
+  }
+  const commitTs = up.txn.writeTimestamp;
+  const c = head.committed;
+  assert(c === null || tsLess(c.ts, commitTs), `mvcc: committing ${prettyKey(key)} at ${formatTimestamp(commitTs)} at or below its committed version ${c === null ? '' : formatTimestamp(c.ts)}`);
+  const value = (writes[writes.length - 1] as IntentWrite).value;
+  return { head: { committed: { ts: commitTs, value }, history: c === null ? head.history : [historyEntry(c), ...head.history], intent: null }, archive: c };
+}
+
+/** Resolves the intent on `key` if it belongs to `update.txn`; returns whether one was found. */
+export function mvccResolveIntent(rw: ReadWriter, key: Buffer, update: LockUpdate, stats?: MvccStats): boolean {
+  const metaKey = encodeMvccKey(key);
+  const head = loadHead(rw, metaKey);
+  if (head?.intent == null || !head.intent.txn.id.equals(update.txn.id)) return false;
+  const plan = planResolve(key, head, update);
+  if (plan !== null) applyPlan(rw, key, metaKey, head, plan, stats);
+  return true;
+}
+
+/** Resolves the transaction's intents in [start, end), up to `max` of them. */
+export async function mvccResolveIntentRange(rw: ReadWriter, start: Buffer, end: Buffer, update: LockUpdate, opts: { readonly max?: number; readonly stats?: MvccStats } = {}): Promise<MvccRangeResult> {
+  const keys: Buffer[] = [];
+  const max = opts.max ?? 0;
+  let resumeSpan: Span | null = null;
+  await forEachHead(rw, start, end, false, (key, metaKey, head) => {
+    if (head.intent === null || !head.intent.txn.id.equals(update.txn.id)) return true;
+    if (max > 0 && keys.length >= max) {
+      resumeSpan = { key: Buffer.from(key), endKey: end };
+      return false;
+    }
+    const k = Buffer.from(key);
+    const plan = planResolve(k, head, update);
+    if (plan !== null) applyPlan(rw, k, Buffer.from(metaKey), head, plan, opts.stats);
+    keys.push(k);
+    return true;
+  });
+  return { keys, resumeSpan };
+}
+
+// --- garbage collection ----------------------------------------------------
+
+/**
+ * Plans GC at `threshold`: versions shadowed by a newer version at or below
+ * the threshold go, and so does the newest version at or below the threshold
+ * when it is a tombstone (reads at or above the threshold see nothing either
+ * way). Intents are never touched. Reads at or above the threshold return the
+ * same results before and after.
+ */
+function planGc(head: Head, threshold: Timestamp): Plan | null {
+  const c = head.committed;
+  if (c === null) return null;
+  const all: HistoryEntry[] = [historyEntry(c), ...head.history];
+  const idx = all.findIndex((v) => tsLessEq(v.ts, threshold));
+  if (idx < 0) return null;
+  const keep = (all[idx] as HistoryEntry).len < 0 ? idx : idx + 1;
+  if (keep === all.length) return null;
+  const deleteVersions = all.slice(Math.max(keep, 1)).map((v) => v.ts);
+  if (keep === 0) return { head: head.intent === null ? null : { committed: null, history: [], intent: head.intent }, deleteVersions };
+  return { head: { committed: c, history: head.history.slice(0, keep - 1), intent: head.intent }, deleteVersions };
+}
+
+/** GC of the given keys at `threshold`; returns the number of versions removed. */
+export function mvccGarbageCollect(rw: ReadWriter, keys: readonly Buffer[], threshold: Timestamp, stats?: MvccStats): number {
+  let removed = 0;
+  for (const key of keys) {
+    const metaKey = encodeMvccKey(key);
+    const head = loadHead(rw, metaKey);
+    if (head === null) continue;
+    removed += gcOne(rw, key, metaKey, head, threshold, stats);
+  }
+  return removed;
+}
+
+function gcOne(rw: ReadWriter, key: Buffer, metaKey: Buffer, head: Head, threshold: Timestamp, stats?: MvccStats): number {
+  const plan = planGc(head, threshold);
+  if (plan === null) return 0;
+  applyPlan(rw, key, metaKey, head, plan, stats);
+  const before = (head.committed !== null ? 1 : 0) + head.history.length;
+  const after = plan.head === null ? 0 : (plan.head.committed !== null ? 1 : 0) + plan.head.history.length;
+  return before - after;
+}
+
+/** GC of every key in [start, end) at `threshold`; returns the number of versions removed. */
+export async function mvccGarbageCollectRange(rw: ReadWriter, start: Buffer, end: Buffer, threshold: Timestamp, stats?: MvccStats): Promise<number> {
+  let removed = 0;
+  await forEachHead(rw, start, end, false, (key, metaKey, head) => {
+    removed += gcOne(rw, Buffer.from(key), Buffer.from(metaKey), head, threshold, stats);
+    return true;
+  });
+  return removed;
+}
+
+// --- inspection ------------------------------------------------------------
+
+/** The head of `key`, decoded (tests, debugging, the consistency checker). */
+export function mvccLoadHead(r: Reader, key: Buffer): Head | null {
+  return loadHead(r, encodeMvccKey(key));
+}
