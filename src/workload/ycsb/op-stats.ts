@@ -60,6 +60,14 @@ function ms(micros: number): number {
   return Math.round(micros) / 1000;
 }
 
+/**
+ * The percentile in ms. HDR reports the top of the value's bucket, which can
+ * exceed the recorded maximum; clamp so that p50 ≤ p99 ≤ max always holds.
+ */
+function pct(h: Histogram, p: number): number {
+  return ms(Math.min(h.getValueAtPercentile(p), h.maxValue));
+}
+
 export class OpStats {
   readonly interval: Histogram = newLatencyHistogram();
   readonly cumulative: Histogram = newLatencyHistogram();
@@ -91,9 +99,9 @@ export class OpStats {
       errors: this.intervalErrors,
       opsPerSecInst: intervalSec > 0 ? iv.totalCount / intervalSec : 0,
       opsPerSecCum: elapsedSec > 0 ? this.cumulative.totalCount / elapsedSec : 0,
-      p50Ms: ms(iv.getValueAtPercentile(50)),
-      p95Ms: ms(iv.getValueAtPercentile(95)),
-      p99Ms: ms(iv.getValueAtPercentile(99)),
+      p50Ms: pct(iv, 50),
+      p95Ms: pct(iv, 95),
+      p99Ms: pct(iv, 99),
       pMaxMs: ms(iv.maxValue),
     };
     iv.reset();
@@ -118,10 +126,10 @@ export class OpStats {
       retries: this.retries,
       opsPerSec: elapsedSec > 0 ? h.totalCount / elapsedSec : 0,
       meanMs: ms(h.totalCount > 0 ? h.mean : 0),
-      p50Ms: ms(h.getValueAtPercentile(50)),
-      p95Ms: ms(h.getValueAtPercentile(95)),
-      p99Ms: ms(h.getValueAtPercentile(99)),
-      p999Ms: ms(h.getValueAtPercentile(99.9)),
+      p50Ms: pct(h, 50),
+      p95Ms: pct(h, 95),
+      p99Ms: pct(h, 99),
+      p999Ms: pct(h, 99.9),
       maxMs: ms(h.maxValue),
     };
   }

@@ -1,0 +1,196 @@
+// End to end against a real PostgreSQL (test/support/postgres.ts): init loads
+// 2,000 records, then each of YCSB's workloads A–F runs with zero errors, and
+// the result object, the table and the JSON file reflect what ran (issue 8).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Command } from 'commander';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { initYcsb, keyName, runYcsb, WORKLOADS, YcsbRunError, type Output, type WorkloadName } from '../../src/workload/index.js';
+import { registerWorkloadCommands } from '../../src/cli/workload-command.js';
+
+const RECORDS = 2000;
+
+class Capture implements Output {
+  text = '';
+  constructor(readonly isTTY = false) {}
+  write(s: string): void {
+    this.text += s;
+  }
+}
+
+let server: PostgresServer;
+let dir: string;
+
+async function query<T = Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: server.url });
+  await client.connect();
+  try {
+    return (await client.query(sql, values)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  server = await startPostgres();
+  dir = mkdtempSync(join(tmpdir(), 'cairn-ycsb-'));
+});
+
+afterAll(async () => {
+  await server?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('YCSB against PostgreSQL', () => {
+  it('init creates usertable and loads the records with YCSB keys', async () => {
+    const out = new Capture();
+    const res = await initYcsb(
+      { urls: [server.url], drop: true, insertCount: RECORDS, concurrency: 3, batchSize: 128, splits: 4, progressIntervalMs: 0 },
+      { output: out },
+    );
+    expect(res.rows).toBe(RECORDS);
+    expect(res.rowsPerSec).toBeGreaterThan(0);
+    expect(res.firstTenthRowsPerSec).toBeGreaterThan(0);
+    expect(res.lastToFirstRatio).toBeGreaterThan(0);
+    expect(res.splitKeys).toBeNull(); // not Cairn
+    expect(out.text).toMatch(/notice: --splits ignored/);
+    expect(out.text).toMatch(/loaded 2,000 rows/);
+    const [row] = await query<{ n: string; f: string }>(
+      'SELECT count(*) AS n, (SELECT field0 FROM usertable WHERE ycsb_key = $1) AS f FROM usertable',
+      [keyName(0)],
+    );
+    expect(Number(row!.n)).toBe(RECORDS);
+    expect(row!.f).toHaveLength(100);
+    const [last] = await query('SELECT 1 FROM usertable WHERE ycsb_key = $1', [keyName(RECORDS - 1)]);
+    expect(last).toBeDefined();
+  });
+
+  it('init refuses to reuse an existing table without --drop', async () => {
+    await expect(initYcsb({ urls: [server.url], insertCount: 10 })).rejects.toThrow(/already exists; pass --drop/);
+  });
+
+  for (const name of Object.keys(WORKLOADS) as WorkloadName[]) {
+    it(`workload ${name} runs with zero errors`, async () => {
+      const [before] = await query<{ n: string }>('SELECT count(*) AS n FROM usertable');
+      const jsonFile = join(dir, `ycsb-${name}.json`);
+      const out = new Capture();
+      const res = await runYcsb(
+        {
+          urls: [server.url, server.url],
+          workload: name,
+          concurrency: 4,
+          durationMs: 1500,
+          maxOps: 1500,
+          reportIntervalMs: 250,
+          method: name === 'C' ? 'simple' : name === 'B' ? 'noprepare' : 'prepare',
+          readModifyWriteInTxn: name === 'F',
+          seed: 100,
+          jsonFile,
+        },
+        { output: out },
+      );
+      const spec = WORKLOADS[name];
+      expect(res.total.errors).toBe(0);
+      expect(res.errorsBySqlState).toEqual({});
+      expect(res.firstError).toBeNull();
+      expect(res.config.recordCount).toBe(Number(before!.n));
+      expect(Object.keys(res.ops).sort()).toEqual(Object.keys(spec.mix).sort());
+      expect(res.total.count).toBeGreaterThan(50);
+      expect(res.total.count).toBeLessThanOrEqual(1500);
+      for (const [op, p] of Object.entries(spec.mix)) {
+        const t = res.ops[op as keyof typeof res.ops]!;
+        // Each op type of the mix ran, roughly in proportion (5 % of ≥ 50 ops is ≥ 1 on average).
+        if (p >= 0.5) expect(t.count).toBeGreaterThan(res.total.count * p * 0.6);
+        expect(t.p50Ms).toBeGreaterThan(0);
+        expect(t.p99Ms).toBeGreaterThanOrEqual(t.p50Ms);
+        expect(t.maxMs).toBeGreaterThanOrEqual(t.p99Ms);
+      }
+      // Per-second series and the printed lines.
+      expect(out.text).toMatch(/_elapsed___errors__ops\/sec\(inst\)/);
+      expect(out.text).toMatch(/__total/);
+      const firstOp = Object.keys(spec.mix)[0]!;
+      expect(res.series[firstOp as keyof typeof res.series]!.length).toBeGreaterThan(0);
+      // Inserts extend the key space and are visible afterwards.
+      const inserts = res.ops.insert?.count ?? 0;
+      expect(res.insertedUpTo - res.config.recordCount).toBe(inserts);
+      const [after] = await query<{ n: string }>('SELECT count(*) AS n FROM usertable');
+      expect(Number(after!.n)).toBe(Number(before!.n) + inserts);
+      if (inserts > 0) {
+        const rows = await query('SELECT 1 FROM usertable WHERE ycsb_key = $1', [keyName(res.insertedUpTo - 1)]);
+        expect(rows).toHaveLength(1);
+      }
+      // The JSON file holds the same result.
+      const json = JSON.parse(readFileSync(jsonFile, 'utf8'));
+      expect(json.config.workload).toBe(name);
+      expect(json.total.count).toBe(res.total.count);
+      expect(json.ops[firstOp].p99Ms).toBe(res.ops[firstOp as keyof typeof res.ops]!.p99Ms);
+    });
+  }
+
+  it('stops at the first error and shows it, or counts errors by SQLSTATE with --tolerate-errors', async () => {
+    await query('ALTER TABLE usertable ADD CONSTRAINT short_field3 CHECK (length(field3) < 50) NOT VALID');
+    try {
+      const out = new Capture();
+      const err = await runYcsb(
+        { urls: [server.url], workload: 'A', concurrency: 2, maxOps: 2000, requestDistribution: 'uniform', seed: 5 },
+        { output: out },
+      ).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(YcsbRunError);
+      const res = (err as YcsbRunError).result;
+      expect(res.firstError?.sqlState).toBe('23514');
+      expect(res.firstError?.op).toBe('update');
+      expect(res.total.count).toBeLessThan(2000);
+      expect(out.text).toMatch(/error: update failed: SQLSTATE 23514/);
+
+      const tolerant = await runYcsb({
+        urls: [server.url],
+        workload: 'A',
+        concurrency: 2,
+        maxOps: 400,
+        tolerateErrors: true,
+        seed: 6,
+      });
+      expect(tolerant.errorsBySqlState['23514']).toBe(tolerant.ops.update!.errors);
+      expect(tolerant.ops.update!.errors).toBeGreaterThan(0);
+      expect(tolerant.ops.read!.errors).toBe(0);
+      expect(tolerant.total.count + tolerant.total.errors).toBe(400);
+    } finally {
+      await query('ALTER TABLE usertable DROP CONSTRAINT short_field3');
+    }
+  });
+
+  it('paces to --max-rate and measures only after the ramp', async () => {
+    const res = await runYcsb({ urls: [server.url], workload: 'C', concurrency: 4, durationMs: 1000, rampMs: 300, maxRate: 200, seed: 8 });
+    expect(res.elapsedSec).toBeGreaterThan(0.9);
+    expect(res.elapsedSec).toBeLessThan(1.5);
+    const rate = res.total.count / res.elapsedSec;
+    expect(rate).toBeGreaterThan(120);
+    expect(rate).toBeLessThan(260);
+  });
+
+  it('the CLI parses the flags and runs both phases', async () => {
+    const program = new Command().exitOverride();
+    registerWorkloadCommands(program);
+    const jsonFile = join(dir, 'cli.json');
+    const writes: string[] = [];
+    const origWrite = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((s: string) => (writes.push(String(s)), true)) as typeof process.stdout.write;
+    try {
+      await program.parseAsync(['workload', 'init', 'ycsb', '--drop', '--insert-count', '500', '--concurrency', '2', server.url], { from: 'user' });
+      await program.parseAsync(
+        ['workload', 'run', 'ycsb', '--workload', 'd', '--max-ops', '300', '--concurrency', '3', '--duration', '5s', '--json', jsonFile, server.url],
+        { from: 'user' },
+      );
+    } finally {
+      process.stdout.write = origWrite;
+    }
+    expect(process.exitCode ?? 0).toBe(0);
+    expect(writes.join('')).toMatch(/loaded 500 rows/);
+    const json = JSON.parse(readFileSync(jsonFile, 'utf8'));
+    expect(json.config).toMatchObject({ workload: 'D', concurrency: 3, maxOps: 300, durationMs: 5000, recordCount: 500, requestDistribution: 'latest' });
+    expect(json.total.count).toBe(300);
+  });
+});
