@@ -347,7 +347,7 @@ export class PgConn {
         const { mechanism, response } = parseSASLInitialResponse(data);
         if (mechanism !== SCRAM_SHA_256) throw new ProtocolViolationError('client selected an invalid SASL authentication mechanism');
         if (response === null) throw new ProtocolViolationError('SASLInitialResponse without data');
-        this.scram = new ScramServerExchange(this.credential, this.opts.random(18), user);
+        this.scram = new ScramServerExchange(this.credential, this.opts.random(18).toString('base64'), user);
         this.out.authenticationSASLContinue(Buffer.from(this.scram.handleClientFirst(response.toString('utf8'))));
         this.state = 'auth-sasl-final';
         this.flush();

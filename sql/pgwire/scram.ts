@@ -31,8 +31,10 @@
  *   - An unknown user runs a mock exchange with a salt derived from the user
  *     name, so that the failure looks like a wrong password and does not
  *     reveal which users exist (PostgreSQL does the same).
- *   - Passwords are normalised with NFKC, an approximation of SASLprep
- *     (RFC 4013); ASCII passwords are unaffected.
+ *   - Passwords go through the mapping steps of SASLprep (RFC 4013 §2.1–2.2:
+ *     non-ASCII spaces → U+0020, RFC 3454 table B.1 removed, NFKC), as libpq
+ *     and pg do; the prohibition and bidi checks are skipped (PostgreSQL
+ *     falls back to the raw password in those cases anyway).
  *   - The server nonce comes from an injected source (tests pass a fixed one).
  *
  * Errors: malformed messages raise ProtocolViolationError (08P01); a wrong
@@ -40,7 +42,7 @@
  * into 28P01.
  */
 import { createHash, createHmac, pbkdf2, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
-import { CairnError } from '../../src/util/index.js';
+import { assert, CairnError } from '../../src/util/index.js';
 import { ProtocolViolationError } from './errors.js';
 
 export const SCRAM_SHA_256 = 'SCRAM-SHA-256';
@@ -62,9 +64,19 @@ function sha256(data: Buffer): Buffer {
   return createHash('sha256').update(data).digest();
 }
 
+/** RFC 3454 table C.1.2: non-ASCII space characters. */
+const NON_ASCII_SPACE_RE = /[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/g;
+/** RFC 3454 table B.1: characters commonly mapped to nothing. */
+const MAPPED_TO_NOTHING_RE = /[\u00AD\u034F\u1806\u180B-\u180D\u200C\u200D\u2060\uFE00-\uFE0F\uFEFF]/gu;
+
+/** The mapping and normalisation steps of SASLprep (RFC 4013 §2.1, §2.2). */
+export function saslPrep(password: string): string {
+  return password.replace(NON_ASCII_SPACE_RE, ' ').replace(MAPPED_TO_NOTHING_RE, '').normalize('NFKC');
+}
+
 /** Derives the stored credential for a password (CREATE USER … PASSWORD). */
 export function makeScramCredential(password: string, salt: Buffer, iterations = DEFAULT_SCRAM_ITERATIONS): ScramCredential {
-  const salted = pbkdf2Sync(password.normalize('NFKC'), salt, iterations, 32, 'sha256');
+  const salted = pbkdf2Sync(saslPrep(password), salt, iterations, 32, 'sha256');
   return {
     iterations,
     salt,
@@ -81,7 +93,7 @@ export function verifyScramPassword(password: string, c: ScramCredential | undef
   const salt = c?.salt ?? Buffer.alloc(16);
   const iterations = c?.iterations ?? DEFAULT_SCRAM_ITERATIONS;
   return new Promise((resolve) => {
-    pbkdf2(password.normalize('NFKC'), salt, iterations, 32, 'sha256', (err, salted) => {
+    pbkdf2(saslPrep(password), salt, iterations, 32, 'sha256', (err, salted) => {
       if (err || c === undefined) return resolve(false);
       resolve(timingSafeEqual(sha256(hmac(salted, 'Client Key')), c.storedKey));
     });
@@ -150,10 +162,10 @@ export class ScramServerExchange {
   /**
    * @param credential the user's stored credential, or undefined to run a
    *        mock exchange that always fails (unknown user).
-   * @param serverNonce 18+ random bytes from the caller's random source.
+   * @param serverNonce printable nonce (no ','), e.g. 18 random bytes in base64.
    * @param mockSeed a stable per-user string for the mock exchange's salt.
    */
-  constructor(credential: ScramCredential | undefined, private readonly serverNonce: Buffer, mockSeed = '') {
+  constructor(credential: ScramCredential | undefined, private readonly serverNonce: string, mockSeed = '') {
     this.mock = credential === undefined;
     this.credential = credential ?? {
       iterations: DEFAULT_SCRAM_ITERATIONS,
@@ -179,7 +191,8 @@ export class ScramServerExchange {
     if (this.clientFirstBare.startsWith('m=')) throw malformed('extensions are not supported');
     const [, clientNonce] = attributes(this.clientFirstBare, ['n', 'r'], 'client-first-message');
     if (!NONCE_RE.test(clientNonce!)) throw malformed('client nonce');
-    this.nonce = clientNonce! + this.serverNonce.toString('base64');
+    assert(NONCE_RE.test(this.serverNonce), 'pgwire: SCRAM server nonce must be printable and without commas');
+    this.nonce = clientNonce! + this.serverNonce;
     this.serverFirst = `r=${this.nonce},s=${this.credential.salt.toString('base64')},i=${this.credential.iterations}`;
     this.state = 'client-final';
     return this.serverFirst;
