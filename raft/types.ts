@@ -29,7 +29,6 @@
  * which are immutable).
  */
 import { CairnError } from '../src/util/errors.js';
-import type { Logger } from '../src/util/log.js';
 import type { Prng } from '../src/util/prng.js';
 
 /** No replica / no leader / no vote. */
@@ -415,7 +414,21 @@ export interface Config {
   readonly stepDownOnRemoval?: boolean;
   /** The only source of randomness (election timeouts). */
   readonly prng: Prng;
-  readonly logger?: Logger;
+  /** Where the library logs (a pino Logger fits); silent when absent. */
+  readonly logger?: RaftLogger;
+}
+
+/**
+ * The logging surface the library needs. A pino Logger satisfies it; the
+ * interaction harness supplies one that writes into the transcript. Debug
+ * lines are only built when isLevelEnabled('debug') says so.
+ */
+export interface RaftLogger {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+  isLevelEnabled?(level: string): boolean;
 }
 
 export const NO_LIMIT = Number.MAX_SAFE_INTEGER;

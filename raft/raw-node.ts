@@ -1,0 +1,316 @@
+/**
+ * RawNode: the public, thread-less driver of one Raft group (etcd/raft's
+ * RawNode). The owner (a Replica in src/kv, the test harness, the simulation)
+ * calls it from one logical thread of control.
+ *
+ * ## The Ready contract
+ *
+ *   loop:
+ *     tick() every tick interval; step(msg) for every received message;
+ *     propose()/proposeConfChange()/readIndex()/transferLeader() on demand.
+ *     if hasReady():
+ *       rd = ready()
+ *       1. persist rd.snapshot (if any), rd.entries (append, overwriting any
+ *          conflicting suffix) and rd.hardState (if non-null) — one atomic
+ *          write, synced when rd.mustSync;
+ *       2. only then send rd.messages (they may acknowledge what step 1
+ *          persisted: votes, MsgAppResp; sending earlier loses data on a crash);
+ *       3. apply rd.snapshot, then rd.committedEntries in order; for an
+ *          EntryConfChange entry call applyConfChange(decodeConfChange(data))
+ *          and persist the returned ConfState with the applied state;
+ *       4. advance(rd).
+ *
+ *   - At most one Ready is outstanding: ready() asserts that the previous one
+ *     was advanced. Between ready() and advance() the owner may keep calling
+ *     tick/step/propose (e.g. while the write of step 1 is in flight); what
+ *     they produce goes into the next Ready.
+ *   - rd.readStates: serve each read once the applied index ≥ its index.
+ *   - Messages to a peer that cannot be reached: reportUnreachable(id); the
+ *     outcome of a sent snapshot: reportSnapshot(id, ok).
+ *   - Ownership: every array in a Ready belongs to the caller. Entries (and
+ *     their data) are shared and immutable — never mutate them.
+ *
+ * ## Errors
+ *   propose/proposeConfChange/readIndex throw ProposalDroppedError
+ *   (raft.proposal_dropped, retryable) when nothing was proposed: no leader
+ *   known, a leader transfer is in progress, forwarding disabled, or the
+ *   uncommitted-size budget is exhausted. A proposal that was accepted (or
+ *   forwarded) may still be lost (leader change): the owner must track its
+ *   commands and treat a lost one as ambiguous, never as failed.
+ *   step() throws StepLocalMsgError / StepPeerNotFoundError for messages that
+ *   must not come from the network.
+ *
+ * ## Quiescence
+ *   The cluster layer may stop ticking an idle group (DESIGN.md §3). It is
+ *   safe on the leader when status().quiescable is true: leader, no transfer
+ *   or read in progress, every member's match = lastIndex = commit, nothing
+ *   unapplied. The leader then sends one final heartbeat (so followers learn
+ *   the commit index) and stops ticking; followers stop ticking when they
+ *   receive the cluster layer's quiesce message and wake on any traffic.
+ *
+ * ## Bootstrapping
+ *   A new group starts from a Storage whose snapshot carries the initial
+ *   ConfState (MemoryStorage.applySnapshot / the store's initial state);
+ *   a replica added later starts empty and is caught up by its leader.
+ */
+import { assert } from '../src/util/assert.js';
+import { encodeConfChange } from './conf-change-codec.js';
+import { Raft } from './raft.js';
+import { PROGRESS_STATE_NAMES } from './tracker/progress.js';
+import { describeTrackerConfig } from './tracker/tracker.js';
+import {
+  EntryType,
+  MessageType,
+  NONE,
+  StateType,
+  StepLocalMsgError,
+  StepPeerNotFoundError,
+  hardStateEqual,
+  isEmptyHardState,
+  isEmptySnap,
+  isLocalMsg,
+  isResponseMsg,
+  newMessage,
+  type ConfChangeV2,
+  type ConfState,
+  type Config,
+  type Entry,
+  type HardState,
+  type Message,
+  type Ready,
+  type SoftState,
+} from './types.js';
+
+/** The leader's view of one member, in Status. */
+export interface ProgressStatus {
+  readonly match: number;
+  readonly next: number;
+  /** 'StateProbe' | 'StateReplicate' | 'StateSnapshot' */
+  readonly state: string;
+  readonly isLearner: boolean;
+  readonly paused: boolean;
+  readonly recentActive: boolean;
+  readonly pendingSnapshot: number;
+  readonly inflight: number;
+}
+
+export interface BasicStatus {
+  readonly id: number;
+  readonly hardState: HardState;
+  readonly softState: SoftState;
+  readonly applied: number;
+  readonly lastIndex: number;
+  readonly leadTransferee: number;
+}
+
+export interface Status extends BasicStatus {
+  /** The configuration, e.g. "voters=(1 2 3)&&(1 2) autoleave". */
+  readonly config: string;
+  readonly confState: ConfState;
+  /** Per-member progress, on the leader only (null elsewhere). */
+  readonly progress: ReadonlyMap<number, ProgressStatus> | null;
+  /** Idle-safe to stop ticking (leader only; see the header). */
+  readonly quiescable: boolean;
+}
+
+export class RawNode {
+  readonly raft: Raft;
+  private prevSoftSt: SoftState;
+  private prevHardSt: HardState;
+  private outstanding = false;
+
+  constructor(config: Config) {
+    this.raft = new Raft(config);
+    this.prevSoftSt = this.raft.softState();
+    this.prevHardSt = this.raft.hardState();
+  }
+
+  /** Advances the logical clock by one tick (election and heartbeat timeouts count ticks). */
+  tick(): void {
+    this.raft.tick();
+  }
+
+  /** Starts an election now (pre-vote first when enabled). */
+  campaign(): void {
+    this.raft.step(newMessage({ type: MessageType.MsgHup }));
+  }
+
+  /** Proposes `data` for the log. Throws ProposalDroppedError when nothing was proposed. */
+  propose(data: Uint8Array): void {
+    this.raft.step(
+      newMessage({ type: MessageType.MsgProp, from: this.raft.id, entries: [{ term: 0, index: 0, type: EntryType.Normal, data }] }),
+    );
+  }
+
+  /** Proposes several entries in one message (one append, one MsgApp round). */
+  proposeBatch(datas: readonly Uint8Array[]): void {
+    const entries: Entry[] = new Array<Entry>(datas.length);
+    for (let k = 0; k < datas.length; k++) entries[k] = { term: 0, index: 0, type: EntryType.Normal, data: datas[k] as Uint8Array };
+    this.raft.step(newMessage({ type: MessageType.MsgProp, from: this.raft.id, entries }));
+  }
+
+  /**
+   * Proposes a configuration change. A change that cannot be accepted now
+   * (another one unapplied, or a joint config to leave first) is replaced by
+   * an empty normal entry, as in etcd: watch for it to be applied.
+   */
+  proposeConfChange(cc: ConfChangeV2): void {
+    const data = encodeConfChange(cc);
+    this.raft.step(
+      newMessage({ type: MessageType.MsgProp, from: this.raft.id, entries: [{ term: 0, index: 0, type: EntryType.ConfChange, data }] }),
+    );
+  }
+
+  /** Applies a committed conf change (from an applied entry); returns the ConfState to persist. */
+  applyConfChange(cc: ConfChangeV2): ConfState {
+    return this.raft.applyConfChange(cc);
+  }
+
+  /** Feeds a message received from a peer. */
+  step(m: Message): void {
+    if (isLocalMsg(m.type)) throw new StepLocalMsgError();
+    if (isResponseMsg(m.type) && !this.raft.trk.progress.has(m.from)) throw new StepPeerNotFoundError();
+    this.raft.step(m);
+  }
+
+  /** Asks the leader to hand leadership to `transferee` (forwarded when we are a follower). */
+  transferLeader(transferee: number): void {
+    this.raft.step(newMessage({ type: MessageType.MsgTransferLeader, from: transferee }));
+  }
+
+  /**
+   * Requests a linearizable read point. `ctx` identifies the request (unique
+   * per outstanding request); it comes back in a Ready's readStates.
+   */
+  readIndex(ctx: Uint8Array): void {
+    this.raft.step(newMessage({ type: MessageType.MsgReadIndex, entries: [{ term: 0, index: 0, type: EntryType.Normal, data: ctx }] }));
+  }
+
+  reportUnreachable(id: number): void {
+    // Do not throw when the peer is gone: this is a best-effort hint.
+    if (!this.raft.trk.progress.has(id)) return;
+    this.raft.step(newMessage({ type: MessageType.MsgUnreachable, from: id }));
+  }
+
+  reportSnapshot(id: number, ok: boolean): void {
+    if (!this.raft.trk.progress.has(id)) return;
+    this.raft.step(newMessage({ type: MessageType.MsgSnapStatus, from: id, reject: !ok }));
+  }
+
+  /** Whether ready() would return something to do. Cheap; call it after every input batch. */
+  hasReady(): boolean {
+    const r = this.raft;
+    if (r.msgs.length > 0) return true;
+    if (r.raftLog.hasNextUnstableEnts() || r.raftLog.hasNextCommittedEnts()) return true;
+    if (r.lead !== this.prevSoftSt.lead || r.state !== this.prevSoftSt.raftState) return true;
+    if (r.term !== this.prevHardSt.term || r.vote !== this.prevHardSt.vote || r.raftLog.committed !== this.prevHardSt.commit) {
+      if (!isEmptyHardState(r.hardState())) return true;
+    }
+    if (r.raftLog.hasNextUnstableSnapshot()) return true;
+    return r.readStates.length > 0;
+  }
+
+  /** The next batch of work (see the contract above). Call advance(rd) when done. */
+  ready(): Ready {
+    assert(!this.outstanding, 'raft: ready() called again before advance()');
+    const r = this.raft;
+    const log = r.raftLog;
+    const entries = log.nextUnstableEnts();
+    const committedEntries = log.nextCommittedEnts();
+    const ss = r.softState();
+    const softState = ss.lead !== this.prevSoftSt.lead || ss.raftState !== this.prevSoftSt.raftState ? ss : null;
+    const hs = r.hardState();
+    const hardState = !isEmptyHardState(hs) && !hardStateEqual(hs, this.prevHardSt) ? hs : null;
+    const snapshot = log.nextUnstableSnapshot();
+    const rd: Ready = {
+      softState,
+      hardState,
+      readStates: r.readStates,
+      entries,
+      snapshot,
+      committedEntries,
+      messages: r.msgs,
+      // Entries, a term change or a vote must survive a crash before any
+      // message acknowledging them is sent; a commit-only change need not
+      // (the commit index can be re-learned).
+      mustSync: entries.length > 0 || snapshot !== null || hs.term !== this.prevHardSt.term || hs.vote !== this.prevHardSt.vote,
+    };
+    // Accept: hand everything over.
+    if (softState !== null) this.prevSoftSt = softState;
+    if (hardState !== null) this.prevHardSt = hardState;
+    if (r.readStates.length > 0) r.readStates = [];
+    r.msgs = [];
+    log.acceptUnstable();
+    if (committedEntries.length > 0) {
+      log.acceptApplying((committedEntries[committedEntries.length - 1] as Entry).index);
+    }
+    this.outstanding = true;
+    return rd;
+  }
+
+  /** The owner finished persisting, sending and applying `rd`. */
+  advance(rd: Ready): void {
+    assert(this.outstanding, 'raft: advance() without an outstanding Ready');
+    this.outstanding = false;
+    const r = this.raft;
+    const ce = rd.committedEntries;
+    if (ce.length > 0) {
+      let size = 0;
+      for (let k = 0; k < ce.length; k++) size += (ce[k] as Entry).data.length;
+      r.reduceUncommittedSize(size);
+    }
+    if (rd.entries.length > 0) {
+      const e = rd.entries[rd.entries.length - 1] as Entry;
+      r.raftLog.stableTo(e.index, e.term);
+    }
+    if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) r.raftLog.stableSnapTo(rd.snapshot.metadata.index);
+    const applied = ce.length > 0 ? (ce[ce.length - 1] as Entry).index : rd.snapshot !== null ? rd.snapshot.metadata.index : 0;
+    if (applied > 0) r.appliedTo(applied);
+  }
+
+  basicStatus(): BasicStatus {
+    const r = this.raft;
+    return {
+      id: r.id,
+      hardState: r.hardState(),
+      softState: r.softState(),
+      applied: r.raftLog.applied,
+      lastIndex: r.raftLog.lastIndex(),
+      leadTransferee: r.leadTransferee,
+    };
+  }
+
+  status(): Status {
+    const r = this.raft;
+    const basic = this.basicStatus();
+    let progress: Map<number, ProgressStatus> | null = null;
+    let quiescable = false;
+    if (r.state === StateType.Leader) {
+      progress = new Map();
+      const last = r.raftLog.lastIndex();
+      quiescable =
+        r.leadTransferee === NONE &&
+        r.readOnly.pendingCount === 0 &&
+        r.pendingReadIndexMessages.length === 0 &&
+        r.raftLog.committed === last &&
+        r.raftLog.applied === last &&
+        r.msgs.length === 0;
+      for (const id of r.trk.ids()) {
+        const pr = r.trk.progress.get(id);
+        if (pr === undefined) continue;
+        if (pr.match !== last) quiescable = false;
+        progress.set(id, {
+          match: pr.match,
+          next: pr.next,
+          state: PROGRESS_STATE_NAMES[pr.state] as string,
+          isLearner: pr.isLearner,
+          paused: pr.isPaused(),
+          recentActive: pr.recentActive,
+          pendingSnapshot: pr.pendingSnapshot,
+          inflight: pr.inflights.count,
+        });
+      }
+    }
+    return { ...basic, config: describeTrackerConfig(r.trk.config), confState: r.trk.confState(), progress, quiescable };
+  }
+}
