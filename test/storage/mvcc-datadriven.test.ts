@@ -114,7 +114,7 @@ class Harness {
     return `${prefix}: intent ${prettyKey(i.key)} ${this.txnName(i.txn.id)} ts=${formatTimestamp(i.txn.writeTimestamp)}`;
   }
 
-  async write(fn: (b: ReturnType<Engine['newBatch']>, delta: MvccStats) => void | Promise<unknown>): Promise<string> {
+  async write(fn: (b: ReturnType<Engine['newBatch']>, delta: MvccStats) => void | string | Promise<unknown>): Promise<string> {
     const batch = this.engine.newBatch();
     const delta = emptyStats();
     const out = await fn(batch, delta);
