@@ -1,0 +1,87 @@
+/**
+ * Bank checker: money moves between accounts (spread across ranges and tables) but is
+ * never created or destroyed, so every snapshot read must sum to the same total.
+ *
+ * Operations:
+ *   - `f: 'transfer'`, value `{ from, to, amount }` — not checked itself (its effect is
+ *     what reads observe); its outcome only matters for the final-state check.
+ *   - `f: 'read'`, value on ok: `{ [account]: balance }` — one snapshot of all accounts.
+ *
+ * Anomalies:
+ *   - wrong-total       — an ok read whose balances do not sum to `total`;
+ *   - missing-account / unexpected-account — when `accounts` is given, a read lacking one
+ *                          or naming another;
+ *   - negative-balance  — unless `allowNegative`;
+ *   - final-disagreement — the final reads (ok reads invoked after every transfer
+ *                          completed) differ, although nothing could change in between.
+ *                          Skipped when any transfer is indeterminate (it may apply late).
+ * Info and failed reads say nothing and are ignored; transfers' outcomes (ok, fail,
+ * info) never change what a read must sum to. No ok read at all → 'unknown': a bank
+ * test that never read proved nothing.
+ */
+import type { History } from '../history/history.js';
+import { pairHistory } from '../history/history.js';
+import { AnomalyLog } from './check-result.js';
+import type { CheckResult } from './check-result.js';
+
+export interface BankOptions {
+  readonly total: number;
+  readonly accounts?: readonly (string | number)[];
+  readonly allowNegative?: boolean;
+}
+
+type Balances = Readonly<Record<string, number>>;
+
+export function checkBank(history: History, opts: BankOptions): CheckResult {
+  const log = new AnomalyLog();
+  const pairs = pairHistory(history);
+  const reads = pairs.filter((p) => p.f === 'read' && p.type === 'ok');
+  const transfers = pairs.filter((p) => p.f === 'transfer');
+  const expected = opts.accounts?.map(String);
+  for (const r of reads) {
+    const b = r.value as Balances;
+    const names = Object.keys(b);
+    const sum = names.reduce((s, k) => s + b[k]!, 0);
+    const where = { index: r.invokeIndex, process: r.process, balances: b };
+    if (sum !== opts.total) log.add('wrong-total', { ...where, total: sum, expected: opts.total });
+    if (!opts.allowNegative && names.some((k) => b[k]! < 0)) log.add('negative-balance', where);
+    if (expected !== undefined) {
+      const missing = expected.filter((a) => !(a in b));
+      const extra = names.filter((a) => !expected.includes(a));
+      if (missing.length > 0) log.add('missing-account', { ...where, missing });
+      if (extra.length > 0) log.add('unexpected-account', { ...where, extra });
+    }
+  }
+  const lastTransferEnd = transfers.reduce((m, t) => Math.max(m, t.completeIndex), -1);
+  const finals = reads.filter((r) => r.invokeIndex > lastTransferEnd);
+  if (lastTransferEnd !== Infinity) {
+    for (const r of finals.slice(1)) {
+      if (!sameBalances(r.value as Balances, finals[0]!.value as Balances)) {
+        log.add('final-disagreement', { first: finals[0]!.value, later: r.value, index: r.invokeIndex });
+      }
+    }
+  }
+  const anomalyTypes = log.types();
+  return {
+    valid: anomalyTypes.length > 0 ? false : reads.length === 0 ? 'unknown' : true,
+    anomalyTypes,
+    anomalies: log.examples,
+    stats: {
+      reads: reads.length,
+      transfers: transfers.length,
+      transfersOk: transfers.filter((t) => t.type === 'ok').length,
+      transfersInfo: transfers.filter((t) => t.type === 'info').length,
+      finalReads: finals.length,
+      ...log.countStats(),
+    },
+  };
+}
+
+function sameBalances(a: Balances, b: Balances): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+}
+
+export function bankChecker(opts: BankOptions) {
+  return { name: 'bank', check: (h: History) => checkBank(h, opts) };
+}
