@@ -561,6 +561,7 @@ export class Connection {
       }
       this.peerId = h.fromNodeId;
       this.remoteClusterId = h.clusterId;
+      this.metrics = host.metrics.peer(this.peerId);
       this.writeRaw(encodeFrame(encodeHandshake({ type: 'ack', clusterId: host.clusterId, nodeId: host.nodeId, ts: host.clock.now() })));
     } else {
       if (h.type === 'reject') {

@@ -1,0 +1,86 @@
+/**
+ * Test support for the RPC tests: in-process nodes over real TCP on loopback
+ * (ephemeral ports), each with a manual physical clock, and a bounded
+ * wait-for-condition helper.
+ */
+import { Clock, ManualPhysical } from '../../src/util/hlc.js';
+import { Prng } from '../../src/util/prng.js';
+import { RpcContext, type PeerAddress, type RpcContextOptions } from '../../src/rpc/rpc-context.js';
+
+export const T0 = 1_700_000_000_000_000;
+
+export interface TestNode {
+  readonly ctx: RpcContext;
+  readonly clock: Clock;
+  readonly physical: ManualPhysical;
+  readonly addr: PeerAddress;
+}
+
+export class Nodes {
+  private readonly all: TestNode[] = [];
+
+  async start(nodeId: number, opts: Partial<RpcContextOptions> & { host?: string; port?: number } = {}): Promise<TestNode> {
+    const physical = new ManualPhysical(T0);
+    const clock = opts.clock ?? new Clock(physical.read, 500_000);
+    const ctx = new RpcContext({
+      nodeId,
+      clusterId: 'cluster-a',
+      clock,
+      prng: new Prng(1000 + nodeId),
+      backoff: { initialMs: 20, maxMs: 200 },
+      ...opts,
+    });
+    const addr = await ctx.listen(opts.host ?? '127.0.0.1', opts.port ?? 0);
+    const node = { ctx, clock, physical, addr };
+    for (const other of this.all) {
+      other.ctx.setPeerAddress(nodeId, addr);
+      ctx.setPeerAddress(other.ctx.nodeId, other.addr);
+    }
+    this.all.push(node);
+    return node;
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.all.splice(0).map((n) => n.ctx.close()));
+  }
+}
+
+/** Resolves when cond() holds; fails after timeoutMs. Polls every few ms. */
+export async function waitFor(cond: () => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** The rejection of p (fails the test if p resolves). */
+export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string; retryable?: boolean; ambiguous?: boolean }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+/** Retries fn until it resolves (only retryable CairnErrors are retried); fails after timeoutMs. */
+export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 5_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      const retryable = (e as { retryable?: boolean }).retryable === true;
+      if (!retryable || performance.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
+export const ECHO = 1;
+export const NEVER = 2;
+
+export function registerEcho(ctx: RpcContext): void {
+  ctx.register(ECHO, (p) => p);
+}

@@ -1,0 +1,449 @@
+// Node-to-node RPC over real TCP on 127.0.0.1 (issue 4, "A real multi-node
+// cluster"): round trips, coalescing, large payloads, reconnect, handshake
+// checks, deadlines and cancellation, HLC propagation and offset rejection,
+// bad input.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { CairnError } from '../../src/util/errors.js';
+import { ClockOffsetError, compareTimestamps } from '../../src/util/hlc.js';
+import { encodeFrame } from '../../src/rpc/frame.js';
+import { encodeHandshake } from '../../src/rpc/handshake.js';
+import { BufWriter } from '../../src/rpc/codec.js';
+import { encodeEnvelope, MessageKind } from '../../src/rpc/envelope.js';
+import { ECHO, eventually, NEVER, Nodes, registerEcho, rejection, T0, waitFor } from './nodes.js';
+
+const nodes = new Nodes();
+const servers: Server[] = [];
+afterEach(async () => {
+  await nodes.closeAll();
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A raw TCP server that records what it receives and never answers. */
+async function silentServer(host = '127.0.0.1'): Promise<{ port: number; received: () => Buffer; sockets: Socket[] }> {
+  const chunks: Buffer[] = [];
+  const sockets: Socket[] = [];
+  const server = createServer((s) => {
+    sockets.push(s);
+    s.on('data', (c) => chunks.push(c));
+    s.on('error', () => {});
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, host, r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    received: () => Buffer.concat(chunks),
+    sockets,
+  };
+}
+
+function rawClient(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port }, () => resolve(s));
+    s.on('error', reject);
+  });
+}
+
+function closed(s: Socket): Promise<void> {
+  return new Promise((r) => (s.closed ? r() : s.once('close', () => r())));
+}
+
+function hello(fromNodeId: number, toNodeId: number, clusterId = 'cluster-a'): Buffer {
+  return encodeFrame(encodeHandshake({ type: 'hello', clusterId, fromNodeId, toNodeId, ts: { wall: T0, logical: 0 } }));
+}
+
+describe('round trips', () => {
+  it('calls a registered method and gets its response; the handler sees the caller', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    const seen: number[] = [];
+    n2.ctx.register(7, (p, ctx) => {
+      seen.push(ctx.peerId, ctx.method);
+      return Buffer.concat([p, Buffer.from('!')]);
+    });
+    const res = await n1.ctx.call(2, 7, Buffer.from('ping'));
+    expect(res.toString()).toBe('ping!');
+    expect(seen).toEqual([1, 7]);
+    expect(n1.ctx.isConnected(2)).toBe(true);
+  });
+
+  it('async handlers and empty responses', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    n2.ctx.register(3, async () => {
+      await Promise.resolve();
+    });
+    expect((await n1.ctx.call(2, 3, Buffer.alloc(0))).length).toBe(0);
+  });
+
+  it('keeps 2,000 calls in flight and matches every response to its request', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    n2.ctx.register(ECHO, async (p) => p);
+    const calls = [];
+    for (let i = 0; i < 2000; i++) calls.push(n1.ctx.call(2, ECHO, Buffer.from(`m${i}`)));
+    const res = await Promise.all(calls);
+    res.forEach((r, i) => expect(r.toString()).toBe(`m${i}`));
+  });
+
+  it('coalesces: 64 calls made in one turn leave in one frame and one write', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    await n1.ctx.call(2, ECHO, Buffer.from('warm up'));
+    const m = n1.ctx.metrics.peer(2);
+    const [frames, msgs] = [m.framesSent, m.messagesSent];
+    const calls = [];
+    for (let i = 0; i < 64; i++) calls.push(n1.ctx.call(2, ECHO, Buffer.alloc(1024, i)));
+    await Promise.all(calls);
+    expect(m.messagesSent - msgs).toBe(64);
+    expect(m.framesSent - frames).toBe(1);
+    // The server's 64 synchronous responses also went back together.
+    expect(n2.ctx.metrics.peer(1).framesSent).toBe(1 + 1 + 1); // handshake ack, warm-up response, the batch
+  });
+
+  it('carries large payloads (8 MiB each way) and rejects ones beyond the frame limit', async () => {
+    const n1 = await nodes.start(1, { maxFrameBytes: 16 * 1024 * 1024 });
+    const n2 = await nodes.start(2, { maxFrameBytes: 16 * 1024 * 1024 });
+    registerEcho(n2.ctx);
+    const big = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4096) big[i] = i & 0xff;
+    const res = await n1.ctx.call(2, ECHO, big);
+    expect(res.equals(big)).toBe(true);
+    const err = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(16 * 1024 * 1024)));
+    expect(err.code).toBe('rpc.message_too_large');
+  });
+
+  it('one-way messages arrive in order and need no response', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    const got: string[] = [];
+    n2.ctx.register(9, (p) => {
+      got.push(p.toString());
+    });
+    for (let i = 0; i < 500; i++) expect(n1.ctx.send(2, 9, Buffer.from(String(i)))).toBe(true);
+    await waitFor(() => got.length === 500, 5000, 'one-ways');
+    expect(got).toEqual(Array.from({ length: 500 }, (_, i) => String(i)));
+  });
+
+  it('re-raises handler errors as CairnError with code and flags; other failures as rpc.internal', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    n2.ctx.register(4, () => {
+      throw new CairnError('kv.not_leaseholder', 'kv: not leaseholder', { retryable: true, sqlState: '40001' });
+    });
+    n2.ctx.register(5, async () => {
+      throw new TypeError('boom');
+    });
+    const e1 = await rejection(n1.ctx.call(2, 4, Buffer.alloc(0)));
+    expect(e1).toBeInstanceOf(CairnError);
+    expect([e1.code, e1.message, e1.retryable, e1.ambiguous, (e1 as CairnError).sqlState]).toEqual([
+      'kv.not_leaseholder',
+      'kv: not leaseholder',
+      true,
+      false,
+      '40001',
+    ]);
+    const e2 = await rejection(n1.ctx.call(2, 5, Buffer.alloc(0)));
+    expect(e2.code).toBe('rpc.internal');
+    expect(e2.message).toMatch(/boom/);
+    const e3 = await rejection(n1.ctx.call(2, 77, Buffer.alloc(0)));
+    expect(e3.code).toBe('rpc.unknown_method');
+  });
+
+  it('dials from the configured local address (a 127.0.0.x alias)', async () => {
+    const raw = await silentServer('127.0.0.3');
+    const n1 = await nodes.start(1, { localAddress: '127.0.0.2', host: '127.0.0.2' });
+    n1.ctx.setPeerAddress(9, { host: '127.0.0.3', port: raw.port });
+    n1.ctx.send(9, 1, Buffer.alloc(0));
+    await waitFor(() => raw.sockets.length === 1, 5000, 'the dial');
+    expect(raw.sockets[0]?.remoteAddress).toBe('127.0.0.2');
+    expect(n1.addr.host).toBe('127.0.0.2');
+  });
+});
+
+describe('connections', () => {
+  it('reconnects after the peer restarts on the same port', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    expect((await n1.ctx.call(2, ECHO, Buffer.from('a'))).toString()).toBe('a');
+    await n2.ctx.close();
+    await waitFor(() => !n1.ctx.isConnected(2), 5000, 'the disconnect');
+    // While n2 is down calls fail as unavailable (retryable: never sent).
+    const down = await rejection(n1.ctx.call(2, ECHO, Buffer.from('b')));
+    expect(down.code).toBe('rpc.unavailable');
+    expect(down.retryable).toBe(true);
+    const n2b = await nodes.start(2, { port: n2.addr.port });
+    registerEcho(n2b.ctx);
+    // Backoff may still hold for up to 200 ms: retry until the redial succeeds.
+    const res = await eventually(() => n1.ctx.call(2, ECHO, Buffer.from('c'), { timeoutMs: 1000 }));
+    expect(res.toString()).toBe('c');
+    const m = n1.ctx.metrics.peer(2);
+    expect(m.reconnects).toBeGreaterThanOrEqual(1);
+    expect(m.connectionsEstablished).toBe(2);
+  });
+
+  it('backs off after a failed dial: calls fail fast as unavailable without redialing', async () => {
+    const n1 = await nodes.start(1, { backoff: { initialMs: 60_000, maxMs: 60_000 } });
+    const raw = await silentServer();
+    servers.pop()?.close(); // free the port: nothing listens there now
+    await waitFor(() => true);
+    n1.ctx.setPeerAddress(4, { host: '127.0.0.1', port: raw.port });
+    const e1 = await rejection(n1.ctx.call(4, ECHO, Buffer.alloc(0)));
+    expect([e1.code, e1.retryable, e1.ambiguous]).toEqual(['rpc.unavailable', true, false]);
+    const e2 = await rejection(n1.ctx.call(4, ECHO, Buffer.alloc(0)));
+    expect(e2.code).toBe('rpc.unavailable');
+    expect(e2.message).toMatch(/backoff/);
+    expect(n1.ctx.send(4, ECHO, Buffer.alloc(0))).toBe(false);
+    const m = n1.ctx.metrics.peer(4);
+    expect(m.dials).toBe(1);
+    expect(m.oneWayDropped).toBe(1);
+  });
+
+  it('refuses a peer of another cluster with rpc.cluster_id_mismatch, on both ends', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2, { clusterId: 'cluster-b' });
+    registerEcho(n2.ctx);
+    const e = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
+    expect(e.code).toBe('rpc.cluster_id_mismatch');
+    expect(e.retryable).toBe(false);
+    expect(e.message).toMatch(/cluster-a/);
+    expect(n2.ctx.metrics.peer(0).errors).toBe(1);
+    // During backoff the refusal is reported again, not a generic unavailable.
+    expect((await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)))).code).toBe('rpc.cluster_id_mismatch');
+  });
+
+  it('refuses a dial that reaches the wrong node with rpc.node_id_mismatch', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    n1.ctx.setPeerAddress(5, n2.addr); // stale address: n5 "lives" where n2 listens
+    const e = await rejection(n1.ctx.call(5, ECHO, Buffer.alloc(0)));
+    expect(e.code).toBe('rpc.node_id_mismatch');
+    expect(e.message).toMatch(/n5/);
+  });
+
+  it('lets a joining node (no cluster id, no node id) call a join address and learn the cluster id', async () => {
+    const n1 = await nodes.start(1);
+    n1.ctx.register(11, (_p, ctx) => Buffer.from(String(ctx.peerId)));
+    const joiner = await nodes.start(0, { clusterId: '' });
+    const res = await joiner.ctx.callAddress(n1.addr, 11, Buffer.alloc(0));
+    expect(res.toString()).toBe('0');
+    joiner.ctx.setClusterId('cluster-a');
+    joiner.ctx.setNodeId(3);
+    expect(joiner.ctx.clusterId).toBe('cluster-a');
+  });
+
+  it('refuses a protocol version it does not speak', async () => {
+    const n2 = await nodes.start(2);
+    const s = await rawClient(n2.addr.port);
+    const chunks: Buffer[] = [];
+    s.on('data', (c) => chunks.push(c));
+    s.write(encodeFrame(encodeHandshake({ type: 'hello', clusterId: 'cluster-a', fromNodeId: 1, toNodeId: 2, ts: { wall: T0, logical: 0 } }, 7)));
+    await closed(s);
+    expect(Buffer.concat(chunks).toString()).toMatch(/protocol version 7/);
+  });
+});
+
+describe('deadlines and cancellation', () => {
+  it('a call whose request was sent times out as ambiguous (it may have run)', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    let ran = 0;
+    n2.ctx.register(NEVER, () => {
+      ran++;
+      return new Promise<Uint8Array>(() => {});
+    });
+    const t0 = performance.now();
+    const e = await rejection(n1.ctx.call(2, NEVER, Buffer.alloc(0), { timeoutMs: 50 }));
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(45);
+    expect([e.code, e.ambiguous, e.retryable]).toEqual(['rpc.timeout', true, false]);
+    expect(ran).toBe(1);
+    expect(n1.ctx.metrics.peer(2).callsAbandoned).toBe(1);
+  });
+
+  it('a call that timed out before its request left is retryable, and the request is never sent', async () => {
+    const raw = await silentServer(); // accepts, never acks the handshake
+    const n1 = await nodes.start(1);
+    n1.ctx.setPeerAddress(6, { host: '127.0.0.1', port: raw.port });
+    const e = await rejection(n1.ctx.call(6, ECHO, Buffer.from('SECRET-PAYLOAD'), { timeoutMs: 30 }));
+    expect([e.code, e.ambiguous, e.retryable]).toEqual(['rpc.timeout', false, true]);
+    await waitFor(() => raw.received().length >= hello(1, 6).length, 5000, 'the hello');
+    expect(raw.received().includes('SECRET-PAYLOAD')).toBe(false);
+  });
+
+  it('an AbortSignal cancels: ambiguous once sent, not sent if aborted in the same turn', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    let ran = 0;
+    n2.ctx.register(NEVER, () => {
+      ran++;
+      return new Promise<Uint8Array>(() => {});
+    });
+    registerEcho(n2.ctx);
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    const early = new AbortController();
+    const p1 = n1.ctx.call(2, NEVER, Buffer.alloc(0), { signal: early.signal });
+    early.abort();
+    const e1 = await rejection(p1);
+    expect([e1.code, e1.ambiguous, e1.retryable]).toEqual(['rpc.canceled', false, true]);
+    const late = new AbortController();
+    const p2 = n1.ctx.call(2, NEVER, Buffer.alloc(0), { signal: late.signal });
+    await waitFor(() => ran === 1, 5000, 'the handler');
+    late.abort();
+    const e2 = await rejection(p2);
+    expect([e2.code, e2.ambiguous]).toEqual(['rpc.canceled', true]);
+    const pre = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0), { signal: AbortSignal.abort() }));
+    expect(pre.code).toBe('rpc.canceled');
+    expect(ran).toBe(1); // the early-aborted request never reached n2
+  });
+
+  it('calls in flight when the connection drops fail as ambiguous connection_lost', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    let ran = 0;
+    n2.ctx.register(NEVER, () => {
+      ran++;
+      return new Promise<Uint8Array>(() => {});
+    });
+    const p = n1.ctx.call(2, NEVER, Buffer.alloc(0));
+    await waitFor(() => ran === 1, 5000, 'the handler');
+    await n2.ctx.close();
+    const e = await rejection(p);
+    expect([e.code, e.ambiguous, e.retryable]).toEqual(['rpc.connection_lost', true, false]);
+  });
+
+  it('calls after close fail with rpc.closed', async () => {
+    const n1 = await nodes.start(1);
+    await n1.ctx.close();
+    expect((await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)))).code).toBe('rpc.closed');
+  });
+});
+
+describe('HLC', () => {
+  it('every message carries the sender clock; the receiver folds it in (both directions)', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    let seenTs = { wall: 0, logical: 0 };
+    n2.ctx.register(ECHO, (p, ctx) => {
+      seenTs = ctx.ts;
+      return p;
+    });
+    n1.physical.advance(200_000); // n1 is 200 ms ahead (within the 500 ms bound)
+    const before = n1.clock.now();
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    expect(compareTimestamps(seenTs, before)).toBeGreaterThan(0);
+    expect(compareTimestamps(n2.clock.peek(), before)).toBeGreaterThan(0);
+    // n2's response carried a timestamp above n1's request: n1 moved past it.
+    n2.physical.advance(400_000);
+    const n2Now = n2.clock.now();
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    expect(compareTimestamps(n1.clock.peek(), n2Now)).toBeGreaterThan(0);
+  });
+
+  it('refuses a connection from a peer whose clock is beyond the max offset', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    n1.physical.advance(600_000);
+    const e = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
+    expect(e.code).toBe('hlc.clock_offset');
+    expect(n2.ctx.metrics.peer(0).clockOffsetErrors).toBe(1);
+  });
+
+  it('fails a message whose clock is beyond the max offset: the request is not served, the response is rejected', async () => {
+    const offsets: number[] = [];
+    const n1 = await nodes.start(1, { onClockOffset: (peer) => offsets.push(peer) });
+    const n2 = await nodes.start(2, { onClockOffset: (peer) => offsets.push(-peer) });
+    let ran = 0;
+    n2.ctx.register(ECHO, (p) => {
+      ran++;
+      return p;
+    });
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    // n1's clock jumps 1 s ahead: n2 rejects n1's request without running it.
+    n1.physical.advance(1_000_000);
+    const e1 = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
+    expect(e1).toBeInstanceOf(CairnError);
+    expect(e1.code).toBe('hlc.clock_offset');
+    expect(ran).toBe(1);
+    expect(n2.ctx.metrics.peer(1).clockOffsetErrors).toBe(1);
+    // n2 catches up, then jumps 1 s further: n1 rejects n2's response.
+    n2.physical.set(n1.physical.micros + 1_000_000);
+    const e2 = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
+    expect(e2).toBeInstanceOf(ClockOffsetError);
+    expect(ran).toBe(2);
+    expect(n1.ctx.metrics.peer(2).clockOffsetErrors).toBeGreaterThanOrEqual(1);
+    expect(offsets).toContain(-1);
+    expect(offsets).toContain(2);
+  });
+});
+
+describe('bad input', () => {
+  it('garbage closes that connection only; the server keeps serving a valid client', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    const s = await rawClient(n2.addr.port);
+    s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closed(s);
+    expect(n2.ctx.metrics.peer(0).malformedFrames).toBe(1);
+    expect((await n1.ctx.call(2, ECHO, Buffer.from('still here'))).toString()).toBe('still here');
+  });
+
+  it('an oversized frame length closes the connection before buffering', async () => {
+    const n2 = await nodes.start(2, { maxFrameBytes: 1024 });
+    const s = await rawClient(n2.addr.port);
+    s.write(Buffer.from('7fffffff', 'hex'));
+    await closed(s);
+    expect(n2.ctx.metrics.peer(0).malformedFrames).toBe(1);
+  });
+
+  it('a malformed envelope after a good handshake closes it; a truncated frame then EOF is harmless', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    const s = await rawClient(n2.addr.port);
+    s.on('data', () => {});
+    s.write(hello(9, 2));
+    const w = new BufWriter();
+    encodeEnvelope(w, MessageKind.Request, ECHO, 1, { wall: T0, logical: 0 }, Buffer.from('ok'));
+    const good = w.copyOut();
+    // A good request, then one whose payload length runs past the frame end.
+    s.write(encodeFrame(Buffer.concat([good, good.subarray(0, good.length - 1)])));
+    await closed(s);
+    expect(n2.ctx.metrics.peer(9).malformedFrames).toBe(1);
+    expect(n2.ctx.metrics.peer(9).messagesReceived).toBe(1);
+
+    const t = await rawClient(n2.addr.port);
+    t.resume();
+    t.write(hello(8, 2));
+    t.write(encodeFrame(good).subarray(0, 5));
+    t.end();
+    await closed(t);
+    expect((await n1.ctx.call(2, ECHO, Buffer.from('fine'))).toString()).toBe('fine');
+  });
+
+  it('a peer that never completes the handshake is dropped after the handshake timeout', async () => {
+    const n2 = await nodes.start(2, { handshakeTimeoutMs: 50 });
+    const s = await rawClient(n2.addr.port);
+    await closed(s);
+    expect(n2.ctx.incomingConnections).toBe(0);
+  });
+});
+
+describe('backpressure', () => {
+  it('refuses calls and drops one-ways once the outgoing queue is over its bound', async () => {
+    const raw = await silentServer(); // never acks: everything stays queued
+    const n1 = await nodes.start(1, { maxQueuedBytes: 1000 });
+    n1.ctx.setPeerAddress(6, { host: '127.0.0.1', port: raw.port });
+    expect(n1.ctx.send(6, 1, Buffer.alloc(600))).toBe(true);
+    expect(n1.ctx.send(6, 1, Buffer.alloc(600))).toBe(true);
+    expect(n1.ctx.send(6, 1, Buffer.alloc(600))).toBe(false);
+    const e = await rejection(n1.ctx.call(6, 1, Buffer.alloc(1)));
+    expect([e.code, e.retryable, e.ambiguous]).toEqual(['rpc.backpressure', true, false]);
+    expect(n1.ctx.metrics.peer(6).oneWayDropped).toBe(1);
+  });
+});
