@@ -1,0 +1,146 @@
+// History types and formats: pairing invocations with completions (indeterminate =
+// pending forever), history.jsonl round trips, the EDN reader and the Jepsen log parser.
+import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseEdn, parseEdnAll, ednToPlain } from '../../jepsen-style/history/edn.js';
+import { parseEdnHistory, parseJepsenLog } from '../../jepsen-style/history/jepsen-formats.js';
+import {
+  buildHistory,
+  formatHistoryJsonl,
+  pairHistory,
+  parseHistoryJsonl,
+  readHistoryFile,
+  writeHistoryFile,
+} from '../../jepsen-style/history/history.js';
+import type { Op } from '../../jepsen-style/history/history.js';
+import { isCairnError } from '../../src/util/index.js';
+
+describe('pairHistory', () => {
+  it('pairs invocations with completions; info and missing completions are pending forever', () => {
+    const h = buildHistory([
+      { process: 0, type: 'invoke', f: 'write', value: 1 },
+      { process: 1, type: 'invoke', f: 'read', value: null },
+      { process: 'nemesis', type: 'info', f: 'start', value: null },
+      { process: 0, type: 'ok', f: 'write', value: 1 },
+      { process: 1, type: 'info', f: 'read', value: null },
+      { process: 2, type: 'invoke', f: 'write', value: 3 },
+      { process: 3, type: 'invoke', f: 'cas', value: [1, 2] },
+      { process: 3, type: 'fail', f: 'cas', value: [1, 2] },
+    ]);
+    const p = pairHistory(h);
+    expect(p.map((o) => [o.process, o.type, o.invokeIndex, o.completeIndex])).toEqual([
+      [0, 'ok', 0, 3],
+      [1, 'info', 1, Infinity],
+      [2, 'info', 5, Infinity],
+      [3, 'fail', 6, 7],
+    ]);
+    expect(p[1]!.completion?.type).toBe('info');
+    expect(p[2]!.completion).toBeUndefined();
+  });
+
+  it('takes an ok read value from the completion and an indeterminate one from the invocation', () => {
+    const p = pairHistory(
+      buildHistory([
+        { process: 0, type: 'invoke', f: 'read', value: null },
+        { process: 0, type: 'ok', f: 'read', value: 5 },
+      ]),
+    );
+    expect(p[0]!.value).toBe(5);
+  });
+
+  it('rejects an ok completion without an invocation, and a mismatched f', () => {
+    const err = (h: Op[]) => {
+      try {
+        pairHistory(h);
+      } catch (e) {
+        return isCairnError(e) ? e.code : 'other';
+      }
+      return 'none';
+    };
+    expect(err(buildHistory([{ process: 0, type: 'ok', f: 'read', value: 1 }]))).toBe('history.unpaired');
+    expect(
+      err(
+        buildHistory([
+          { process: 0, type: 'invoke', f: 'read', value: null },
+          { process: 0, type: 'ok', f: 'write', value: 1 },
+        ]),
+      ),
+    ).toBe('history.mismatched');
+  });
+});
+
+describe('history.jsonl', () => {
+  const op = fc.record({
+    process: fc.oneof(fc.nat(50), fc.constant('nemesis')),
+    type: fc.constantFrom('invoke', 'ok', 'fail', 'info'),
+    f: fc.constantFrom('txn', 'read', 'write'),
+    value: fc.jsonValue(),
+  });
+
+  it('round-trips any history', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 20 }), (ops) => {
+        const h = buildHistory(ops as Parameters<typeof buildHistory>[0]);
+        expect(parseHistoryJsonl(formatHistoryJsonl(h))).toEqual(JSON.parse(JSON.stringify(h)));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('writes and reads a file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-history-'));
+    try {
+      const h = buildHistory([{ process: 0, type: 'invoke', f: 'txn', value: [['append', 'x', 1]] }]);
+      await writeHistoryFile(join(dir, 'history.jsonl'), h);
+      expect(await readHistoryFile(join(dir, 'history.jsonl'))).toEqual(h);
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it('rejects malformed lines with a typed error naming the line', () => {
+    expect(() => parseHistoryJsonl('{"index":0,"time":0,"process":0,"type":"ok","f":"r","value":1}\n{oops')).toThrow(/line 2/);
+    expect(() => parseHistoryJsonl('{"index":0,"time":0,"process":0,"type":"done","f":"r"}')).toThrow(/bad type/);
+  });
+});
+
+describe('EDN reader', () => {
+  it('reads the forms Jepsen histories use', () => {
+    const v = parseEdn('[{:process 4, :type :invoke, :f :cas, :value [1 -2]} ; comment\n {:process :nemesis :value "a \\"b\\"" :x #{1} :y (nil true 2.5) :z #_ 7 8}]');
+    expect(ednToPlain(v)).toEqual([
+      { process: 4, type: 'invoke', f: 'cas', value: [1, -2] },
+      { process: 'nemesis', value: 'a "b"', x: [1], y: [null, true, 2.5], z: 8 },
+    ]);
+    expect(parseEdnAll('1 2 :three')).toEqual([1, 2, 'three']);
+  });
+
+  it('rejects malformed input with history.edn_syntax', () => {
+    for (const bad of ['[1 2', '{:a}', ')', '"abc', '[1] 2']) {
+      expect(() => parseEdn(bad)).toThrow(/EDN/);
+    }
+  });
+});
+
+describe('Jepsen formats', () => {
+  it('parses Jepsen log lines, ignoring other lines', () => {
+    const h = parseJepsenLog(
+      'INFO  jepsen.util - 2\t:invoke\t:cas\t[3 0]\nsome noise\nINFO  jepsen.util - 2\t:fail\t:cas\t[3 0]\nINFO  jepsen.util - 0\t:fail\t:read\t:timed-out\n',
+    );
+    expect(h.map((o) => [o.index, o.process, o.type, o.f, o.value])).toEqual([
+      [0, 2, 'invoke', 'cas', [3, 0]],
+      [1, 2, 'fail', 'cas', [3, 0]],
+      [2, 0, 'fail', 'read', 'timed-out'],
+    ]);
+  });
+
+  it('parses Knossos EDN histories, keeping times and nemesis events', () => {
+    const h = parseEdnHistory('[{:process :nemesis :type :info :f :start :value nil}\n {:type :invoke, :f :write, :value 1, :process 7, :time 99}]');
+    expect(h).toEqual([
+      { index: 0, time: 0, process: 'nemesis', type: 'info', f: 'start', value: null },
+      { index: 1, time: 99, process: 7, type: 'invoke', f: 'write', value: 1 },
+    ]);
+  });
+});
