@@ -20,7 +20,7 @@ import { isCairnError } from '../../src/util/index.js';
 
 describe('pairHistory', () => {
   it('pairs invocations with completions; info and missing completions are pending forever', () => {
-    const h = buildHistory([
+    const h = buildHistory<unknown>([
       { process: 0, type: 'invoke', f: 'write', value: 1 },
       { process: 1, type: 'invoke', f: 'read', value: null },
       { process: 'nemesis', type: 'info', f: 'start', value: null },
