@@ -104,6 +104,7 @@ describe('YCSB against PostgreSQL', () => {
         const t = res.ops[op as keyof typeof res.ops]!;
         // Each op type of the mix ran, roughly in proportion (5 % of ≥ 50 ops is ≥ 1 on average).
         if (p >= 0.5) expect(t.count).toBeGreaterThan(res.total.count * p * 0.6);
+        expect(t.notFound).toBe(0); // every key chosen was loaded or acknowledged
         expect(t.p50Ms).toBeGreaterThan(0);
         expect(t.p99Ms).toBeGreaterThanOrEqual(t.p50Ms);
         expect(t.maxMs).toBeGreaterThanOrEqual(t.p99Ms);

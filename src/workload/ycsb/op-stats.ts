@@ -47,6 +47,8 @@ export interface OpTotals {
   readonly errors: number;
   /** SQLSTATE 40001 retries (not counted as errors). */
   readonly retries: number;
+  /** Reads, scans and read-modify-writes whose key had no row (YCSB's NOT_FOUND); not errors. */
+  readonly notFound: number;
   readonly opsPerSec: number;
   readonly meanMs: number;
   readonly p50Ms: number;
@@ -74,6 +76,7 @@ export class OpStats {
   private intervalErrors = 0;
   errors = 0;
   retries = 0;
+  notFound = 0;
 
   /** Records one successful operation's latency. */
   record(micros: number): void {
@@ -116,6 +119,7 @@ export class OpStats {
     this.intervalErrors = 0;
     this.errors = 0;
     this.retries = 0;
+    this.notFound = 0;
   }
 
   totals(elapsedSec: number): OpTotals {
@@ -124,6 +128,7 @@ export class OpStats {
       count: h.totalCount,
       errors: this.errors,
       retries: this.retries,
+      notFound: this.notFound,
       opsPerSec: elapsedSec > 0 ? h.totalCount / elapsedSec : 0,
       meanMs: ms(h.totalCount > 0 ? h.mean : 0),
       p50Ms: pct(h, 50),

@@ -243,7 +243,9 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
     switch (op) {
       case 'read': {
         const key = readKey();
-        return retrying(st, async () => void (await execute(c, method, READ, [key])));
+        return retrying(st, async () => {
+          if ((await execute(c, method, READ, [key])) === 0) st.notFound++;
+        });
       }
       case 'update': {
         const key = readKey();
@@ -254,7 +256,9 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
       case 'scan': {
         const key = readKey();
         const n = scanLengths.between(minScan, maxScan);
-        return retrying(st, async () => void (await execute(c, method, SCAN, [key, n])));
+        return retrying(st, async () => {
+          if ((await execute(c, method, SCAN, [key, n])) === 0) st.notFound++;
+        });
       }
       case 'insert': {
         const index = acked.next();
@@ -273,16 +277,17 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
         const value = fields.value();
         if (!options.readModifyWriteInTxn) {
           return retrying(st, async () => {
-            await execute(c, method, READ, [key]);
+            if ((await execute(c, method, READ, [key])) === 0) st.notFound++;
             await execute(c, method, stmt, [key, value]);
           });
         }
         return retrying(st, async () => {
           await c.query('BEGIN');
           try {
-            await execute(c, method, READ, [key]);
+            const found = await execute(c, method, READ, [key]);
             await execute(c, method, stmt, [key, value]);
             await c.query('COMMIT');
+            if (found === 0) st.notFound++;
           } catch (e) {
             if (isServerError(e)) await c.query('ROLLBACK').catch(() => undefined);
             throw e;
@@ -410,6 +415,8 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
     print(formatTotals(elapsedSec, totals, op));
   }
   if (retries > 0) print(`retries (SQLSTATE 40001): ${retries}`);
+  const missing = opTypes.filter((op) => (ops[op]?.notFound ?? 0) > 0);
+  if (missing.length > 0) print(`not found: ${missing.map((op) => `${op}=${ops[op]!.notFound}`).join(' ')}`);
   const states = Object.keys(errorsBySqlState);
   if (states.length > 0) print(`errors by SQLSTATE: ${states.map((s) => `${s}=${errorsBySqlState[s]}`).join(' ')}`);
 
