@@ -1078,9 +1078,6 @@ export class Raft {
     assertConfStatesEquivalent(cs, this.switchToConfig(res));
     const pr = this.trk.progress.get(this.id) as Progress;
     pr.maybeUpdate(pr.next - 1);
-    this.logger.info(
-      `${this.id} [commit: ${this.raftLog.committed}, lastindex: ${this.raftLog.lastIndex()}, lastterm: ${this.raftLog.lastTerm()}] restored snapshot [index: ${s.metadata.index}, term: ${s.metadata.term}]`,
-    );
     return true;
   }
 

@@ -26,7 +26,7 @@
  *   deliver-msgs 2 [type=MsgApp] [drop=(3)]
  *   drop 3                              (discard queued messages to 3)
  *   partition (1) (2 3)                 (messages across groups are dropped at delivery)
- *   heal
+ *   heal                                (queued messages across the partition are lost)
  *   stabilize [1 2]                     (process-ready + deliver-msgs until quiet)
  *   tick 1 [n=5] | tick-heartbeat 1 | tick-election 1
  *   status 1 | raft-log 1 | raft-state
@@ -149,8 +149,7 @@ export class InteractionEnv {
       case 'partition':
         return this.partition(tc);
       case 'heal':
-        this.groups.clear();
-        return;
+        return this.heal();
       case 'stabilize':
         return this.stabilize(this.ids(pos));
       case 'tick': {
@@ -348,6 +347,17 @@ export class InteractionEnv {
     }
     // Nodes not named form a group of their own each.
     for (const n of this.nodes) if (!this.groups.has(n.id)) this.groups.set(n.id, g++);
+  }
+
+  /** Ends the partition; messages still queued across it were lost in it. */
+  private heal(): void {
+    const rest: Message[] = [];
+    for (const m of this.messages) {
+      if (this.partitioned(m.from, m.to)) this.out.push(`dropped (partition): ${describeMessage(m)}`);
+      else rest.push(m);
+    }
+    this.messages = rest;
+    this.groups.clear();
   }
 
   /** Runs process-ready and deliver-msgs until nothing changes. */
