@@ -437,7 +437,7 @@ export class Converter {
     switch (tag) {
       case 'RangeVar': {
         const rv = body<RangeVar>(n, tag);
-        if (rv.inh === false) throw unimplemented('ONLY');
+        if (rv.inh !== true) throw unimplemented('ONLY');
         return { kind: 'TableRef', table: tableName(rv), alias: alias(rv.alias) };
       }
       case 'RangeSubselect': {
@@ -484,9 +484,10 @@ export class Converter {
     });
   }
 
-  private windowDef(w: PgWindowDef): WindowDef {
+  /** `OVER w` arrives with `name` set, `OVER (w …)` with `refname`; both reference window w. */
+  private windowDef(w: PgWindowDef, isOver = false): WindowDef {
     return {
-      refName: w.refname,
+      refName: w.refname ?? (isOver ? w.name : undefined),
       partitionBy: this.exprs(w.partitionClause),
       orderBy: this.sortList(w.orderClause),
       frame: this.frame(w.frameOptions ?? 0, w.startOffset, w.endOffset),
@@ -578,7 +579,7 @@ export class Converter {
 
   private update(s: UpdateStmt): Statement {
     assert(s.relation !== undefined, 'parser: UPDATE without a table');
-    if (s.relation.inh === false) throw unimplemented('UPDATE ONLY');
+    if (s.relation.inh !== true) throw unimplemented('UPDATE ONLY');
     return {
       kind: 'Update',
       with: this.withClause(s.withClause),
@@ -593,7 +594,7 @@ export class Converter {
 
   private delete(s: DeleteStmt): Statement {
     assert(s.relation !== undefined, 'parser: DELETE without a table');
-    if (s.relation.inh === false) throw unimplemented('DELETE ONLY');
+    if (s.relation.inh !== true) throw unimplemented('DELETE ONLY');
     return {
       kind: 'Delete',
       with: this.withClause(s.withClause),
@@ -1062,7 +1063,7 @@ export class Converter {
       distinct: f.agg_distinct ?? false,
       orderBy: this.sortList(f.agg_order),
       filter: this.optExpr(f.agg_filter),
-      over: f.over === undefined ? undefined : this.windowDef(f.over),
+      over: f.over === undefined ? undefined : this.windowDef(f.over, true),
     };
   }
 

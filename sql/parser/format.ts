@@ -73,10 +73,11 @@ export function formatTableName(t: TableName): string {
 export function formatTypeName(t: TypeName): string {
   let s = t.name.split('.').map(quoteIdent).join('.');
   // Canonical names that are keywords print as PostgreSQL's type syntax.
-  if (t.name === 'char') s = 'char';
+  // Bare `char` means char(1) to PostgreSQL; unbounded char is spelled bpchar.
+  if (t.name === 'char') s = t.mods.length === 0 ? 'bpchar' : 'char';
   else if (t.name === 'varchar') s = 'varchar';
   else if (t.name === 'numeric') s = 'numeric';
-  else if (t.name === 'timestamp' || t.name === 'timestamptz' || t.name === 'time' || t.name === 'timetz' || t.name === 'interval') s = t.name;
+  else if (t.name === 'json' || t.name === 'timestamp' || t.name === 'timestamptz' || t.name === 'time' || t.name === 'timetz' || t.name === 'interval') s = t.name;
   if (t.mods.length > 0) s += `(${t.mods.join(',')})`;
   for (let i = 0; i < t.arrayDims; i++) s += '[]';
   return s;
@@ -321,7 +322,7 @@ function formatWith(w: WithClause | undefined): string {
   return `WITH ${w.recursive ? 'RECURSIVE ' : ''}${ctes.join(', ')} `;
 }
 
-function formatBody(b: SelectBody, asOperand: boolean): string {
+function formatBody(b: SelectBody, asOperand: boolean, asOf?: Expr): string {
   switch (b.kind) {
     case 'SelectClause': {
       let s = 'SELECT ';
@@ -329,6 +330,8 @@ function formatBody(b: SelectBody, asOperand: boolean): string {
       else if (b.distinct !== false) s += `DISTINCT ON (${list(b.distinct)}) `;
       s += formatTargets(b.targets);
       if (b.from.length > 0) s += ` FROM ${b.from.map(formatTableExpr).join(', ')}`;
+      // CockroachDB's place for AS OF SYSTEM TIME: right after the FROM list.
+      if (asOf !== undefined) s += ` AS OF SYSTEM TIME ${formatExpr(asOf)}`;
       if (b.where !== undefined) s += ` WHERE ${formatExpr(b.where)}`;
       if (b.groupBy.length > 0) s += ` GROUP BY ${list(b.groupBy)}`;
       if (b.having !== undefined) s += ` HAVING ${formatExpr(b.having)}`;
@@ -349,8 +352,9 @@ function formatBody(b: SelectBody, asOperand: boolean): string {
 }
 
 export function formatSelect(s: SelectStatement): string {
-  let out = formatWith(s.with) + formatBody(s.body, false);
-  if (s.asOfSystemTime !== undefined) out += ` AS OF SYSTEM TIME ${formatExpr(s.asOfSystemTime)}`;
+  const asOfInBody = s.body.kind === 'SelectClause' ? s.asOfSystemTime : undefined;
+  let out = formatWith(s.with) + formatBody(s.body, false, asOfInBody);
+  if (s.asOfSystemTime !== undefined && asOfInBody === undefined) out += ` AS OF SYSTEM TIME ${formatExpr(s.asOfSystemTime)}`;
   if (s.orderBy.length > 0) out += ` ORDER BY ${s.orderBy.map(formatSortBy).join(', ')}`;
   if (s.limit !== undefined) out += ` LIMIT ${formatExpr(s.limit)}`;
   if (s.offset !== undefined) out += ` OFFSET ${formatExpr(s.offset)}`;
