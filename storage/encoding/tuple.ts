@@ -443,10 +443,17 @@ export class KeyReader {
   private highBytes = false;
 
   constructor(
-    readonly buf: Buffer,
+    public buf: Buffer,
     pos = 0,
   ) {
     this.pos = pos;
+  }
+
+  /** Points the reader at another key, so one reader serves a whole scan without allocating. */
+  reset(buf: Buffer, pos = 0): this {
+    this.buf = buf;
+    this.pos = pos;
+    return this;
   }
 
   /** True when every byte has been read. */
