@@ -278,3 +278,16 @@ describe('statements and flags', () => {
     expect(() => parseDuration('5 parsecs')).toThrow(/cannot parse duration/);
   });
 });
+
+describe('keyName edge cases', () => {
+  it('prints values with zeros in the low base-10^6 digits and small hashes exactly', () => {
+    // Scan for indexes whose hash has a zero-padded low part; compare with BigInt.
+    let padded = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const ref = fnvhash64BigInt(i);
+      if (ref % 1_000_000n < 100_000n) padded++;
+      if (keyName(i) !== `user${ref}`) expect.fail(`index ${i}: ${keyName(i)} ≠ user${ref}`);
+    }
+    expect(padded).toBeGreaterThan(0);
+  });
+});

@@ -68,6 +68,23 @@ describe('YCSB against PostgreSQL', () => {
     expect(last).toBeDefined();
   });
 
+  it('run refuses a server without the table, naming init', async () => {
+    await query('CREATE SCHEMA IF NOT EXISTS empty');
+    const url = `${server.url}?options=${encodeURIComponent('-c search_path=empty')}`;
+    await expect(runYcsb({ urls: [url], workload: 'A', maxOps: 10 })).rejects.toThrow(/run "workload init ycsb" first/);
+  });
+
+  it('init draws a progress bar with rows/s and an ETA on a terminal', async () => {
+    await query('CREATE SCHEMA IF NOT EXISTS bar');
+    const url = `${server.url}?options=${encodeURIComponent('-c search_path=bar')}`;
+    const out = new Capture(true);
+    const res = await initYcsb({ urls: [url], drop: true, insertCount: 300, concurrency: 2, batchSize: 50 }, { output: out });
+    expect(res.rows).toBe(300);
+    expect(out.text).toMatch(/\r\[#{30}\] 100\.0% 300\/300 rows +[\d,]+ rows\/s +ETA 0s\n/);
+    const [row] = await query<{ n: string }>('SELECT count(*) AS n FROM bar.usertable');
+    expect(Number(row!.n)).toBe(300);
+  });
+
   it('init refuses to reuse an existing table without --drop', async () => {
     await expect(initYcsb({ urls: [server.url], insertCount: 10 })).rejects.toThrow(/already exists; pass --drop/);
   });

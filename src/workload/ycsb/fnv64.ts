@@ -105,9 +105,18 @@ export function hashMod(h: Hash64, n: number): number {
 
 const scratch: Hash64 = { hi: 0, lo: 0 };
 
-/** The YCSB key of the record with insertion index `index`: "user" + fnvhash64(index). */
+/**
+ * The YCSB key of the record with insertion index `index`: "user" + fnvhash64(index)
+ * in decimal. The 63-bit value hi·2^32 + lo is printed exactly without BigInt,
+ * in base 10^6: 2^32 = 4294·10^6 + 967296, so
+ *   value = (hi·4294 + ⌊low/10^6⌋)·10^6 + low mod 10^6,  low = hi·967296 + lo,
+ * where low < 2.1·10^15 and the high part < 9.3·10^12 are exact doubles.
+ */
 export function keyName(index: number): string {
   const h = fnvhash64(index, scratch);
-  if (h.hi < 0x200000) return `user${h.hi * 4294967296 + h.lo}`; // below 2^53: exact as a double
-  return `user${((BigInt(h.hi) << 32n) | BigInt(h.lo)).toString()}`;
+  const low = h.hi * 967296 + h.lo;
+  const high = h.hi * 4294 + Math.floor(low / 1e6);
+  const rem = low % 1e6;
+  if (high === 0) return `user${rem}`;
+  return `user${high}${String(rem).padStart(6, '0')}`;
 }

@@ -183,9 +183,14 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
   }
 
   let recordCount = options.recordCount;
-  if (recordCount === undefined) {
-    const res = await conns[0]!.client.query(`SELECT count(*) AS n FROM ${TABLE}`);
-    recordCount = Number(res.rows[0].n);
+  try {
+    if (recordCount === undefined) {
+      const res = await conns[0]!.client.query(`SELECT count(*) AS n FROM ${TABLE}`);
+      recordCount = Number(res.rows[0].n);
+    }
+  } catch (e) {
+    await Promise.all(conns.map((c) => c.close()));
+    throw new WorkloadError('no_data', `cannot count ${TABLE} (run "workload init ycsb" first): ${errorMessage(e)}`, e);
   }
   if (recordCount < 2) {
     await Promise.all(conns.map((c) => c.close()));
