@@ -761,9 +761,11 @@ export interface ExplainStatement {
 // Roles
 
 /**
- * Role options that Cairn understands; anything else (SUPERUSER, CREATEDB, …)
- * is kept in `options` by its PostgreSQL name for the planner to accept or
- * reject. password: undefined when not given, null for `PASSWORD NULL`.
+ * Role options. password: undefined when not given, null for `PASSWORD NULL`;
+ * login: LOGIN/NOLOGIN. The other options PostgreSQL's grammar knows are kept
+ * in `options` under PostgreSQL's names for the planner to accept or reject:
+ * superuser, createdb, createrole, inherit, isreplication, bypassrls
+ * (boolean), connectionlimit (number), validUntil (string).
  */
 export interface RoleOptions {
   readonly password: string | null | undefined;

@@ -215,6 +215,9 @@ const STATEMENT_NAMES: Readonly<Record<string, string>> = {
   DropOwnedStmt: 'DROP OWNED',
 };
 
+/** Role options kept by name in RoleOptions.options (PostgreSQL's DefElem names). */
+const ROLE_OPTIONS: ReadonlySet<string> = new Set(['superuser', 'createdb', 'createrole', 'inherit', 'isreplication', 'bypassrls', 'connectionlimit', 'validUntil']);
+
 /** Decoded FRAMEOPTION_* bits (PostgreSQL parsenodes.h). */
 const FRAME = {
   NONDEFAULT: 0x1,
@@ -814,16 +817,8 @@ export class Converter {
     assert(s.query !== undefined, 'parser: EXPLAIN without a statement');
     const options = (s.options ?? EMPTY).map((o) => {
       const d = body<DefElem>(o, 'DefElem');
-      let value: string | undefined;
-      if (d.arg !== undefined) {
-        const a = this.expr(d.arg);
-        value = a.kind === 'Const' ? a.text : undefined;
-        if (value === undefined) {
-          const w = (d.arg as { String?: { sval?: string } }).String;
-          value = w?.sval;
-        }
-      }
-      return { name: (d.defname ?? '').toLowerCase(), value };
+      const v = defElemValue(d);
+      return { name: (d.defname ?? '').toLowerCase(), value: v === undefined ? undefined : String(v) };
     });
     return { kind: 'Explain', options, statement: this.statement(s.query) };
   }
@@ -834,18 +829,11 @@ export class Converter {
     const options: { name: string; value: string | number | boolean | undefined }[] = [];
     for (const o of list ?? EMPTY) {
       const d = body<DefElem>(o, 'DefElem');
-      const arg = d.arg;
-      let value: string | number | boolean | undefined;
-      if (arg !== undefined) {
-        const t = tagOf(arg);
-        if (t === 'String') value = body<{ sval?: string }>(arg, t).sval ?? '';
-        else if (t === 'Integer') value = body<{ ival?: number }>(arg, t).ival ?? 0;
-        else if (t === 'Boolean') value = body<{ boolval?: boolean }>(arg, t).boolval ?? false;
-        else throw unimplemented(`role option ${d.defname ?? ''}`);
-      }
+      const value = defElemValue(d);
       if (d.defname === 'password') password = value === undefined ? null : String(value);
       else if (d.defname === 'canlogin') login = value === true;
-      else options.push({ name: d.defname ?? '', value });
+      else if (ROLE_OPTIONS.has(d.defname ?? '')) options.push({ name: d.defname ?? '', value });
+      else throw unimplemented(`role option ${d.defname ?? ''}`);
     }
     return { password, login, options };
   }
@@ -1095,6 +1083,29 @@ export class Converter {
 function req<T>(v: T | undefined): T {
   assert(v !== undefined, 'parser: missing node in libpg-query output');
   return v;
+}
+
+/** The value of an option (DefElem): a bare String/Integer/Float/Boolean node or a constant. */
+function defElemValue(d: DefElem): string | number | boolean | undefined {
+  const arg = d.arg;
+  if (arg === undefined) return undefined;
+  const t = tagOf(arg);
+  switch (t) {
+    case 'String':
+      return body<{ sval?: string }>(arg, t).sval ?? '';
+    case 'Integer':
+      return body<{ ival?: number }>(arg, t).ival ?? 0;
+    case 'Float':
+      return body<{ fval?: string }>(arg, t).fval ?? '0';
+    case 'Boolean':
+      return body<{ boolval?: boolean }>(arg, t).boolval ?? false;
+    case 'A_Const': {
+      const c = constant(body<A_Const>(arg, t));
+      return c.value ?? undefined;
+    }
+    default:
+      throw unimplemented(`option ${d.defname ?? ''}`);
+  }
 }
 
 function constraintName(t: string | undefined): string {

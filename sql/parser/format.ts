@@ -431,7 +431,14 @@ function formatRoleOptions(o: { password: string | null | undefined; login: bool
   const parts: string[] = [];
   if (o.login !== undefined) parts.push(o.login ? 'LOGIN' : 'NOLOGIN');
   if (o.password !== undefined) parts.push(o.password === null ? 'PASSWORD NULL' : `PASSWORD ${quoteString(o.password)}`);
-  for (const x of o.options) parts.push(x.value === undefined ? x.name.toUpperCase() : `${x.name.toUpperCase()} ${typeof x.value === 'string' ? quoteString(x.value) : String(x.value)}`);
+  for (const x of o.options) {
+    if (x.name === 'connectionlimit') parts.push(`CONNECTION LIMIT ${String(x.value)}`);
+    else if (x.name === 'validUntil') parts.push(`VALID UNTIL ${quoteString(String(x.value))}`);
+    else {
+      const word = x.name === 'isreplication' ? 'REPLICATION' : x.name.toUpperCase();
+      parts.push(x.value === false ? `NO${word}` : word);
+    }
+  }
   return parts.length === 0 ? '' : ` WITH ${parts.join(' ')}`;
 }
 
