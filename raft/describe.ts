@@ -70,7 +70,7 @@ export function describeEntry(e: Entry, f: EntryFormatter = defaultEntryFormatte
   } else {
     formatted = f(e.data);
   }
-  return `${e.term}/${e.index} ${ENTRY_TYPE_NAMES[e.type]} ${formatted}`;
+  return formatted === '' ? `${e.term}/${e.index} ${ENTRY_TYPE_NAMES[e.type]}` : `${e.term}/${e.index} ${ENTRY_TYPE_NAMES[e.type]} ${formatted}`;
 }
 
 export function describeEntries(ents: readonly Entry[], f: EntryFormatter = defaultEntryFormatter): string {
