@@ -70,7 +70,7 @@
 import { isUtf8 } from 'node:buffer';
 import { assert, assertNever } from '../../src/util/assert.js';
 import { corruptKey } from './bytes.js';
-import { putUvarint, putUvarintBig, putVarint, putVarintBig } from './varint.js';
+import { getUvarint, getUvarintBig, getVarint, getVarintBig, putUvarint, putUvarintBig, putVarint, putVarintBig } from './varint.js';
 
 export type Direction = 'asc' | 'desc';
 export type ValueKind = 'null' | 'int' | 'float' | 'bool' | 'bytes' | 'string';
@@ -699,6 +699,32 @@ export class KeyReader {
         return assertNever(kind);
     }
     return { kind, dir, value, next: this.pos };
+  }
+
+  /** A value varint written by KeyWriter.appendUvarint (not a tuple value: no tag). */
+  readUvarint(): number {
+    const d = getUvarint(this.buf, this.pos);
+    this.pos = d.next;
+    return d.value;
+  }
+
+  readUvarintBig(): bigint {
+    const d = getUvarintBig(this.buf, this.pos);
+    this.pos = d.next;
+    return d.value;
+  }
+
+  /** A zig-zag value varint written by KeyWriter.appendVarint. */
+  readVarint(): number {
+    const d = getVarint(this.buf, this.pos);
+    this.pos = d.next;
+    return d.value;
+  }
+
+  readVarintBig(): bigint {
+    const d = getVarintBig(this.buf, this.pos);
+    this.pos = d.next;
+    return d.value;
   }
 
   /** Skips the next value without decoding it. */
