@@ -30,7 +30,8 @@
  *     buffers given to a reader are never reused by this layer, so views may be
  *     retained (they keep the whole source alive — copy if that matters);
  *   - a BufWriter's finish() view is valid only until its next write or
- *     reset(); copyOut() returns an owned copy.
+ *     reset(); copyOut() and take() return bytes the caller owns (take()
+ *     gives up the writer's buffer instead of copying it, and resets).
  *
  * Writer inputs out of range (negative uvarint, non-integer, string too large)
  * are bugs in the caller and fail an assert.
@@ -56,8 +57,11 @@ export class BufWriter {
   private buf: Buffer;
   private pos = 0;
 
+  private readonly initialCapacity: number;
+
   constructor(initialCapacity = 4096) {
-    this.buf = Buffer.allocUnsafe(Math.max(16, initialCapacity));
+    this.initialCapacity = Math.max(16, initialCapacity);
+    this.buf = Buffer.allocUnsafe(this.initialCapacity);
   }
 
   /** Bytes written since the last reset. */
@@ -133,10 +137,19 @@ export class BufWriter {
     this.ensure(8);
     const buf = this.buf;
     let pos = this.pos;
+    if (v >= 0x10000000) {
+      // Above 28 bits: emit the low four groups from the low word, then carry
+      // the rest (≤ 25 bits) in int32 arithmetic — no float division per byte.
+      const lo = v >>> 0;
+      buf[pos++] = (lo & 0x7f) | 0x80;
+      buf[pos++] = ((lo >>> 7) & 0x7f) | 0x80;
+      buf[pos++] = ((lo >>> 14) & 0x7f) | 0x80;
+      buf[pos++] = ((lo >>> 21) & 0x7f) | 0x80;
+      v = (lo >>> 28) | (Math.floor(v / TWO_POW_32) << 4);
+    }
     while (v >= 0x80) {
-      // `& 0x7f` takes the low bits of ToInt32(v), which keeps the low 7 bits exactly.
       buf[pos++] = (v & 0x7f) | 0x80;
-      v = Math.floor(v / 128);
+      v >>>= 7;
     }
     buf[pos++] = v;
     this.pos = pos;
@@ -190,6 +203,23 @@ export class BufWriter {
   /** A view of the bytes written; valid until the next write or reset. */
   finish(): Buffer {
     return this.buf.subarray(0, this.pos);
+  }
+
+  /**
+   * Hands the bytes written over to the caller without copying them and
+   * starts a fresh buffer (sized for a similar load) for what follows; small
+   * contents are copied into Node's buffer pool instead, which is cheaper.
+   */
+  take(): Buffer {
+    if (this.pos < 4096) {
+      const out = this.copyOut();
+      this.pos = 0;
+      return out;
+    }
+    const out = this.buf.subarray(0, this.pos);
+    this.buf = Buffer.allocUnsafe(Math.max(this.initialCapacity, this.pos));
+    this.pos = 0;
+    return out;
   }
 
   /** An owned copy of the bytes written. */

@@ -145,7 +145,7 @@ export class Connection {
   onClose: ((reason: CairnError) => void) | null = null;
 
   private readonly decoder: FrameDecoder;
-  private readonly out = new BufWriter(64 * 1024);
+  private readonly out = new BufWriter(16 * 1024);
   private queue: OutMessage[] = [];
   private queuedBytes = 0;
   private flushScheduled = false;
@@ -338,7 +338,7 @@ export class Connection {
     }
     if (messages === 0) return;
     endFrame(out, frameAt);
-    const bytes = out.copyOut();
+    const bytes = out.take();
     const m = this.metrics;
     m.framesSent += frames;
     m.messagesSent += messages;
@@ -398,15 +398,13 @@ export class Connection {
       return;
     }
     const r = new BufReader(body);
-    let lastWall = -1;
-    let lastLogical = -1;
+    let lastTs: Timestamp | undefined;
     let offsetErr: ClockOffsetError | null = null;
     while (r.remaining > 0 && this.state === 'ready') {
-      const env = decodeEnvelope(r);
+      const env = decodeEnvelope(r, lastTs);
       m.messagesReceived++;
-      if (env.ts.wall !== lastWall || env.ts.logical !== lastLogical) {
-        lastWall = env.ts.wall;
-        lastLogical = env.ts.logical;
+      if (env.ts !== lastTs) {
+        lastTs = env.ts;
         offsetErr = this.updateClock(env.ts);
       }
       this.dispatch(env, offsetErr);

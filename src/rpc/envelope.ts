@@ -69,7 +69,11 @@ export function encodeEnvelope(
   w.bytes(payload);
 }
 
-export function decodeEnvelope(r: BufReader): Envelope {
+/**
+ * Decodes one envelope. When its timestamp equals `prevTs` (the messages of
+ * one frame share the sender's timestamp) that object is reused.
+ */
+export function decodeEnvelope(r: BufReader, prevTs?: Timestamp): Envelope {
   const kind = r.u8();
   if (kind > MessageKind.Error) throw new RpcCodecError(`unknown message kind ${kind}`);
   const method = r.u16();
@@ -77,7 +81,10 @@ export function decodeEnvelope(r: BufReader): Envelope {
   if (kind === MessageKind.OneWay && requestId !== 0) {
     throw new RpcCodecError(`one-way message carries request id ${requestId}`);
   }
-  const ts = r.timestamp();
+  const wall = r.uvarint();
+  const logical = r.uvarint();
+  if (logical > 0xffffffff) throw new RpcCodecError(`timestamp logical ${logical} exceeds u32`);
+  const ts = prevTs !== undefined && prevTs.wall === wall && prevTs.logical === logical ? prevTs : { wall, logical };
   const payload = r.bytes();
   return { kind: kind as MessageKind, method, requestId, ts, payload };
 }

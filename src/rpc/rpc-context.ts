@@ -97,6 +97,10 @@ interface PeerSlot {
   everConnected: boolean;
 }
 
+function newSlot(label: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
+  return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false };
+}
+
 /** Accepts connections and hands each to a Connection in the acceptor role. */
 export class RpcServer {
   private server: Server | null = null;
@@ -154,7 +158,9 @@ export class RpcContext implements ConnectionHost {
   private readonly prng: Prng;
   private readonly backoff: BackoffOptions;
   private readonly handlers = new Map<number, RpcHandler>();
-  private readonly peers = new Map<string, PeerSlot>();
+  /** Dial state by node id, and by address for calls to a join address. */
+  private readonly peers = new Map<number, PeerSlot>();
+  private readonly addressPeers = new Map<string, PeerSlot>();
   private readonly addresses = new Map<number, PeerAddress>();
   private readonly server: RpcServer;
   private closed = false;
@@ -225,7 +231,7 @@ export class RpcContext implements ConnectionHost {
     this.addresses.set(nodeId, addr);
     if (old !== undefined && (old.host !== addr.host || old.port !== addr.port)) {
       // The peer moved: drop the connection to the old address.
-      this.peers.get(`n${nodeId}`)?.conn?.close(unavailableError(`n${nodeId}`, 'address changed'));
+      this.peers.get(nodeId)?.conn?.close(unavailableError(`n${nodeId}`, 'address changed'));
     }
   }
 
@@ -238,14 +244,20 @@ export class RpcContext implements ConnectionHost {
    */
   call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
     assert(nodeId > 0, 'rpc: call needs a node id; use callAddress while joining');
-    const conn = this.connectionTo(this.slotFor(`n${nodeId}`, nodeId, undefined));
+    const conn = this.connectionTo(this.slotFor(nodeId));
     if (!(conn instanceof Connection)) return Promise.reject(conn);
     return conn.call(method, payload, opts);
   }
 
   /** Calls whoever listens at addr (a join address: the node id is not known). */
   callAddress(addr: PeerAddress, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
-    const conn = this.connectionTo(this.slotFor(`a${addr.host}:${addr.port}`, 0, addr));
+    const key = `${addr.host}:${addr.port}`;
+    let slot = this.addressPeers.get(key);
+    if (slot === undefined) {
+      slot = newSlot(key, 0, addr);
+      this.addressPeers.set(key, slot);
+    }
+    const conn = this.connectionTo(slot);
     if (!(conn instanceof Connection)) return Promise.reject(conn);
     return conn.call(method, payload, opts);
   }
@@ -255,7 +267,7 @@ export class RpcContext implements ConnectionHost {
    * here (peer in backoff, no address, queue full): a lossy network.
    */
   send(nodeId: number, method: number, payload: Uint8Array): boolean {
-    const conn = this.connectionTo(this.slotFor(`n${nodeId}`, nodeId, undefined));
+    const conn = this.connectionTo(this.slotFor(nodeId));
     if (!(conn instanceof Connection)) {
       this.metrics.peer(nodeId).oneWayDropped++;
       return false;
@@ -265,12 +277,12 @@ export class RpcContext implements ConnectionHost {
 
   /** True if an outgoing connection to nodeId has completed its handshake. */
   isConnected(nodeId: number): boolean {
-    return this.peers.get(`n${nodeId}`)?.conn?.state === 'ready';
+    return this.peers.get(nodeId)?.conn?.state === 'ready';
   }
 
   /** Closes the outgoing connection to nodeId (it is redialed on next use). */
   disconnect(nodeId: number): void {
-    this.peers.get(`n${nodeId}`)?.conn?.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
+    this.peers.get(nodeId)?.conn?.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
   }
 
   /** Stops the listener, closes every connection; later calls fail with rpc.closed. */
@@ -279,23 +291,16 @@ export class RpcContext implements ConnectionHost {
     this.closed = true;
     const reason = new RpcError('rpc.closed', `rpc: n${this._nodeId} shut down`);
     for (const slot of this.peers.values()) slot.conn?.close(reason);
+    for (const slot of this.addressPeers.values()) slot.conn?.close(reason);
     await this.server.close();
   }
 
-  private slotFor(key: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
-    let slot = this.peers.get(key);
+  private slotFor(nodeId: number): PeerSlot {
+    let slot = this.peers.get(nodeId);
     if (slot === undefined) {
-      slot = {
-        label: nodeId > 0 ? `n${nodeId}` : key.slice(1),
-        nodeId,
-        fixedAddress,
-        conn: null,
-        attempt: 0,
-        backoffUntil: 0,
-        lastError: null,
-        everConnected: false,
-      };
-      this.peers.set(key, slot);
+      assert(nodeId > 0, 'rpc: peer node ids are positive');
+      slot = newSlot(`n${nodeId}`, nodeId, undefined);
+      this.peers.set(nodeId, slot);
     }
     return slot;
   }

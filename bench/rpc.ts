@@ -1,0 +1,100 @@
+/**
+ * RPC transport benchmark: round trips per second between two RpcContexts in
+ * one process over TCP loopback, with a fixed number of calls in flight
+ * (each completion issues the next call), 1 KB request and response
+ * payloads, and a synchronous echo handler. Also reports the one-way message
+ * rate. Prints figures; never asserted in `npm test` (DESIGN.md §5).
+ *
+ *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024]
+ *
+ * The machine is shared: the rate per CPU-second (process CPU time, both
+ * endpoints) is the steadier figure when other work competes for the cores.
+ *
+ * DESIGN.md §4 reference: ~650,000 round trips/s coalesced, ~50,000/s with
+ * one write() per message; target here ≥ 200,000 round trips/s.
+ */
+import { Clock, systemPhysicalMicros } from '../src/util/hlc.js';
+import { Prng } from '../src/util/prng.js';
+import { RpcContext } from '../src/rpc/rpc-context.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+
+const seconds = arg('seconds', 5);
+const inflight = arg('inflight', 64);
+const payloadBytes = arg('payload', 1024);
+
+async function node(nodeId: number): Promise<{ ctx: RpcContext; port: number }> {
+  const ctx = new RpcContext({ nodeId, clusterId: 'bench', clock: new Clock(systemPhysicalMicros), prng: new Prng(nodeId) });
+  const { port } = await ctx.listen('127.0.0.1', 0);
+  return { ctx, port };
+}
+
+async function roundTrips(a: RpcContext, payload: Buffer, ms: number): Promise<number> {
+  let done = 0;
+  let stop = false;
+  const deadline = performance.now() + ms;
+  await new Promise<void>((resolve, reject) => {
+    let running = inflight;
+    const loop = (): void => {
+      a.call(2, 1, payload).then(() => {
+        done++;
+        if (!stop && (done & 1023) === 0 && performance.now() > deadline) stop = true;
+        if (stop) {
+          if (--running === 0) resolve();
+        } else loop();
+      }, reject);
+    };
+    for (let i = 0; i < inflight; i++) loop();
+  });
+  return done;
+}
+
+async function main(): Promise<void> {
+  const n1 = await node(1);
+  const n2 = await node(2);
+  n1.ctx.setPeerAddress(2, { host: '127.0.0.1', port: n2.port });
+  n2.ctx.setPeerAddress(1, { host: '127.0.0.1', port: n1.port });
+  const response = Buffer.alloc(payloadBytes, 0x5a);
+  n2.ctx.register(1, () => response);
+  let oneWays = 0;
+  n2.ctx.register(2, () => {
+    oneWays++;
+  });
+  const payload = Buffer.alloc(payloadBytes, 0xa5);
+
+  await roundTrips(n1.ctx, payload, 500); // warm up
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const n = await roundTrips(n1.ctx, payload, seconds * 1000);
+  const elapsed = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const m = n1.ctx.metrics.peer(2);
+  console.log(
+    `rpc round trips: ${Math.round(n / elapsed).toLocaleString('en-US')}/s ` +
+      `(${inflight} in flight, ${payloadBytes} B each way, ${elapsed.toFixed(1)} s, ` +
+      `cpu ${((cpu.user + cpu.system) / 1e6 / elapsed).toFixed(2)} cores = ` +
+      `${Math.round(n / ((cpu.user + cpu.system) / 1e6)).toLocaleString('en-US')} per cpu-second, ` +
+      `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent)`,
+  );
+
+  // One-way throughput: batches of 1,000 sends per turn, waiting for delivery.
+  const small = Buffer.alloc(64);
+  const t1 = performance.now();
+  let sent = 0;
+  while (performance.now() - t1 < 2000) {
+    for (let i = 0; i < 1000; i++) n1.ctx.send(2, 2, small);
+    sent += 1000;
+    const target = sent;
+    while (oneWays < target) await new Promise((r) => setImmediate(r));
+  }
+  const el2 = (performance.now() - t1) / 1000;
+  console.log(`rpc one-way messages: ${Math.round(sent / el2).toLocaleString('en-US')}/s (64 B, 1,000 per turn)`);
+
+  await n1.ctx.close();
+  await n2.ctx.close();
+}
+
+void main();
