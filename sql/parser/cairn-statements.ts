@@ -397,6 +397,10 @@ class CairnStatementParser {
     let to = end;
     if (txn && this.toks[to]?.text === ',') to++;
     else if (txn && this.toks[from - 1]?.text === ',') from--;
+    // `SET TRANSACTION AS OF SYSTEM TIME x` alone leaves no mode for PostgreSQL's grammar.
+    if (w0 === 'set' && from === 2 && to === this.toks.length) {
+      return { kind: 'SetTransaction', modes: { isolation: undefined, readOnly: undefined, deferrable: undefined, asOfSystemTime: asOf } };
+    }
     const st = this.conv.statement(this.parseMasked([[from, to]]));
     return attachAsOf(st, asOf, () => this.error(at, 'AS OF SYSTEM TIME is only allowed on SELECT and BEGIN'));
   }

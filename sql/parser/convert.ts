@@ -90,7 +90,7 @@ import type {
   WithClause,
   CheckConstraint,
 } from './ast.js';
-import { unimplemented } from './sql-error.js';
+import { syntaxError, unimplemented } from './sql-error.js';
 
 type Tagged = { readonly [tag: string]: unknown };
 
@@ -357,7 +357,10 @@ export class Converter {
       };
     }
     if (s.valuesLists !== undefined) {
-      return { kind: 'Values', rows: s.valuesLists.map((row) => this.exprs(body<{ items?: Node[] }>(row, 'List').items)) };
+      const rows = s.valuesLists.map((row) => this.exprs(body<{ items?: Node[] }>(row, 'List').items));
+      const width = rows[0]?.length ?? 0;
+      if (rows.some((r) => r.length !== width)) throw syntaxError('VALUES lists must all be the same length');
+      return { kind: 'Values', rows };
     }
     if (s.groupDistinct === true) throw unimplemented('GROUP BY DISTINCT');
     let distinct: boolean | readonly Expr[] = false;

@@ -421,7 +421,8 @@ function formatZoneTarget(t: ZoneTarget): string {
     case 'database':
       return `DATABASE ${quoteIdent(t.database)}`;
     case 'range':
-      return `RANGE ${quoteIdent(t.range)}`;
+      // Range names are CockroachDB's fixed words (default, meta, liveness, system, timeseries).
+      return `RANGE ${SIMPLE_IDENT.test(t.range) ? t.range : quoteIdent(t.range)}`;
     default:
       return assertNever(t, 'format: unknown zone target');
   }

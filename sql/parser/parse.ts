@@ -32,6 +32,7 @@ import { SqlError, syntaxError } from './sql-error.js';
 export { initParser } from './pg-query-module.js';
 
 const TRAILING_SPACE = /[\s;]+$/;
+const EMPTY_TEXT = /^[\s;]*$/;
 
 function statementOf(text: string, start: number, end: number, node: Node, conv: Converter): ParsedStatement {
   const ast = conv.statement(node);
@@ -46,6 +47,8 @@ function trimEnd(text: string, start: number, end: number): number {
 
 /** Parses every statement of `text`. Empty statements (`;;`, comments only) are skipped. */
 export function parseSql(text: string): readonly ParsedStatement[] {
+  // PostgreSQL answers an empty string with EmptyQueryResponse, not an error.
+  if (EMPTY_TEXT.test(text)) return [];
   let raws: readonly RawStmt[];
   try {
     raws = pgParse(text).stmts ?? [];

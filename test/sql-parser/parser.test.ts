@@ -54,6 +54,7 @@ function handle(tc: TestCase): string {
       } catch (e) {
         return errorText(e);
       }
+      if (stmts.length === 0) return '(no statements)';
       return stmts
         .map((p) => {
           const sql = roundTrip(tc, p);
