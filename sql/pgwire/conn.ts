@@ -154,7 +154,9 @@ export class PgConn {
   private skipToSync = false;
   private readonly statements = new Map<string, PreparedStatement>();
   private readonly portals = new Map<string, PortalEntry>();
-  private pumping: Promise<void> | undefined;
+  /** A pump is processing messages (possibly awaiting the session). */
+  private busy = false;
+  private pumping: Promise<void> = Promise.resolve();
   private inputPaused = false;
   private sessionClosed = false;
   private closeResolve!: () => void;
@@ -198,7 +200,7 @@ export class PgConn {
     if (this.state === 'closed') return true;
     this.decoder.push(chunk);
     this.kick();
-    if (this.pumping !== undefined && this.decoder.bufferedBytes > this.inputHighWaterMark) {
+    if (this.busy && this.decoder.bufferedBytes > this.inputHighWaterMark) {
       this.inputPaused = true;
       return false;
     }
@@ -212,7 +214,7 @@ export class PgConn {
 
   /** Resolves when every complete message fed so far has been processed. */
   async whenIdle(): Promise<void> {
-    while (this.pumping !== undefined) await this.pumping;
+    while (this.busy) await this.pumping;
   }
 
   /** Cancels the running statement (CancelRequest routed here by the registry). */
@@ -221,14 +223,19 @@ export class PgConn {
   }
 
   private kick(): void {
-    if (this.pumping !== undefined) return;
-    this.pumping = this.pump().finally(() => {
-      this.pumping = undefined;
-    });
+    if (this.busy) return;
+    this.busy = true;
+    this.pumping = this.pump();
   }
 
+  /**
+   * Processes buffered messages one at a time. NB: `busy` is cleared in the
+   * same synchronous step as the decoder reporting "no complete message", so
+   * input fed at any later moment starts a new pump.
+   */
   private async pump(): Promise<void> {
-    while (this.state !== 'closed') {
+    for (;;) {
+      if (this.state === 'closed') break;
       let msg: FrontendMessage | undefined;
       try {
         msg = this.decoder.next();
@@ -244,6 +251,7 @@ export class PgConn {
         this.fail(e);
       }
     }
+    this.busy = false;
     if (this.state === 'closed') {
       await this.closeSession();
     } else if (this.inputPaused) {
@@ -632,7 +640,7 @@ export class PgConn {
   /** Flushes pending output and closes; the session is closed once no call into it is running. */
   close(): void {
     if (this.state === 'closed') return;
-    const running = this.pumping !== undefined;
+    const running = this.busy;
     this.state = 'closed';
     this.flush();
     this.transport.close();

@@ -13,6 +13,7 @@
  *   select pg_sleep(S)                waits S seconds or until cancelled (57014)
  *   select 1/0                        22012 division by zero
  *   select notice()                   a WARNING notice, then one row
+ *   select boom()                     throws a plain Error: a bug, not an expected failure
  *   set timezone = 'Z'                ParameterStatus TimeZone
  *   begin | commit | rollback         explicit transactions ('T', 'E' after an error)
  *   anything else                     42601 syntax error at position 1
@@ -161,6 +162,7 @@ function plan(sql: string): ToyPlan {
   if ((m = /^select pg_sleep\((\d+(?:\.\d+)?)\)$/.exec(s))) {
     return { tag: 'SELECT', params: [], columns: [['pg_sleep', 'text']], rows: () => ({ count: 1, row: () => [''] }), sleepSeconds: Number(m[1]) };
   }
+  if (s === 'select boom()') throw new TypeError('toy: a bug');
   if (s === 'select 1/0') return { tag: 'SELECT', params: [], columns: [['?column?', 'int4']], rows: () => NONE, effect: 'error' };
   if (s === 'select notice()') {
     return { tag: 'SELECT', params: [], columns: [['notice', 'text']], rows: () => ({ count: 1, row: () => ['done'] }), effect: 'notice' };
@@ -249,6 +251,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     const implicit = this.txn === 'I';
     try {
       for (const piece of pieces) {
+        this.checkNotAborted(piece);
         const p = plan(piece);
         if (p.effect === 'empty') {
           sink.emptyQuery();
