@@ -35,6 +35,7 @@
  *   read-index 1 ctx
  *   send-snapshot 1 3                   (queue 1's current snapshot for 3)
  *   report-unreachable 1 2
+ *   restart 1                           (crash and recover from storage; volatile state is lost)
  *
  * This harness imports only the raft library and src/util (DESIGN.md §2);
  * the test passes it the datadriven runner's test cases.
@@ -181,6 +182,8 @@ export class InteractionEnv {
         return this.node(tc, pos[0]).rawNode.readIndex(Buffer.from(pos[1] ?? '', 'latin1'));
       case 'send-snapshot':
         return this.sendSnapshot(this.node(tc, pos[0]), Number(pos[1]));
+      case 'restart':
+        return this.restart(this.node(tc, pos[0]));
       case 'report-unreachable':
         return this.node(tc, pos[0]).rawNode.reportUnreachable(Number(pos[1]));
       default:
@@ -415,8 +418,19 @@ export class InteractionEnv {
     for (const n of this.nodes) {
       const r = n.rawNode.raft;
       const role = r.isLearner ? 'Learner' : r.trk.isVoter(r.id) ? 'Voter' : 'Non-Voter';
-      this.out.push(`${n.id}: ${STATE_TYPE_NAMES[r.state]} (${role}) Term:${r.term} Lead:${r.lead}`);
+      this.out.push(`${n.id}: ${STATE_TYPE_NAMES[r.state]} (${role}) Term:${r.term} Lead:${r.lead} Commit:${r.raftLog.committed}`);
     }
+  }
+
+  /**
+   * Crash and restart: a new RawNode over the node's storage (what was
+   * persisted) and its applied state-machine history. Queued messages stay
+   * in the network.
+   */
+  private restart(node: EnvNode): void {
+    const applied = (node.history[node.history.length - 1] as Snapshot).metadata.index;
+    const config: Config = { ...node.config, applied };
+    this.nodes[node.id - 1] = { ...node, config, rawNode: new RawNode(config) };
   }
 
   private sendSnapshot(from: EnvNode, to: number): void {
