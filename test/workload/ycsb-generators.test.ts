@@ -105,13 +105,16 @@ describe('counters', () => {
   });
 });
 
+/** Draws from a fresh zipfian over [0, n) and the ζ(n) it should follow. */
+function zipfianCounts(seed: number, n: number, draws: number): { c: number[]; zetan: number } {
+  const g = new ZipfianGenerator(new Prng(seed), 0, n - 1);
+  return { c: counts(n, draws, () => g.nextLong()), zetan: zeta(0, n, ZIPFIAN_CONSTANT, 0) };
+}
+
 describe('ZipfianGenerator (Gray et al. 1994, YCSB θ = 0.99)', () => {
   it('the two hottest items have exactly the zipfian probabilities', () => {
-    const n = 1000;
     const draws = 200_000;
-    const g = new ZipfianGenerator(new Prng(11), 0, n - 1);
-    const c = counts(n, draws, () => g.nextLong());
-    const zetan = zeta(0, n, ZIPFIAN_CONSTANT, 0);
+    const { c, zetan } = zipfianCounts(11, 1000, draws);
     expectBinomial(c[0]!, draws, 1 / zetan); // ≈ 13.4 % for 1,000 items
     expectBinomial(c[1]!, draws, 1 / Math.pow(2, ZIPFIAN_CONSTANT) / zetan);
     expect(c[0]! / draws).toBeGreaterThan(0.12);
@@ -119,11 +122,8 @@ describe('ZipfianGenerator (Gray et al. 1994, YCSB θ = 0.99)', () => {
   });
 
   it('the tail follows 1/(k+1)^θ (the paper\'s approximation: within 20 % for ranks 3–10)', () => {
-    const n = 1000;
     const draws = 400_000;
-    const g = new ZipfianGenerator(new Prng(12), 0, n - 1);
-    const c = counts(n, draws, () => g.nextLong());
-    const zetan = zeta(0, n, ZIPFIAN_CONSTANT, 0);
+    const { c, zetan } = zipfianCounts(12, 1000, draws);
     for (let k = 3; k <= 10; k++) {
       const expected = (draws / Math.pow(k + 1, ZIPFIAN_CONSTANT)) / zetan;
       expect(Math.abs(c[k]! - expected) / expected).toBeLessThan(0.2);

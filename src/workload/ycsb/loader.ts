@@ -24,7 +24,7 @@ import { FieldGenerator, FIELD_COUNT } from './field-generator.js';
 import { CounterGenerator } from './counter-generator.js';
 import { keyName } from './fnv64.js';
 import { Prng } from '../../util/prng.js';
-import { Connection, errorMessage, type Output } from './sql-connection.js';
+import { Connection, errorMessage, openConnections, type Output } from './sql-connection.js';
 import { WorkloadError } from './workload-spec.js';
 import { CREATE_TABLE_SQL, DROP_TABLE_SQL, insertSql, TABLE } from './ycsb-sql.js';
 
@@ -118,12 +118,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
   const tty = out?.isTTY === true;
   const print = (line: string): void => out?.write(line + '\n');
 
-  let admin: Connection;
-  try {
-    admin = await Connection.open(urls[0] as string);
-  } catch (e) {
-    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
-  }
+  const [admin] = (await openConnections(urls, 1)) as [Connection];
   let server: string;
   let splitAt: string[] | null = null;
   try {
@@ -153,13 +148,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
     await admin.close();
   }
 
-  const conns: Connection[] = [];
-  try {
-    for (let i = 0; i < concurrency; i++) conns.push(await Connection.open(urls[i % urls.length] as string));
-  } catch (e) {
-    await Promise.all(conns.map((c) => c.close()));
-    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
-  }
+  const conns = await openConnections(urls, concurrency);
 
   const rng = new Prng(options.seed ?? 1);
   const fields = new FieldGenerator(rng);

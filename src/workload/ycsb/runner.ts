@@ -42,7 +42,16 @@ import {
   type OpTotals,
   type SeriesPoint,
 } from './op-stats.js';
-import { Connection, errorMessage, isServerError, SERIALIZATION_FAILURE, sleep, sqlStateOf, type Output } from './sql-connection.js';
+import {
+  Connection,
+  errorMessage,
+  isServerError,
+  openConnections,
+  SERIALIZATION_FAILURE,
+  sleep,
+  sqlStateOf,
+  type Output,
+} from './sql-connection.js';
 import { UniformGenerator } from './uniform-generator.js';
 import {
   KeyChooser,
@@ -174,13 +183,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
   const print = (line: string): void => out?.write(line + '\n');
 
   // Connections first: a bad URL fails before anything is measured.
-  const conns: Connection[] = [];
-  try {
-    for (let i = 0; i < concurrency; i++) conns.push(await Connection.open(urls[i % urls.length] as string));
-  } catch (e) {
-    await Promise.all(conns.map((c) => c.close()));
-    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
-  }
+  const conns = await openConnections(urls, concurrency);
 
   let recordCount = options.recordCount;
   try {

@@ -5,6 +5,7 @@
  * of errors by SQLSTATE.
  */
 import pg from 'pg';
+import { WorkloadError } from './workload-spec.js';
 
 export interface Output {
   write(text: string): void;
@@ -43,6 +44,21 @@ export class Connection {
   async close(): Promise<void> {
     await this.client.end().catch(() => undefined);
   }
+}
+
+/**
+ * Opens `n` connections, connection i to urls[i % urls.length]; on any
+ * failure closes those already open and throws WorkloadError (workload.connect).
+ */
+export async function openConnections(urls: readonly string[], n: number): Promise<Connection[]> {
+  const conns: Connection[] = [];
+  try {
+    for (let i = 0; i < n; i++) conns.push(await Connection.open(urls[i % urls.length] as string));
+  } catch (e) {
+    await Promise.all(conns.map((c) => c.close()));
+    throw new WorkloadError('connect', `cannot connect: ${errorMessage(e)}`, e);
+  }
+  return conns;
 }
 
 /**
