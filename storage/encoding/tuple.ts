@@ -70,6 +70,7 @@
 import { isUtf8 } from 'node:buffer';
 import { assert, assertNever } from '../../src/util/assert.js';
 import { corruptKey } from './bytes.js';
+import type { DecodedVarint } from './varint.js';
 import { getUvarint, getUvarintBig, getVarint, getVarintBig, putUvarint, putUvarintBig, putVarint, putVarintBig } from './varint.js';
 
 export type Direction = 'asc' | 'desc';
@@ -701,30 +702,27 @@ export class KeyReader {
     return { kind, dir, value, next: this.pos };
   }
 
-  /** A value varint written by KeyWriter.appendUvarint (not a tuple value: no tag). */
-  readUvarint(): number {
-    const d = getUvarint(this.buf, this.pos);
+  private take<T extends number | bigint>(d: DecodedVarint<T>): T {
     this.pos = d.next;
     return d.value;
   }
 
+  /** A value varint written by KeyWriter.appendUvarint (not a tuple value: no tag). */
+  readUvarint(): number {
+    return this.take(getUvarint(this.buf, this.pos));
+  }
+
   readUvarintBig(): bigint {
-    const d = getUvarintBig(this.buf, this.pos);
-    this.pos = d.next;
-    return d.value;
+    return this.take(getUvarintBig(this.buf, this.pos));
   }
 
   /** A zig-zag value varint written by KeyWriter.appendVarint. */
   readVarint(): number {
-    const d = getVarint(this.buf, this.pos);
-    this.pos = d.next;
-    return d.value;
+    return this.take(getVarint(this.buf, this.pos));
   }
 
   readVarintBig(): bigint {
-    const d = getVarintBig(this.buf, this.pos);
-    this.pos = d.next;
-    return d.value;
+    return this.take(getVarintBig(this.buf, this.pos));
   }
 
   /** Skips the next value without decoding it. */

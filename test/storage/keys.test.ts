@@ -305,14 +305,8 @@ describe('decoders', () => {
   ];
   for (const [name, fn, key] of corrupt) {
     it(`CorruptionError naming the key: ${name}`, () => {
-      let err: unknown;
-      try {
-        fn();
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(CorruptionError);
-      expect((err as Error).message).toContain(key.toString('hex'));
+      expect(fn).toThrow(CorruptionError);
+      expect(fn).toThrow(`corrupt key ${key.toString('hex')} `);
     });
   }
 
@@ -321,15 +315,9 @@ describe('decoders', () => {
     expect(addressOf(k)).toBe(k);
     expect(addressOf(meta2Key(k))).toEqual(meta2Key(k));
     for (const local of [raftLogKey(1, 1), rangeLeaseKey(1), STORE_IDENT_KEY]) {
-      let err: unknown;
-      try {
-        addressOf(local);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(CairnError);
-      expect((err as CairnError).code).toBe('storage.key_not_addressable');
-      expect((err as Error).message).toContain(prettyKey(local));
+      expect(() => addressOf(local)).toThrow(CairnError);
+      expect(() => addressOf(local)).toThrow(expect.objectContaining({ code: 'storage.key_not_addressable' }));
+      expect(() => addressOf(local)).toThrow(`storage: key ${prettyKey(local)} is not addressable`);
     }
   });
 });
