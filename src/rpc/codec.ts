@@ -30,8 +30,8 @@
  *     buffers given to a reader are never reused by this layer, so views may be
  *     retained (they keep the whole source alive — copy if that matters);
  *   - a BufWriter's finish() view is valid only until its next write or
- *     reset(); copyOut() and take() return bytes the caller owns (take()
- *     gives up the writer's buffer instead of copying it, and resets).
+ *     reset(); copyOut() and swap() return bytes the caller owns (swap()
+ *     gives up the writer's buffer instead of copying it).
  *
  * Writer inputs out of range (negative uvarint, non-integer, string too large)
  * are bugs in the caller and fail an assert.
@@ -57,11 +57,8 @@ export class BufWriter {
   private buf: Buffer;
   private pos = 0;
 
-  private readonly initialCapacity: number;
-
   constructor(initialCapacity = 4096) {
-    this.initialCapacity = Math.max(16, initialCapacity);
-    this.buf = Buffer.allocUnsafe(this.initialCapacity);
+    this.buf = Buffer.allocUnsafe(Math.max(16, initialCapacity));
   }
 
   /** Bytes written since the last reset. */
@@ -205,19 +202,20 @@ export class BufWriter {
     return this.buf.subarray(0, this.pos);
   }
 
+  /** Current capacity of the underlying buffer. */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
   /**
    * Hands the bytes written over to the caller without copying them and
-   * starts a fresh buffer (sized for a similar load) for what follows; small
-   * contents are copied into Node's buffer pool instead, which is cheaper.
+   * continues, reset, in `next` (a buffer the caller no longer uses, e.g. one
+   * whose socket write completed). The returned view stays valid: the writer
+   * never touches that buffer again.
    */
-  take(): Buffer {
-    if (this.pos < 4096) {
-      const out = this.copyOut();
-      this.pos = 0;
-      return out;
-    }
+  swap(next: Buffer): Buffer {
     const out = this.buf.subarray(0, this.pos);
-    this.buf = Buffer.allocUnsafe(Math.max(this.initialCapacity, this.pos));
+    this.buf = next;
     this.pos = 0;
     return out;
   }

@@ -117,6 +117,10 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Initial size of each of the two outgoing buffers; larger ones are kept for reuse up to MAX_SPARE_BYTES. */
+const OUT_BUFFER_BYTES = 64 * 1024;
+const MAX_SPARE_BYTES = 4 * 1024 * 1024;
+
 /** Queued payload bytes above which a flush happens without waiting for the turn to end. */
 const FLUSH_EAGER_BYTES = 1 << 20;
 
@@ -145,7 +149,8 @@ export class Connection {
   onClose: ((reason: CairnError) => void) | null = null;
 
   private readonly decoder: FrameDecoder;
-  private readonly out = new BufWriter(16 * 1024);
+  private readonly out = new BufWriter(OUT_BUFFER_BYTES);
+  private spare: Buffer | null = null;
   private queue: OutMessage[] = [];
   private queuedBytes = 0;
   private flushScheduled = false;
@@ -338,12 +343,25 @@ export class Connection {
     }
     if (messages === 0) return;
     endFrame(out, frameAt);
-    const bytes = out.take();
+    // Double buffering: the written buffer goes to the socket as it is; the
+    // writer continues in the spare, and the written one becomes the spare
+    // again once the socket is done with it.
+    const next = this.spare ?? Buffer.allocUnsafe(OUT_BUFFER_BYTES);
+    this.spare = null;
+    const bytes = out.swap(next);
     const m = this.metrics;
     m.framesSent += frames;
     m.messagesSent += messages;
     m.bytesSent += bytes.length;
-    this.socket.write(bytes);
+    this.socket.write(bytes, (err) => {
+      if (err === undefined || err === null) this.recycle(bytes);
+    });
+  }
+
+  private recycle(written: Buffer): void {
+    const whole = written.buffer;
+    if (this.spare !== null || written.byteOffset !== 0 || whole.byteLength > MAX_SPARE_BYTES || whole.byteLength < OUT_BUFFER_BYTES) return;
+    this.spare = Buffer.from(whole, 0, whole.byteLength);
   }
 
   private writeRaw(frame: Buffer): void {
