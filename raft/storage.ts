@@ -77,6 +77,15 @@ export class MemoryStorage implements Storage {
     return this.snap;
   }
 
+  /**
+   * Sets the configuration recorded with the current snapshot point, without
+   * moving it: how a new group is bootstrapped on an empty log (the first
+   * entry is then index 1).
+   */
+  setConfState(cs: ConfState): void {
+    this.snap = { data: this.snap.data, metadata: { ...this.snap.metadata, confState: cs } };
+  }
+
   /** Replaces the storage's contents with the snapshot. */
   applySnapshot(snap: Snapshot): void {
     const cur = this.snap.metadata.index;
