@@ -34,8 +34,13 @@ export interface Generated {
   readonly okReads: { index: number; mop: number }[];
 }
 
-export function serialHistory(txns: readonly GenTxn[]): Generated {
+/**
+ * Executes `txns` serially. `keyLifetime`: after that many appends a key is replaced by a
+ * fresh one (as the real workload does, keeping lists short).
+ */
+export function serialHistory(txns: readonly GenTxn[], keyLifetime = Infinity): Generated {
   const state = new Map<string, number[]>();
+  const generation = new Map<number, number>();
   let nextValue = 1;
   type Ev = { time: number; order: number; txn: number; invoke: boolean };
   const events: Ev[] = [];
@@ -46,7 +51,8 @@ export function serialHistory(txns: readonly GenTxn[]): Generated {
     const invoke: Mop[] = [];
     const result: Mop[] = [];
     for (const o of t.ops) {
-      const k = `k${o.key}`;
+      const k = `k${o.key}.${generation.get(o.key) ?? 0}`;
+      if ((state.get(k)?.length ?? 0) >= keyLifetime) generation.set(o.key, (generation.get(o.key) ?? 0) + 1);
       if (o.read) {
         invoke.push(['r', k, null]);
         result.push(['r', k, [...(state.get(k) ?? [])]]);

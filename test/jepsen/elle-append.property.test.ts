@@ -100,3 +100,21 @@ function failedAppend(history: readonly { type: string; value: unknown }[]): num
 function changed(a: readonly unknown[], b: readonly unknown[]): boolean {
   return a.length > 0 && JSON.stringify(a) !== JSON.stringify(b);
 }
+
+describe('elle list-append at scale', () => {
+  it('checks a 20,000-transaction history (keys replaced after 300 appends) in seconds', () => {
+    const g = serialHistory(fc.sample(genTxn, { numRuns: 20_000, seed: 7 }), 300);
+    const r = checkElleAppend(g.history);
+    expect(r.valid).toBe(true);
+    // Every third ok read made stale: the cycle search has thousands of components to explain.
+    const broken = g.history.map((op) =>
+      op.type !== 'ok' || op.index % 3 !== 0
+        ? op
+        : { ...op, value: (op.value as [string, string, unknown][]).map((m) => (m[0] === 'r' && (m[2] as number[]).length > 0 ? [m[0], m[1], (m[2] as number[]).slice(0, -1)] : m)) },
+    );
+    const b = checkElleAppend(broken);
+    expect(b.valid).toBe(false);
+    console.log(`elle 20k txns: valid history ${r.stats['elapsedMs']!.toFixed(0)} ms; broken ${b.stats['elapsedMs']!.toFixed(0)} ms, ${b.stats['sccs']} components, ${JSON.stringify(b.anomalyTypes)}`);
+    expect(r.stats['elapsedMs']!).toBeLessThan(15_000);
+  });
+});
