@@ -543,6 +543,7 @@ export class KeyReader {
     if (neg ? n > 1 && first === 0xff : n > 1 ? first === 0 : lo <= tags.smallMax) {
       throw this.corrupt('non-minimal int', start);
     }
+    if (n === 8 && (neg ? first < 0x80 : first >= 0x80)) throw this.corrupt('int outside int64', start);
     // v = hi·2^32 + lo (positive) or that minus 256^n (negative); exact whenever it is safe.
     let v: number;
     if (n > 4) v = (neg ? hi - 256 ** (n - 4) : hi) * TWO_POW_32 + lo;

@@ -321,6 +321,9 @@ describe('corrupt and truncated keys raise CorruptionError naming the key', () =
     ['non-minimal int (fits the tag)', 'f605'],
     ['non-minimal int (leading zero)', 'f70005'],
     ['non-minimal negative int', '86ff00'],
+    ['int below int64 min', '800000000000000000'],
+    ['int above int64 max', 'fd8000000000000000'],
+    ['descending int outside int64', '207fffffffffffffff'],
     ['truncated float', '053ff8'],
     ['float with a zero magnitude', '050000000000000000'],
     ['float NaN bit pattern', '057ff8000000000000'],
@@ -349,6 +352,36 @@ describe('corrupt and truncated keys raise CorruptionError naming the key', () =
   it('typed reads reject a value of another kind', () => {
     expect(() => new KeyReader(encodeDatum(s('x'))).readInt()).toThrow(/expected int/);
     expect(() => new KeyReader(encodeDatum(i(1))).readBytes()).toThrow(CorruptionError);
+  });
+
+  it('arbitrary bytes either fail with CorruptionError or are the canonical encoding of what they decode to', () => {
+    // Biased towards tags and the escape bytes so that many inputs decode.
+    const byte = fc.oneof(
+      fc.constantFrom(0x00, 0x01, 0x02, 0x03, 0x05, 0x06, 0x08, 0x09, 0x0b, 0x0c, 0x12, 0x13, 0x14, 0x15, 0x27, 0x28, 0x87, 0x88, 0xf6, 0xfd, 0xfe, 0xff),
+      fc.integer({ min: 0, max: 255 }),
+    );
+    let decoded = 0;
+    fc.assert(
+      fc.property(fc.array(byte, { maxLength: 14 }), (bytes) => {
+        const key = Buffer.from(bytes);
+        let values;
+        try {
+          values = decodeValues(key);
+        } catch (e) {
+          expect(e).toBeInstanceOf(CorruptionError);
+          return;
+        }
+        decoded++;
+        const w = new KeyWriter();
+        for (const v of values) {
+          const d = (v.kind === 'null' ? { kind: 'null' } : { kind: v.kind, value: v.value }) as KeyDatum;
+          w.appendDatum(d, v.dir);
+        }
+        expect(hex(w.finish())).toBe(hex(key));
+      }),
+      { numRuns: RUNS },
+    );
+    expect(decoded).toBeGreaterThan(RUNS / 10);
   });
 
   it('no truncation of a valid tuple decodes silently past its end', () => {
