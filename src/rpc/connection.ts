@@ -20,8 +20,10 @@
  * like a per-message now() would, and reports the sender's current physical
  * time — for the price of one clock read per write instead of per message.
  * The receiver calls clock.update() once per distinct timestamp. A
- * ClockOffsetError fails that message (a request gets the error as its
- * response, a response rejects its call with it, a one-way is dropped), is
+ * ClockOffsetError fails that message (a request is not served and gets the
+ * error as its response; a response is refused and its call rejects with an
+ * ambiguous `hlc.clock_offset` — the request may have run; a one-way is
+ * dropped), is
  * counted and logged, and is reported through the host's onClockOffset (the
  * node layer decides whether to stop serving).
  *
@@ -120,6 +122,7 @@ export interface CallOptions {
 /** Initial size of each of the two outgoing buffers; larger ones are kept for reuse up to MAX_SPARE_BYTES. */
 const OUT_BUFFER_BYTES = 64 * 1024;
 const MAX_SPARE_BYTES = 4 * 1024 * 1024;
+const KEEPALIVE_MS = 10_000;
 
 /** Queued payload bytes above which a flush happens without waiting for the turn to end. */
 const FLUSH_EAGER_BYTES = 1 << 20;
@@ -173,12 +176,21 @@ export class Connection {
     this.metrics = host.metrics.peer(this.peerId);
     this.decoder = new FrameDecoder(host.maxFrameBytes);
     socket.setNoDelay(true);
+    // Finds peers that vanished without a FIN (power loss, iptables drop) on idle connections.
+    socket.setKeepAlive(true, KEEPALIVE_MS);
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
       try {
         this.decoder.push(chunk, this.onFrameBound);
       } catch (e) {
         this.onBadInput(e);
+        return;
+      }
+      // Read-side backpressure: a peer that sends requests but does not read
+      // our responses stops being read until the socket drains.
+      if (socket.writableLength > host.maxQueuedBytes && !socket.isPaused()) {
+        socket.pause();
+        socket.once('drain', () => socket.resume());
       }
     });
     socket.on('error', (e: Error) => this.close(unavailableError(this.describePeer(), `socket error: ${e.message}`, e)));
@@ -458,8 +470,16 @@ export class Connection {
           this.metrics.unmatchedResponses++;
           return;
         }
-        if (offsetErr !== null) call.reject(offsetErr);
-        else if (env.kind === MessageKind.Response) call.resolve(env.payload);
+        if (offsetErr !== null) {
+          // The request reached the peer and may have taken effect: refusing
+          // its answer leaves the outcome unknown.
+          call.reject(
+            new RpcError('hlc.clock_offset', `rpc: response from ${this.describePeer()} rejected (outcome unknown): ${offsetErr.message}`, {
+              ambiguous: true,
+              cause: offsetErr,
+            }),
+          );
+        } else if (env.kind === MessageKind.Response) call.resolve(env.payload);
         else {
           let err: CairnError;
           try {
