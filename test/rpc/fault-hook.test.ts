@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultHook, InvalidFaultSpecError } from '../../src/rpc/fault-hook.js';
 import { Prng } from '../../src/util/prng.js';
-import { ECHO, Nodes, registerEcho, rejection, waitFor } from './nodes.js';
+import { countRuns, ECHO, Nodes, registerEcho, rejection, waitFor } from './nodes.js';
 
 describe('FaultHook decisions', () => {
   it('passes everything untouched when no fault is set', () => {
@@ -86,18 +86,14 @@ describe('faults on real connections', () => {
   it('a partition drops requests (the call times out ambiguous) until cleared', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(ECHO, (p) => {
-      ran++;
-      return p;
-    });
+    const h = countRuns(n2.ctx, ECHO);
     await n1.ctx.call(2, ECHO, Buffer.alloc(0));
     n1.ctx.faults.setFaults(2, { partition: true });
     const e = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0), { timeoutMs: 50 }));
     expect([e.code, e.ambiguous]).toEqual(['rpc.timeout', true]);
     expect(n1.ctx.send(2, ECHO, Buffer.alloc(0))).toBe(true); // accepted, then lost on the "wire"
     expect(n1.ctx.faults.countersFor(2).dropped).toBe(2);
-    expect(ran).toBe(1);
+    expect(h.ran).toBe(1);
     n1.ctx.faults.clearFaults();
     expect((await n1.ctx.call(2, ECHO, Buffer.from('back'))).toString()).toBe('back');
   });
@@ -105,15 +101,11 @@ describe('faults on real connections', () => {
   it('an asymmetric partition (responses dropped) is the classic ambiguous case: the handler ran', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(ECHO, (p) => {
-      ran++;
-      return p;
-    });
+    const h = countRuns(n2.ctx, ECHO);
     n2.ctx.faults.setFaults(1, { partition: true }); // n2 → n1 only
     const e = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0), { timeoutMs: 50 }));
     expect([e.code, e.ambiguous]).toEqual(['rpc.timeout', true]);
-    expect(ran).toBe(1);
+    expect(h.ran).toBe(1);
     expect(n2.ctx.faults.countersFor(1).dropped).toBe(1);
   });
 
@@ -169,15 +161,11 @@ describe('faults on real connections', () => {
   it('duplicates: the request runs twice, the caller gets one answer, the spare is counted', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(ECHO, (p) => {
-      ran++;
-      return p;
-    });
+    const h = countRuns(n2.ctx, ECHO);
     n1.ctx.faults.setFaults(2, { duplicateProbability: 1 });
     expect((await n1.ctx.call(2, ECHO, Buffer.from('x'))).toString()).toBe('x');
     await waitFor(() => n1.ctx.metrics.peer(2).unmatchedResponses === 1, 5000, 'the duplicate response');
-    expect(ran).toBe(2);
+    expect(h.ran).toBe(2);
     expect(n1.ctx.faults.countersFor(2).duplicated).toBe(1);
   });
 });

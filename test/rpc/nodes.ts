@@ -84,3 +84,13 @@ export const NEVER = 2;
 export function registerEcho(ctx: RpcContext): void {
   ctx.register(ECHO, (p) => p);
 }
+
+/** Registers a handler that counts its runs: ECHO echoes, NEVER never answers. */
+export function countRuns(ctx: RpcContext, method: typeof ECHO | typeof NEVER): { ran: number } {
+  const counter = { ran: 0 };
+  ctx.register(method, (p) => {
+    counter.ran++;
+    return method === ECHO ? p : new Promise<Uint8Array>(() => {});
+  });
+  return counter;
+}

@@ -10,7 +10,7 @@ import { encodeFrame } from '../../src/rpc/frame.js';
 import { encodeHandshake } from '../../src/rpc/handshake.js';
 import { BufWriter } from '../../src/rpc/codec.js';
 import { encodeEnvelope, MessageKind } from '../../src/rpc/envelope.js';
-import { ECHO, eventually, NEVER, Nodes, registerEcho, rejection, T0, waitFor } from './nodes.js';
+import { countRuns, ECHO, eventually, NEVER, Nodes, registerEcho, rejection, T0, waitFor } from './nodes.js';
 
 const nodes = new Nodes();
 const servers: Server[] = [];
@@ -251,16 +251,12 @@ describe('deadlines and cancellation', () => {
   it('a call whose request was sent times out as ambiguous (it may have run)', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(NEVER, () => {
-      ran++;
-      return new Promise<Uint8Array>(() => {});
-    });
+    const h = countRuns(n2.ctx, NEVER);
     const t0 = performance.now();
     const e = await rejection(n1.ctx.call(2, NEVER, Buffer.alloc(0), { timeoutMs: 50 }));
     expect(performance.now() - t0).toBeGreaterThanOrEqual(45);
     expect([e.code, e.ambiguous, e.retryable]).toEqual(['rpc.timeout', true, false]);
-    expect(ran).toBe(1);
+    expect(h.ran).toBe(1);
     expect(n1.ctx.metrics.peer(2).callsAbandoned).toBe(1);
   });
 
@@ -277,11 +273,7 @@ describe('deadlines and cancellation', () => {
   it('an AbortSignal cancels: ambiguous once sent, not sent if aborted in the same turn', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(NEVER, () => {
-      ran++;
-      return new Promise<Uint8Array>(() => {});
-    });
+    const h = countRuns(n2.ctx, NEVER);
     registerEcho(n2.ctx);
     await n1.ctx.call(2, ECHO, Buffer.alloc(0));
     const early = new AbortController();
@@ -291,25 +283,21 @@ describe('deadlines and cancellation', () => {
     expect([e1.code, e1.ambiguous, e1.retryable]).toEqual(['rpc.canceled', false, true]);
     const late = new AbortController();
     const p2 = n1.ctx.call(2, NEVER, Buffer.alloc(0), { signal: late.signal });
-    await waitFor(() => ran === 1, 5000, 'the handler');
+    await waitFor(() => h.ran === 1, 5000, 'the handler');
     late.abort();
     const e2 = await rejection(p2);
     expect([e2.code, e2.ambiguous]).toEqual(['rpc.canceled', true]);
     const pre = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0), { signal: AbortSignal.abort() }));
     expect(pre.code).toBe('rpc.canceled');
-    expect(ran).toBe(1); // the early-aborted request never reached n2
+    expect(h.ran).toBe(1); // the early-aborted request never reached n2
   });
 
   it('calls in flight when the connection drops fail as ambiguous connection_lost', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    let ran = 0;
-    n2.ctx.register(NEVER, () => {
-      ran++;
-      return new Promise<Uint8Array>(() => {});
-    });
+    const h = countRuns(n2.ctx, NEVER);
     const p = n1.ctx.call(2, NEVER, Buffer.alloc(0));
-    await waitFor(() => ran === 1, 5000, 'the handler');
+    await waitFor(() => h.ran === 1, 5000, 'the handler');
     await n2.ctx.close();
     const e = await rejection(p);
     expect([e.code, e.ambiguous, e.retryable]).toEqual(['rpc.connection_lost', true, false]);
@@ -357,25 +345,21 @@ describe('HLC', () => {
     const offsets: number[] = [];
     const n1 = await nodes.start(1, { onClockOffset: (peer) => offsets.push(peer) });
     const n2 = await nodes.start(2, { onClockOffset: (peer) => offsets.push(-peer) });
-    let ran = 0;
-    n2.ctx.register(ECHO, (p) => {
-      ran++;
-      return p;
-    });
+    const h = countRuns(n2.ctx, ECHO);
     await n1.ctx.call(2, ECHO, Buffer.alloc(0));
     // n1's clock jumps 1 s ahead: n2 rejects n1's request without running it.
     n1.physical.advance(1_000_000);
     const e1 = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
     expect(e1).toBeInstanceOf(CairnError);
     expect([e1.code, e1.ambiguous]).toEqual(['hlc.clock_offset', false]); // refused before it ran
-    expect(ran).toBe(1);
+    expect(h.ran).toBe(1);
     expect(n2.ctx.metrics.peer(1).clockOffsetErrors).toBe(1);
     // n2 catches up, then jumps 1 s further: n1 rejects n2's response.
     n2.physical.set(n1.physical.micros + 1_000_000);
     const e2 = await rejection(n1.ctx.call(2, ECHO, Buffer.alloc(0)));
     expect([e2.code, e2.ambiguous]).toEqual(['hlc.clock_offset', true]); // it ran: outcome unknown to n1
     expect(e2.cause).toBeInstanceOf(ClockOffsetError);
-    expect(ran).toBe(2);
+    expect(h.ran).toBe(2);
     expect(n1.ctx.metrics.peer(2).clockOffsetErrors).toBeGreaterThanOrEqual(1);
     expect(offsets).toContain(-1);
     expect(offsets).toContain(2);
