@@ -11,7 +11,7 @@ import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
 import { FrontendDecoder } from '../../sql/pgwire/frontend.js';
 import { makeScramCredential } from '../../sql/pgwire/scram.js';
 import { harness, started, names } from './conn-harness.js';
-import type { PeerMessage } from './pg-peer.js';
+import { parseBackend, rawDataRows, type PeerMessage } from './pg-peer.js';
 
 const require = createRequire(import.meta.url);
 const pgSasl = require(resolve('node_modules/pg/lib/crypto/sasl.js')) as {
@@ -238,21 +238,25 @@ describe('extended query', () => {
     expect(msgs[4]).toMatchObject({ text: 'SELECT 1' });
   });
 
-  it('binary parameters and results; RowDescription carries the format codes', async () => {
+  it('binary parameters and results, byte-exact; RowDescription carries the format codes', async () => {
     const h = await started();
     const id = Buffer.alloc(4);
     id.writeInt32BE(1);
-    const msgs = await h.send(
+    const out = await h.raw(
       serialize.parse({ name: 'q', text: 'select * from t where id = $1' }),
       serialize.bind({ statement: 'q', values: [id], binary: true }),
       serialize.describe({ type: 'P' }),
       serialize.execute(),
       serialize.sync(),
     );
+    const msgs = parseBackend(out);
     const rd = msgs.find((m) => m.name === 'rowDescription') as unknown as { fields: { format: string; dataTypeID: number }[] };
     expect(rd.fields.map((f) => f.format)).toEqual(Array(6).fill('binary'));
     expect(rd.fields.map((f) => f.dataTypeID)).toEqual([23, 25, 701, 16, 17, 20]);
-    expect(names(msgs)).toContain('dataRow');
+    const [row] = rawDataRows(out);
+    expect(row!.map((v) => v?.toString('hex'))).toEqual([
+      '00000001', Buffer.from('alice').toString('hex'), '3ff8000000000000', '01', 'dead', '0020000000000001',
+    ]);
   });
 
   it('Describe statement: ParameterDescription with inferred types, then RowDescription or NoData', async () => {
@@ -474,7 +478,7 @@ describe('fuzzing: random and mutated frontend streams', () => {
         if (expected === 'violation' && !(inStartup && h.transport.out.length > before && !h.transport.closed)) {
           expect(h.transport.closed).toBe(true);
           const out = Buffer.concat(h.transport.out.slice(before));
-          const msgs = inStartup ? [] : (await import('./pg-peer.js')).parseBackend(out);
+          const msgs = inStartup ? [] : parseBackend(out);
           if (!inStartup) expect(msgs.at(-1)).toMatchObject({ name: 'error', severity: 'FATAL', code: '08P01' });
           else expect(out.subarray(0, 1).toString()).toBe('E');
         } else if (expected === 'fine' && !inStartup) {

@@ -29,3 +29,29 @@ export function parseBackend(chunks: Buffer | readonly Buffer[]): PeerMessage[] 
   }
   return out;
 }
+
+/**
+ * The DataRow values of a backend byte stream, byte-exact (pg-protocol's
+ * Parser decodes every value as UTF-8, which mangles binary values).
+ */
+export function rawDataRows(stream: Buffer): (Buffer | null)[][] {
+  const rows: (Buffer | null)[][] = [];
+  for (let off = 0; off + 5 <= stream.length; ) {
+    const type = stream[off]!;
+    const len = stream.readInt32BE(off + 1);
+    if (type === 0x44) {
+      const n = stream.readInt16BE(off + 5);
+      let p = off + 7;
+      const row: (Buffer | null)[] = [];
+      for (let i = 0; i < n; i++) {
+        const l = stream.readInt32BE(p);
+        p += 4;
+        row.push(l < 0 ? null : stream.subarray(p, p + l));
+        if (l > 0) p += l;
+      }
+      rows.push(row);
+    }
+    off += 1 + len;
+  }
+  return rows;
+}

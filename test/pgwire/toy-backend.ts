@@ -230,7 +230,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
   private txn: 'I' | 'T' | 'E' = 'I';
   /** Inside an implicit transaction of the extended protocol that failed. */
   private cancelRequested = false;
-  private running = false;
+  running = false;
   private wake: (() => void) | undefined;
   closed = false;
   calls: string[] = [];
