@@ -62,7 +62,7 @@
  * Ownership: constructors return fresh keys (views into a private slab that
  * is never rewritten); decoders may return views into their input.
  */
-import { CairnError } from '../src/util/errors.js';
+import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { assert } from '../src/util/assert.js';
 import { formatTimestamp } from '../src/util/hlc.js';
 import { decodeMvccKey } from './mvcc-key.js';
@@ -223,6 +223,20 @@ export function raftLogSpan(rangeId: number, lo: number, hi: number): Span {
   return { key: raftLogKey(rangeId, lo), endKey: raftLogKey(rangeId, hi) };
 }
 
+/**
+ * Reads an id (range, node, table, index): an ascending tuple int that is a
+ * non-negative safe integer, the only form the constructors write; anything
+ * else is corruption.
+ */
+function readId(r: KeyReader, what: string): number {
+  const at = r.pos;
+  const first = r.buf[at];
+  if (first === undefined || first < TAG_INT_MIN || first > TAG_INT_MAX) throw corruptKey(r.buf, at, `bad ${what}`);
+  const id = r.readInt();
+  if (typeof id !== 'number' || id < 0) throw corruptKey(r.buf, at, `bad ${what}`);
+  return id;
+}
+
 /** The parts of a range-ID-local key. */
 export interface RangeIdLocalKey {
   readonly rangeId: number;
@@ -237,8 +251,7 @@ export interface RangeIdLocalKey {
 export function decodeRangeIdLocalKey(key: Buffer): RangeIdLocalKey {
   if (!hasPrefix(key, LOCAL_RANGE_ID_PREFIX)) throw corruptKey(key, 0, 'not a range-ID-local key');
   const r = new KeyReader(key, LOCAL_RANGE_ID_PREFIX.length);
-  const rangeId = r.readInt();
-  if (typeof rangeId !== 'number' || rangeId < 0) throw corruptKey(key, LOCAL_RANGE_ID_PREFIX.length, 'bad range id');
+  const rangeId = readId(r, 'range id');
   const infix = key[r.pos];
   if (infix !== REPLICATED_INFIX && infix !== UNREPLICATED_INFIX) throw corruptKey(key, r.pos, 'bad range-ID-local infix');
   if (r.pos + 5 > key.length) throw corruptKey(key, r.pos, 'truncated range-ID-local suffix');
@@ -309,7 +322,7 @@ export function decodeRangeLocalKey(key: Buffer): RangeLocalKey {
   if (!hasPrefix(key, LOCAL_RANGE_PREFIX)) throw corruptKey(key, 0, 'not a range-local key');
   const r = new KeyReader(key, LOCAL_RANGE_PREFIX.length);
   const addr = r.readBytes();
-  if (addr === null) throw corruptKey(key, LOCAL_RANGE_PREFIX.length, 'NULL address in a range-local key');
+  if (addr === null || isLocal(addr)) throw corruptKey(key, LOCAL_RANGE_PREFIX.length, 'a range-local key must embed a global key');
   if (r.pos + 4 > key.length) throw corruptKey(key, r.pos, 'truncated range-local suffix');
   return { key: addr, suffix: key.toString('latin1', r.pos, r.pos + 4), detail: key.subarray(r.pos + 4) };
 }
@@ -389,8 +402,8 @@ export function nodeLivenessKey(nodeId: number): Buffer {
 export function decodeNodeLivenessKey(key: Buffer): number {
   if (!hasPrefix(key, NODE_LIVENESS_PREFIX)) throw corruptKey(key, 0, 'not a node liveness key');
   const r = new KeyReader(key, NODE_LIVENESS_PREFIX.length);
-  const id = r.readInt();
-  if (typeof id !== 'number' || id < 0 || !r.done) throw corruptKey(key, NODE_LIVENESS_PREFIX.length, 'bad node id');
+  const id = readId(r, 'node id');
+  if (!r.done) throw corruptKey(key, r.pos, 'trailing bytes after the node id');
   return id;
 }
 
@@ -446,11 +459,8 @@ export function decodeTableIndexPrefix(key: Buffer): { tableId: number; indexId:
   const first = key[0];
   if (first === undefined || first < (TABLE_DATA_MIN[0] as number) || first > TAG_INT_MAX) throw corruptKey(key, 0, 'not a table key');
   const r = new KeyReader(key, 0);
-  const tableId = r.readInt();
-  const indexId = r.readInt();
-  if (typeof tableId !== 'number' || typeof indexId !== 'number' || indexId < 0) {
-    throw corruptKey(key, 0, 'bad table or index id');
-  }
+  const tableId = readId(r, 'table id');
+  const indexId = readId(r, 'index id');
   return { tableId, indexId, next: r.pos };
 }
 
@@ -586,7 +596,10 @@ function prettyRangeIdLocal(key: Buffer): string {
   const head = `/Local/RangeID/${k.rangeId}/${k.replicated ? 'r' : 'u'}`;
   const name = RANGE_ID_SUFFIX_NAMES[k.suffix];
   if (name === undefined) return head + hexTail(key, key.length - k.detail.length - 4);
-  if (k.suffix === 'rftl' && k.detail.length === 8) return `${head}/${name}/${decodeRaftLogKey(key).index}`;
+  if (k.suffix === 'rftl' && k.detail.length === 8) {
+    const index = k.detail.readUInt32BE(0) * 4294967296 + k.detail.readUInt32BE(4);
+    if (Number.isSafeInteger(index)) return `${head}/${name}/${index}`;
+  }
   if (k.suffix === 'abc-' && k.detail.length === TXN_ID_LENGTH) return `${head}/${name}/${formatTxnId(k.detail)}`;
   return `${head}/${name}${hexTail(key, key.length - k.detail.length)}`;
 }
@@ -636,6 +649,16 @@ function prettySystem(key: Buffer): string {
  * tails print as `?0x<hex>`.
  */
 export function prettyKey(key: Buffer): string {
+  try {
+    return prettyKeyUnchecked(key);
+  } catch (e) {
+    // A decoder this printer relies on found something it did not expect; still print.
+    if (e instanceof CorruptionError) return hexTail(key, 0);
+    throw e;
+  }
+}
+
+function prettyKeyUnchecked(key: Buffer): string {
   if (key.length === 0) return '/Min';
   if (bytesEqual(key, KEY_MAX)) return '/Max';
   const first = key[0] as number;

@@ -310,6 +310,35 @@ describe('decoders', () => {
     });
   }
 
+  it('arbitrary local keys either fail with CorruptionError or decode to parts that rebuild the same key', () => {
+    const rebuild: [(k: Buffer) => unknown, (k: Buffer) => Buffer][] = [
+      [decodeRaftLogKey, (k) => { const d = decodeRaftLogKey(k); return raftLogKey(d.rangeId, d.index); }],
+      [decodeAbortSpanKey, (k) => { const d = decodeAbortSpanKey(k); return abortSpanKey(d.rangeId, d.txnId); }],
+      [decodeTransactionKey, (k) => { const d = decodeTransactionKey(k); return transactionKey(d.anchor, d.txnId); }],
+      [decodeNodeLivenessKey, (k) => nodeLivenessKey(decodeNodeLivenessKey(k))],
+      [decodeTableIndexPrefix, (k) => { const d = decodeTableIndexPrefix(k); return Buffer.concat([tableIndexPrefix(d.tableId, d.indexId), k.subarray(d.next)]); }],
+    ];
+    const prefix = fc.constantFrom(raftLogPrefix(5), abortSpanKey(5, TXN).subarray(0, 8), Buffer.from('016b12', 'hex'), nodeLivenessKey(1).subarray(0, -1), Buffer.from('0169', 'hex'), tablePrefix(52), Buffer.alloc(0));
+    const tail = fc.array(fc.oneof(fc.constantFrom(0x00, 0x01, 0xff, 0x72, 0x75, 0x88, 0x8d), fc.integer({ min: 0, max: 255 })), { maxLength: 24 });
+    fc.assert(
+      fc.property(prefix, tail, (p, t) => {
+        const key = Buffer.concat([p, Buffer.from(t)]);
+        for (const [decode, build] of rebuild) {
+          let ok = true;
+          try {
+            decode(key);
+          } catch (e) {
+            expect(e).toBeInstanceOf(CorruptionError);
+            ok = false;
+          }
+          if (ok) expect(build(key).toString('hex')).toBe(key.toString('hex'));
+        }
+        expect(typeof prettyKey(key)).toBe('string');
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it('addressOf: global keys are their own address; replica and store keys have none', () => {
     const k = tablePrefix(9);
     expect(addressOf(k)).toBe(k);
