@@ -940,7 +940,8 @@ export class Converter {
         const f = body<{ op?: string; typmod?: number }>(n, tag);
         const name = SVF_NAMES[f.op ?? ''];
         assert(name !== undefined, `parser: unknown SQLValueFunction ${f.op}`);
-        const precision = f.typmod !== undefined && f.typmod >= 0 ? f.typmod : undefined;
+        // The _N forms carry a precision; a typmod of 0 is omitted from the JSON like every zero.
+        const precision = f.op?.endsWith('_N') === true ? (f.typmod ?? 0) : undefined;
         return { kind: 'SqlValueFunction', name, precision };
       }
       case 'SetToDefault':

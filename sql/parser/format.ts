@@ -191,7 +191,8 @@ export function formatExpr(e: Expr): string {
       if (e.op === 'not') return `NOT ${operand(e.args[0] as Expr)}`;
       return e.args.map(operand).join(e.op === 'and' ? ' AND ' : ' OR ');
     case 'FuncCall': {
-      let s = `${e.name.map(quoteFuncName).join('.')}(`;
+      // Only the last part of a qualified name may be a type/function-name keyword.
+      let s = `${e.name.map((n, i) => (i === e.name.length - 1 ? quoteFuncName(n) : quoteIdent(n))).join('.')}(`;
       if (e.star) s += '*';
       else {
         if (e.distinct) s += 'DISTINCT ';

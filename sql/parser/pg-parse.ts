@@ -113,11 +113,18 @@ export function pgParse(parsed: string, original: string = parsed): ParseResult 
   }
 }
 
-/** libpg-query's lexer tokens of `text` (byte offsets), or the lexer's error. */
+/** Control characters other than tab/newline/CR: libpg-query's scan JSON does not escape them. */
+const CONTROL_CHARS = /[\x00-\x08\x0b\x0c\x0e-\x1f]/g;
+
+/**
+ * libpg-query's lexer tokens of `text` (byte offsets), or the lexer's error.
+ * Token texts are not to be used: slice `text` at the offsets instead (control
+ * characters are replaced by spaces for the lexer, byte for byte).
+ */
 export function pgScan(text: string): ScanToken[] {
   assertParserLoaded();
   try {
-    return scanSync(text).tokens;
+    return scanSync(text.replace(CONTROL_CHARS, ' ')).tokens;
   } catch (e) {
     throw toSqlError(e, text, text);
   }
