@@ -311,6 +311,7 @@ export class Connection {
       else
         setTimeout(() => {
           if (this.state !== 'closed') this.enqueue(msg);
+          else this.metrics.delayedDiscarded++;
         }, delay);
     }
   }
@@ -420,13 +421,16 @@ export class Connection {
   // -------------------------------------------------------------- receiving
 
   private onFrame(body: Buffer): void {
+    if (this.state === 'handshaking') {
+      this.onHandshake(body);
+      // Counted after the handshake named the peer, so both ends agree on its bytes.
+      this.metrics.framesReceived++;
+      this.metrics.bytesReceived += body.length + FRAME_HEADER_BYTES;
+      return;
+    }
     const m = this.metrics;
     m.framesReceived++;
     m.bytesReceived += body.length + FRAME_HEADER_BYTES;
-    if (this.state === 'handshaking') {
-      this.onHandshake(body);
-      return;
-    }
     const r = new BufReader(body);
     let lastTs: Timestamp | undefined;
     let offsetErr: ClockOffsetError | null = null;

@@ -31,6 +31,8 @@ export class PeerMetrics {
   oneWayDropped = 0;
   /** Calls that ended by deadline or cancellation. */
   callsAbandoned = 0;
+  /** Messages held back by the fault hook whose connection closed before their delay ended. */
+  delayedDiscarded = 0;
   /** Responses that matched no pending call (late, duplicated). */
   unmatchedResponses = 0;
 }

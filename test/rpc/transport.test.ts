@@ -432,3 +432,67 @@ describe('backpressure', () => {
     expect(n1.ctx.metrics.peer(6).oneWayDropped).toBe(1);
   });
 });
+
+describe('connection lifecycle and metrics', () => {
+  it('redials at once after a healthy connection closes, and counts the reconnect', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    n1.ctx.disconnect(2);
+    expect(n1.ctx.isConnected(2)).toBe(false);
+    expect((await n1.ctx.call(2, ECHO, Buffer.from('again'))).toString()).toBe('again');
+    const m = n1.ctx.metrics.peer(2);
+    expect([m.dials, m.reconnects, m.connectionsEstablished]).toEqual([2, 1, 2]);
+    await waitFor(() => n2.ctx.incomingConnections === 1, 5000, 'n2 to drop the old connection');
+  });
+
+  it('a dialer that receives garbage instead of an ack closes; its unsent calls are retryable', async () => {
+    const server = createServer((s) => {
+      s.on('data', () => s.write(Buffer.from('00000004ffffffff', 'hex')));
+      s.on('error', () => {});
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const n1 = await nodes.start(1);
+    n1.ctx.setPeerAddress(7, { host: '127.0.0.1', port: (server.address() as { port: number }).port });
+    const e = await rejection(n1.ctx.call(7, ECHO, Buffer.alloc(0)));
+    expect([e.code, e.retryable, e.ambiguous]).toEqual(['rpc.unavailable', true, false]);
+    expect(e.message).toMatch(/handshake magic/);
+    expect(n1.ctx.metrics.peer(7).malformedFrames).toBe(1);
+  });
+
+  it('a message delayed by the fault hook is dropped if its connection closes meanwhile', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    const got: string[] = [];
+    n2.ctx.register(9, (p) => {
+      got.push(p.toString());
+    });
+    registerEcho(n2.ctx);
+    await n1.ctx.call(2, ECHO, Buffer.alloc(0));
+    n1.ctx.faults.setFaults(2, { delayMs: 30 });
+    n1.ctx.send(2, 9, Buffer.from('late'));
+    n1.ctx.disconnect(2);
+    n1.ctx.faults.clearFaults();
+    n1.ctx.send(2, 9, Buffer.from('fresh'));
+    await waitFor(() => got.length === 1, 5000, 'the fresh one-way');
+    await waitFor(() => n1.ctx.metrics.peer(2).delayedDiscarded === 1, 5000, 'the delay to end');
+    expect(got).toEqual(['fresh']);
+  });
+
+  it('counts bytes, messages and frames on both ends', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    await Promise.all([0, 1, 2].map(() => n1.ctx.call(2, ECHO, Buffer.alloc(100))));
+    const a = n1.ctx.metrics.peer(2);
+    const b = n2.ctx.metrics.peer(1);
+    expect([a.messagesSent, a.messagesReceived, b.messagesSent, b.messagesReceived]).toEqual([3, 3, 3, 3]);
+    expect(a.bytesSent).toBe(b.bytesReceived);
+    expect(b.bytesSent).toBe(a.bytesReceived);
+    expect(a.framesSent).toBe(b.framesReceived);
+    expect(n1.ctx.metrics.totals().messagesSent).toBe(3);
+    expect(Object.keys(n1.ctx.metrics.snapshot())).toContain('2');
+  });
+});
