@@ -289,9 +289,15 @@ export class KeyWriter {
       const w = dir === 'asc' ? v : -v - 1;
       if (w >= 0 && w <= tags.smallMax) return this.appendByte(tags.zero + w);
       neg = w < 0;
-      const h = Math.floor(w / TWO_POW_32);
-      lo = w - h * TWO_POW_32;
-      hi = h >>> 0;
+      if (neg ? w >= -TWO_POW_32 : w < TWO_POW_32) {
+        // Fits 32 bits (two's complement below zero): no division needed.
+        hi = neg ? 0xffffffff : 0;
+        lo = neg ? w + TWO_POW_32 : w;
+      } else {
+        const h = Math.floor(w / TWO_POW_32);
+        lo = w - h * TWO_POW_32;
+        hi = h >>> 0;
+      }
     } else {
       assert(v >= MIN_INT64 && v <= MAX_INT64, `encoding: int ${v} is outside int64`);
       const w = dir === 'asc' ? v : -v - 1n;

@@ -98,6 +98,46 @@ function expectedValue(d: KeyDatum): KeyValue {
   }
 }
 
+// ---- A simple reference encoder, written straight from tuple.ts's header ----
+
+function simpleEncode(d: KeyDatum, dir: Direction): Buffer {
+  const desc = dir === 'desc';
+  const flip = (bytes: number[]): number[] => bytes.map((x) => 255 - x);
+  switch (d.kind) {
+    case 'null':
+      return Buffer.from([desc ? 0xff : 0x00]);
+    case 'bool':
+      return Buffer.from([desc ? (d.value ? 0x0c : 0x0d) : d.value ? 0x0b : 0x0a]);
+    case 'int': {
+      const [zero, small] = desc ? [0x28n, 79n] : [0x88n, 109n];
+      const w = desc ? -BigInt(d.value) - 1n : BigInt(d.value);
+      if (w >= 0n && w <= small) return Buffer.from([Number(zero + w)]);
+      let n = 1n;
+      if (w < 0n) while (w < -(256n ** n)) n++;
+      else while (w >= 256n ** n) n++;
+      const u = w < 0n ? w + 256n ** n : w;
+      const body = Array.from({ length: Number(n) }, (_, k) => Number((u >> (8n * (n - 1n - BigInt(k)))) & 0xffn));
+      return Buffer.from([Number(w < 0n ? zero - n : zero + small + n), ...body]);
+    }
+    case 'float': {
+      const v = d.value;
+      if (Number.isNaN(v)) return Buffer.from([desc ? 0x09 : 0x02]);
+      if (v === 0) return Buffer.from([desc ? 0x07 : 0x04]);
+      const bits = Buffer.alloc(8);
+      bits.writeDoubleBE(Math.abs(v));
+      const tag = desc ? (v < 0 ? 0x08 : 0x06) : v < 0 ? 0x03 : 0x05;
+      return Buffer.from([tag, ...(v < 0 !== desc ? flip([...bits]) : [...bits])]);
+    }
+    case 'bytes':
+    case 'string': {
+      const raw = d.kind === 'string' ? [...Buffer.from(d.value, 'utf8')] : [...d.value];
+      const body = [...raw.flatMap((x) => (x === 0 ? [0x00, 0xff] : [x])), 0x00, 0x01];
+      const tag = (d.kind === 'string' ? 0x14 : 0x12) + (desc ? 1 : 0);
+      return Buffer.from([tag, ...(desc ? flip(body) : body)]);
+    }
+  }
+}
+
 // ---- Generators --------------------------------------------------------------
 
 const intEdge = fc.constantFrom<number | bigint>(
@@ -202,7 +242,7 @@ describe('tuple encoding: golden vectors', () => {
   });
 });
 
-describe('tuple encoding: round trip and order, 10,000 cases per type and direction', () => {
+describe('tuple encoding: round trip, order and the reference encoder, 10,000 cases per type and direction', () => {
   for (const kind of Object.keys(datumArb) as (keyof typeof datumArb)[]) {
     for (const dir of ['asc', 'desc'] as const) {
       it(`${kind} ${dir}`, () => {
@@ -214,6 +254,7 @@ describe('tuple encoding: round trip and order, 10,000 cases per type and direct
             const c = compareDatums(x, y);
             const want = sign(dir === 'desc' ? -c : c);
             expect(sign(compareBytes(ex, ey))).toBe(want);
+            expect(hex(ex)).toBe(hex(simpleEncode(x, dir)));
             const got = decodeValue(ex);
             expect(got.value).toEqual(expectedValue(x));
             expect(got.kind).toBe(x.kind);
