@@ -16,7 +16,9 @@ import {
   writeHistoryFile,
 } from '../../jepsen-style/history/history.js';
 import type { Op } from '../../jepsen-style/history/history.js';
-import { isCairnError } from '../../src/util/index.js';
+import { AmbiguousResultError, CairnError, isCairnError } from '../../src/util/index.js';
+import { HistoryRecorder } from '../../jepsen-style/history/recorder.js';
+import { outcomeOfError } from '../../jepsen-style/history/outcome.js';
 
 describe('pairHistory', () => {
   it('pairs invocations with completions; info and missing completions are pending forever', () => {
@@ -142,5 +144,55 @@ describe('Jepsen formats', () => {
       { index: 0, time: 0, process: 'nemesis', type: 'info', f: 'start', value: null },
       { index: 1, time: 99, process: 7, type: 'invoke', f: 'write', value: 1 },
     ]);
+  });
+});
+
+describe('HistoryRecorder', () => {
+  it('assigns index and injected time, streams jsonl, and pairs like a parsed history', () => {
+    let t = 100;
+    const lines: string[] = [];
+    const rec = new HistoryRecorder({ now: () => (t += 5), sink: (l) => lines.push(l) });
+    const a = rec.invoke(0, 'write', 1, 'k');
+    const b = rec.invoke(1, 'read', null, 'k');
+    rec.event('nemesis', 'partition', 'n1');
+    rec.complete(b, 'ok', 1);
+    rec.complete(a, 'info', 1, 'timeout');
+    const h = rec.history();
+    expect(h.map((o) => [o.index, o.time, o.type])).toEqual([
+      [0, 105, 'invoke'],
+      [1, 110, 'invoke'],
+      [2, 115, 'info'],
+      [3, 120, 'ok'],
+      [4, 125, 'info'],
+    ]);
+    expect(parseHistoryJsonl(lines.join(''))).toEqual(h);
+    expect(pairHistory(h).map((p) => [p.f, p.type, p.key])).toEqual([
+      ['write', 'info', 'k'],
+      ['read', 'ok', 'k'],
+    ]);
+    expect(h[4]!.error).toBe('timeout');
+  });
+
+  it('asserts one open operation per process', () => {
+    const rec = new HistoryRecorder();
+    rec.invoke(0, 'read', null);
+    expect(() => rec.invoke(0, 'read', null)).toThrow(/open/);
+  });
+});
+
+describe('outcomeOfError (DESIGN.md §6: unknown outcome → info, always)', () => {
+  it('classifies SQLSTATEs and Cairn errors', () => {
+    const pg = (code: string) => Object.assign(new Error('x'), { code });
+    expect(outcomeOfError(pg('40003'))).toBe('info');
+    expect(outcomeOfError(pg('40001'))).toBe('fail');
+    expect(outcomeOfError(pg('23505'))).toBe('fail');
+    expect(outcomeOfError(pg('08006'))).toBe('info');
+    expect(outcomeOfError(pg('57014'))).toBe('info');
+    expect(outcomeOfError(pg('ECONNRESET'))).toBe('info');
+    expect(outcomeOfError(new Error('timeout'))).toBe('info');
+    expect(outcomeOfError(new AmbiguousResultError('commit'))).toBe('info');
+    expect(outcomeOfError(new CairnError('kv.retry', 'retry', { retryable: true }))).toBe('fail');
+    expect(outcomeOfError(pg('08006'), { readOnly: true })).toBe('fail');
+    expect(outcomeOfError(pg('08001'), { notSent: true })).toBe('fail');
   });
 });
