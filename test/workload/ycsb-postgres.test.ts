@@ -10,6 +10,9 @@ import { Command } from 'commander';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { initYcsb, keyName, runYcsb, WORKLOADS, YcsbRunError, type Output, type WorkloadName } from '../../src/workload/index.js';
 import { registerWorkloadCommands } from '../../src/cli/workload-command.js';
+import { FieldGenerator } from '../../src/workload/ycsb/field-generator.js';
+import { INSERT, READ } from '../../src/workload/ycsb/ycsb-sql.js';
+import { Prng } from '../../src/util/prng.js';
 
 const RECORDS = 2000;
 
@@ -85,6 +88,22 @@ describe('YCSB against PostgreSQL', () => {
     expect(Number(row!.n)).toBe(300);
   });
 
+  it('simple-protocol literals carry every character a field can hold', async () => {
+    const fields = new FieldGenerator(new Prng(77), 64);
+    const values = [keyName(10_000_000), ...fields.values()];
+    values[1] = "'\\''\\" + values[1]!.slice(5); // quotes and backslashes side by side
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      await client.query(INSERT.inline(values));
+      const res = await client.query({ text: READ.inline([values[0]!]), rowMode: 'array' });
+      expect(res.rows[0]).toEqual(values);
+      await client.query('DELETE FROM usertable WHERE ycsb_key = $1', [values[0]]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('init refuses to reuse an existing table without --drop', async () => {
     await expect(initYcsb({ urls: [server.url], insertCount: 10 })).rejects.toThrow(/already exists; pass --drop/);
   });
@@ -102,7 +121,7 @@ describe('YCSB against PostgreSQL', () => {
           durationMs: 1500,
           maxOps: 1500,
           reportIntervalMs: 250,
-          method: name === 'C' ? 'simple' : name === 'B' ? 'noprepare' : 'prepare',
+          method: name === 'A' || name === 'E' ? 'simple' : name === 'B' ? 'noprepare' : 'prepare',
           readModifyWriteInTxn: name === 'F',
           seed: 100,
           jsonFile,
@@ -178,6 +197,52 @@ describe('YCSB against PostgreSQL', () => {
     } finally {
       await query('ALTER TABLE usertable DROP CONSTRAINT short_field3');
     }
+  });
+
+  it('retries SQLSTATE 40001 and counts the retries apart from errors', async () => {
+    // Serializable read-modify-write transactions on three hot records:
+    // PostgreSQL aborts the losers with 40001, which the tool re-runs.
+    const url = `${server.url}?options=${encodeURIComponent('-c default_transaction_isolation=serializable')}`;
+    const res = await runYcsb({
+      urls: [url],
+      workload: 'F',
+      readModifyWriteInTxn: true,
+      recordCount: 3,
+      requestDistribution: 'uniform',
+      concurrency: 6,
+      maxOps: 600,
+      seed: 9,
+    });
+    expect(res.total.errors).toBe(0);
+    expect(res.ops.readModifyWrite!.retries).toBeGreaterThan(0);
+    expect(res.total.retries).toBe(res.ops.readModifyWrite!.retries + res.ops.read!.retries);
+    expect(res.total.count).toBe(600);
+  });
+
+  it('spreads clients over the URLs and reconnects after a connection is killed (--tolerate-errors)', async () => {
+    const urls = ['ycsb_a', 'ycsb_b'].map((app) => `${server.url}?application_name=${app}`);
+    let perApp: Record<string, number> = {};
+    let killed = 0;
+    const run = runYcsb({ urls, workload: 'A', concurrency: 4, durationMs: 1500, reportIntervalMs: 250, tolerateErrors: true, seed: 10 });
+    // While it runs: see where the clients are, then kill them all once.
+    await new Promise((r) => setTimeout(r, 400));
+    const apps = await query<{ app: string; n: string }>(
+      "SELECT application_name AS app, count(*) AS n FROM pg_stat_activity WHERE application_name LIKE 'ycsb_%' GROUP BY 1",
+    );
+    perApp = Object.fromEntries(apps.map((r) => [r.app, Number(r.n)]));
+    const rows = await query<{ k: boolean }>("SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity WHERE application_name LIKE 'ycsb_%'");
+    killed = rows.filter((r) => r.k).length;
+    const res = await run;
+    expect(perApp).toEqual({ ycsb_a: 2, ycsb_b: 2 });
+    expect(killed).toBe(4);
+    // Every killed client came back; an operation caught mid-flight counts as an
+    // error (57P01 from the server, or a client-side connection failure).
+    expect(res.reconnects).toBe(4);
+    expect(res.total.errors).toBeLessThanOrEqual(4);
+    for (const state of Object.keys(res.errorsBySqlState)) expect(state).toMatch(/^(57P01|connection:.*|client)$/);
+    // Work went on after the kill: the last intervals completed operations.
+    const reads = res.series.read!;
+    expect(reads[reads.length - 1]!.ops + reads[reads.length - 2]!.ops).toBeGreaterThan(0);
   });
 
   it('paces to --max-rate and measures only after the ramp', async () => {

@@ -131,6 +131,8 @@ export interface YcsbRunResult {
   readonly series: Partial<Record<OpType, SeriesPoint[]>>;
   /** Errors by SQLSTATE (or "connection:<code>" for client-side failures). */
   readonly errorsBySqlState: Record<string, number>;
+  /** Connections re-opened after they broke. */
+  readonly reconnects: number;
   /** Insertion indexes [recordCount, insertedUpTo) were inserted (and acknowledged). */
   readonly insertedUpTo: number;
   /** The error that stopped the run, when not tolerating errors. */
@@ -218,6 +220,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
   let measuring = rampMs <= 0;
   let measuredOps = 0;
   let stopping = false;
+  let reconnects = 0;
   let firstError: YcsbRunResult['firstError'] = null;
   let firstCause: unknown;
   let stopTime = 0;
@@ -240,7 +243,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
         await fn();
         return;
       } catch (e) {
-        if (sqlStateOf(e) !== SERIALIZATION_FAILURE || attempt >= maxRetries || stopping) throw e;
+        if (sqlStateOf(e) !== SERIALIZATION_FAILURE || attempt >= maxRetries) throw e;
         st.recordRetry();
       }
     }
@@ -326,6 +329,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
         await conn.close();
         try {
           conn = conns[i] = await Connection.open(conn.url);
+          reconnects++;
         } catch (e) {
           onError(opTypes[0]!, stats.get(opTypes[0]!)!, e);
           await sleep(100);
@@ -427,6 +431,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
   if (missing.length > 0) print(`not found: ${missing.map((op) => `${op}=${ops[op]!.notFound}`).join(' ')}`);
   const states = Object.keys(errorsBySqlState);
   if (states.length > 0) print(`errors by SQLSTATE: ${states.map((s) => `${s}=${errorsBySqlState[s]}`).join(' ')}`);
+  if (reconnects > 0) print(`reconnects: ${reconnects}`);
 
   const result: YcsbRunResult = {
     config: {
@@ -452,6 +457,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
     total: { count, errors, retries, opsPerSec: elapsedSec > 0 ? count / elapsedSec : 0 },
     series: seriesOut,
     errorsBySqlState,
+    reconnects,
     insertedUpTo: acked.lastValue() + 1,
     firstError,
   };

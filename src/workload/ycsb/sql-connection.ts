@@ -1,8 +1,8 @@
 /**
- * Connections for the workload tool: one pg.Client per client loop, with an
- * 'error' listener so that a connection dying between queries marks the
- * connection broken instead of crashing the process; and the classification
- * of errors by SQLSTATE.
+ * Connections for the workload tool: one pg.Client per client loop, with
+ * 'error' and 'end' listeners so that a connection dying (between queries or
+ * during one) marks the connection broken — its owner reconnects — instead of
+ * crashing the process; and the classification of errors by SQLSTATE.
  */
 import pg from 'pg';
 import { WorkloadError } from './workload-spec.js';
@@ -26,6 +26,10 @@ export class Connection {
     client.on('error', (e) => {
       this.broken = true;
       this.lastError = e;
+    });
+    // The server closed the connection (e.g. after FATAL 57P01): unusable from now on.
+    client.on('end', () => {
+      this.broken = true;
     });
   }
 
