@@ -14,7 +14,10 @@
  *   - negative-balance  — unless `allowNegative`;
  *   - final-disagreement — the final reads (ok reads invoked after every transfer
  *                          completed) differ, although nothing could change in between.
- *                          Skipped when any transfer is indeterminate (it may apply late).
+ *                          Skipped when any transfer is indeterminate (it may apply late);
+ *   - lost-transfer     — with `initial` balances given and no indeterminate transfer:
+ *                          a final read differs from initial + every ok transfer (an
+ *                          acknowledged transfer vanished, or a failed one applied).
  * Info and failed reads say nothing and are ignored; transfers' outcomes (ok, fail,
  * info) never change what a read must sum to. No ok read at all → 'unknown': a bank
  * test that never read proved nothing.
@@ -28,6 +31,8 @@ export interface BankOptions {
   readonly total: number;
   readonly accounts?: readonly (string | number)[];
   readonly allowNegative?: boolean;
+  /** Balances before the first transfer; enables the lost-transfer check. */
+  readonly initial?: Readonly<Record<string, number>>;
 }
 
 type Balances = Readonly<Record<string, number>>;
@@ -59,6 +64,18 @@ export function checkBank(history: History, opts: BankOptions): CheckResult {
       if (!sameBalances(r.value as Balances, finals[0]!.value as Balances)) {
         log.add('final-disagreement', { first: finals[0]!.value, later: r.value, index: r.invokeIndex });
       }
+    }
+  }
+  if (opts.initial !== undefined && finals.length > 0 && !transfers.some((t) => t.type === 'info')) {
+    const expectedFinal: Record<string, number> = { ...opts.initial };
+    for (const t of transfers) {
+      if (t.type !== 'ok') continue;
+      const { from, to, amount } = t.value as { from: string | number; to: string | number; amount: number };
+      expectedFinal[String(from)] = (expectedFinal[String(from)] ?? 0) - amount;
+      expectedFinal[String(to)] = (expectedFinal[String(to)] ?? 0) + amount;
+    }
+    for (const r of finals) {
+      if (!sameBalances(r.value as Balances, expectedFinal)) log.add('lost-transfer', { index: r.invokeIndex, read: r.value, expected: expectedFinal });
     }
   }
   const anomalyTypes = log.types();

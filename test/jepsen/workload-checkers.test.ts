@@ -47,6 +47,19 @@ describe('bank', () => {
     expect(checkBank(h, opts).anomalyTypes).toEqual(['final-disagreement']);
   });
 
+  it('flags an acknowledged transfer missing from the final balances', () => {
+    const h = () =>
+      new HistoryBuilder()
+        .op(1, 'ok', 'transfer', { from: 'a', to: 'b', amount: 10 })
+        .op(2, 'fail', 'transfer', { from: 'b', to: 'a', amount: 5 });
+    const initial = { a: 50, b: 50 };
+    expect(checkBank(h().op(0, 'ok', 'read', null, { a: 40, b: 60 }).build(), { ...opts, initial }).valid).toBe(true);
+    expect(checkBank(h().op(0, 'ok', 'read', null, { a: 45, b: 55 }).build(), { ...opts, initial }).anomalyTypes).toEqual(['lost-transfer']);
+    // With an indeterminate transfer either final state is acceptable.
+    const amb = h().op(3, 'info', 'transfer', { from: 'a', to: 'b', amount: 1 }).op(0, 'ok', 'read', null, { a: 39, b: 61 }).build();
+    expect(checkBank(amb, { ...opts, initial }).valid).toBe(true);
+  });
+
   it('is unknown, not valid, when nothing was read', () => {
     expect(checkBank(new HistoryBuilder().op(1, 'ok', 'transfer', { from: 'a', to: 'b', amount: 1 }).build(), opts).valid).toBe('unknown');
   });
