@@ -45,16 +45,29 @@ function trimEnd(text: string, start: number, end: number): number {
   return m === null ? end : end - m[0].length;
 }
 
+/**
+ * Leading words of Cairn statements. Only a hint that lets such strings skip
+ * the parseSync attempt that would fail anyway; the token-level recognition
+ * in cairn-statements.ts decides.
+ */
+const CAIRN_HINT = /^\s*(upsert|show\s+(ranges|cluster|all\s+cluster)|set\s+cluster)\s/i;
+
 /** Parses every statement of `text`. Empty statements (`;;`, comments only) are skipped. */
 export function parseSql(text: string): readonly ParsedStatement[] {
   // PostgreSQL answers an empty string with EmptyQueryResponse, not an error.
   if (EMPTY_TEXT.test(text)) return [];
+  if (CAIRN_HINT.test(text)) {
+    const viaCairn = parseWithCairnLayer(text, undefined);
+    if (viaCairn !== undefined) return viaCairn;
+  }
   let raws: readonly RawStmt[];
   try {
     raws = pgParse(text).stmts ?? [];
   } catch (e) {
     if (!(e instanceof SqlError)) throw e;
-    return parseWithCairnLayer(text, e);
+    const viaCairn = parseWithCairnLayer(text, e);
+    if (viaCairn === undefined) throw e;
+    return viaCairn;
   }
   const bi = new ByteIndex(text);
   const out: ParsedStatement[] = [];
@@ -68,14 +81,20 @@ export function parseSql(text: string): readonly ParsedStatement[] {
   return out;
 }
 
-function parseWithCairnLayer(text: string, original: SqlError): readonly ParsedStatement[] {
+/**
+ * The statements of `text` through the Cairn layer, or undefined when none of
+ * them is Cairn syntax (or the lexer rejects the text) — the caller then
+ * reports PostgreSQL's own verdict.
+ */
+function parseWithCairnLayer(text: string, original: SqlError | undefined): readonly ParsedStatement[] | undefined {
   let segs;
   try {
     segs = splitStatements(text, pgScan(text));
-  } catch {
-    throw original;
+  } catch (e) {
+    if (original === undefined && e instanceof SqlError) return undefined;
+    throw original ?? e;
   }
-  if (!segs.some(isCairnStatement)) throw original;
+  if (!segs.some(isCairnStatement)) return undefined;
   return segs.map((seg) => {
     const conv = new Converter();
     if (isCairnStatement(seg)) {

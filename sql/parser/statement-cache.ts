@@ -49,6 +49,10 @@ export class StatementCache {
     }
     this.misses++;
     const parsed = this.parse(text);
+    // Shared between sessions: freeze the list and each statement's top level
+    // (the AST types are readonly throughout; a deep freeze would cost a walk).
+    for (const p of parsed) Object.freeze(p);
+    Object.freeze(parsed);
     if (text.length <= this.maxTextLength) {
       if (this.entries.size >= this.maxEntries) {
         const oldest = this.entries.keys().next().value as string;
