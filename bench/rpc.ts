@@ -5,7 +5,7 @@
  * payloads, and a synchronous echo handler. Also reports the one-way message
  * rate. Prints figures; never asserted in `npm test` (DESIGN.md §5).
  *
- *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024]
+ *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024] [--oneway-seconds 2]
  *
  * The machine is shared: the rate per CPU-second (process CPU time, both
  * endpoints) is the steadier figure when other work competes for the cores.
@@ -25,6 +25,7 @@ function arg(name: string, def: number): number {
 const seconds = arg('seconds', 5);
 const inflight = arg('inflight', 64);
 const payloadBytes = arg('payload', 1024);
+const oneWaySeconds = arg('oneway-seconds', 2);
 
 async function node(nodeId: number): Promise<{ ctx: RpcContext; port: number }> {
   const ctx = new RpcContext({ nodeId, clusterId: 'bench', clock: new Clock(systemPhysicalMicros), prng: new Prng(nodeId) });
@@ -84,14 +85,15 @@ async function main(): Promise<void> {
   const small = Buffer.alloc(64);
   const t1 = performance.now();
   let sent = 0;
-  while (performance.now() - t1 < 2000) {
+  while (performance.now() - t1 < oneWaySeconds * 1000) {
     for (let i = 0; i < 1000; i++) n1.ctx.send(2, 2, small);
     sent += 1000;
     const target = sent;
     while (oneWays < target) await new Promise((r) => setImmediate(r));
   }
   const el2 = (performance.now() - t1) / 1000;
-  console.log(`rpc one-way messages: ${Math.round(sent / el2).toLocaleString('en-US')}/s (64 B, 1,000 per turn)`);
+  if (sent > 0)
+    console.log(`rpc one-way messages: ${Math.round(sent / el2).toLocaleString('en-US')}/s (64 B, 1,000 per turn)`);
 
   await n1.ctx.close();
   await n2.ctx.close();

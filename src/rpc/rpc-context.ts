@@ -280,6 +280,14 @@ export class RpcContext implements ConnectionHost {
     return this.peers.get(nodeId)?.conn?.state === 'ready';
   }
 
+  /** Calls waiting for a response, over all outgoing connections. */
+  pendingCalls(): number {
+    let n = 0;
+    for (const slot of this.peers.values()) n += slot.conn?.pendingCalls ?? 0;
+    for (const slot of this.addressPeers.values()) n += slot.conn?.pendingCalls ?? 0;
+    return n;
+  }
+
   /** Closes the outgoing connection to nodeId (it is redialed on next use). */
   disconnect(nodeId: number): void {
     this.peers.get(nodeId)?.conn?.close(unavailableError(`n${nodeId}`, 'disconnected locally'));

@@ -169,3 +169,50 @@ describe('faults on real connections', () => {
     expect(n1.ctx.faults.countersFor(2).duplicated).toBe(1);
   });
 });
+
+describe('every call settles under random faults', () => {
+  const nodes = new Nodes();
+  afterEach(() => nodes.closeAll());
+
+  it('with drops, delays and duplicates both ways, each call answers correctly or fails typed, and nothing leaks', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2);
+    const runs = new Map<string, number>();
+    n2.ctx.register(ECHO, async (p) => {
+      runs.set(p.toString(), (runs.get(p.toString()) ?? 0) + 1);
+      return p;
+    });
+    await n1.ctx.call(2, ECHO, Buffer.from('warm'));
+    const spec = { dropProbability: 0.15, duplicateProbability: 0.15, delayMs: [0, 20] as const };
+    n1.ctx.faults.setFaults(2, spec);
+    n2.ctx.faults.setFaults(1, spec);
+    const n = 600;
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: n }, (_, i) => n1.ctx.call(2, ECHO, Buffer.from(`k${i}`), { timeoutMs: 150 })),
+    );
+    let ok = 0;
+    outcomes.forEach((o, i) => {
+      if (o.status === 'fulfilled') {
+        ok++;
+        expect(o.value.toString()).toBe(`k${i}`);
+        expect(runs.get(`k${i}`)).toBeGreaterThanOrEqual(1);
+      } else {
+        // Every request entered the faulty network, so every failure is ambiguous.
+        expect([o.reason.code, o.reason.ambiguous]).toEqual(['rpc.timeout', true]);
+      }
+    });
+    // Both directions dropped ~15 %: about 72 % succeed.
+    expect(ok).toBeGreaterThan(n * 0.6);
+    expect(ok).toBeLessThan(n * 0.85);
+    const f1 = n1.ctx.faults.countersFor(2);
+    const f2 = n2.ctx.faults.countersFor(1);
+    expect(f1.dropped + f2.dropped).toBeGreaterThan(0);
+    expect(f1.duplicated + f2.duplicated).toBeGreaterThan(0);
+    expect([...runs.values()].some((r) => r === 2)).toBe(true); // a duplicated request ran twice
+    n1.ctx.faults.clearFaults();
+    n2.ctx.faults.clearFaults();
+    expect((await n1.ctx.call(2, ECHO, Buffer.from('after'))).toString()).toBe('after');
+    expect(n1.ctx.metrics.peer(2).callsAbandoned).toBe(n - ok);
+    expect(n1.ctx.pendingCalls()).toBe(0);
+  });
+});
