@@ -219,7 +219,11 @@ export class Raft {
     let ents: Entry[];
     try {
       logTerm = this.raftLog.term(prevIndex);
-      ents = this.raftLog.entries(pr.next, this.maxMsgSize);
+      // A throttled replicating follower (window full, unpaused by a
+      // heartbeat response) gets an empty MsgApp: if everything in flight
+      // was lost, its ack or rejection clears the window instead of stalling.
+      ents =
+        pr.state === ProgressStateType.Replicate && pr.inflights.full() ? [] : this.raftLog.entries(pr.next, this.maxMsgSize);
     } catch (e) {
       if (e instanceof CompactedError || e instanceof UnavailableError) return this.maybeSendSnapshot(to, pr);
       throw e;

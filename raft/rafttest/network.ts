@@ -54,8 +54,9 @@ export class Network {
   /** Probability of dropping any message in deliverAll. */
   dropRate = 0;
   readonly prng: Prng;
-  /** Every message delivered, in order (for assertions). */
+  /** Every message delivered, in order, when `recordTrace` is set (for assertions). */
   readonly trace: Message[] = [];
+  recordTrace = false;
 
   constructor(
     voters: readonly number[],
@@ -136,7 +137,7 @@ export class Network {
     if (this.dropRate > 0 && this.prng.float() < this.dropRate) return;
     const n = this.nodes.get(m.to);
     if (n === undefined) return;
-    this.trace.push(m);
+    if (this.recordTrace) this.trace.push(m);
     try {
       n.rawNode.step(m);
     } catch (e) {
