@@ -10,4 +10,4 @@ export { RpcError } from './errors.js';
 export { type FaultCounters, FaultHook, type FaultSpec, InvalidFaultSpecError } from './fault-hook.js';
 export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
 export { type CallOptions, Connection, type RpcCallContext, type RpcHandler } from './connection.js';
-export { type BackoffOptions, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';
+export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';

@@ -97,6 +97,17 @@ interface PeerSlot {
   everConnected: boolean;
 }
 
+/**
+ * The wait before redial number attempt+1 after `attempt` consecutive
+ * failures: initial × multiplier^attempt, capped at max, then scaled by a
+ * uniform factor in [1 - jitter, 1 + jitter) so that nodes that lost a peer at
+ * the same moment do not redial in lockstep.
+ */
+export function backoffDelay(attempt: number, b: BackoffOptions, prng: Prng): number {
+  const base = Math.min(b.maxMs, b.initialMs * b.multiplier ** attempt);
+  return base * (1 + b.jitter * (2 * prng.float() - 1));
+}
+
 function newSlot(label: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
   return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false };
 }
@@ -347,9 +358,7 @@ export class RpcContext implements ConnectionHost {
       if (slot.conn === conn) slot.conn = null;
       slot.lastError = reason;
       if (established) return; // a healthy connection that ended: redial at once on next use
-      const b = this.backoff;
-      const base = Math.min(b.maxMs, b.initialMs * b.multiplier ** slot.attempt);
-      const delay = base * (1 + b.jitter * (2 * this.prng.float() - 1));
+      const delay = backoffDelay(slot.attempt, this.backoff, this.prng);
       slot.attempt++;
       slot.backoffUntil = performance.now() + delay;
       this.log.debug({ peer: slot.label, attempt: slot.attempt, delayMs: Math.round(delay), err: reason.message }, 'rpc: dial failed, backing off');

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultHook, InvalidFaultSpecError } from '../../src/rpc/fault-hook.js';
 import { Prng } from '../../src/util/prng.js';
+import { backoffDelay } from '../../src/rpc/rpc-context.js';
 import { countRuns, ECHO, Nodes, registerEcho, rejection, waitFor } from './nodes.js';
 
 describe('FaultHook decisions', () => {
@@ -214,5 +215,22 @@ describe('every call settles under random faults', () => {
     expect((await n1.ctx.call(2, ECHO, Buffer.from('after'))).toString()).toBe('after');
     expect(n1.ctx.metrics.peer(2).callsAbandoned).toBe(n - ok);
     expect(n1.ctx.pendingCalls()).toBe(0);
+  });
+});
+
+describe('reconnect backoff', () => {
+  it('grows exponentially to the cap, with jitter inside its bounds, replayable from the seed', () => {
+    const opts = { initialMs: 50, maxMs: 1000, multiplier: 2, jitter: 0.2 };
+    const prng = new Prng(9);
+    const delays = Array.from({ length: 8 }, (_, i) => backoffDelay(i, opts, prng));
+    const bases = [50, 100, 200, 400, 800, 1000, 1000, 1000];
+    delays.forEach((d, i) => {
+      expect(d).toBeGreaterThanOrEqual((bases[i] as number) * 0.8);
+      expect(d).toBeLessThan((bases[i] as number) * 1.2);
+    });
+    expect(new Set(delays.slice(5)).size).toBe(3); // jittered, not lockstep
+    const again = new Prng(9);
+    expect(Array.from({ length: 8 }, (_, i) => backoffDelay(i, opts, again))).toEqual(delays);
+    expect(backoffDelay(3, { ...opts, jitter: 0 }, prng)).toBe(400);
   });
 });
