@@ -640,7 +640,8 @@ export interface IndexElem {
 
 /**
  * `CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t (cols) [INCLUDE (cols)]
- * [WHERE pred]` (issue 7). CockroachDB's STORING is spelled INCLUDE here.
+ * [WHERE pred]` (issue 7). CockroachDB's `STORING (cols)` is accepted as a
+ * synonym of INCLUDE (cairn-statements.ts) and lands in `storing` too.
  */
 export interface CreateIndexStatement {
   readonly kind: 'CreateIndex';
@@ -653,10 +654,19 @@ export interface CreateIndexStatement {
   readonly where: Expr | undefined;
 }
 
-/** `DROP INDEX [IF EXISTS] name, … [CASCADE]` (issue 7). */
+/**
+ * An index named PostgreSQL's way (`[schema.]index`: `table` undefined,
+ * `index.schema` maybe set) or CockroachDB's (`table@index`: `table` set).
+ */
+export interface IndexName {
+  readonly table: TableName | undefined;
+  readonly index: TableName;
+}
+
+/** `DROP INDEX [IF EXISTS] name | table@name, … [CASCADE]` (issue 7). */
 export interface DropIndexStatement {
   readonly kind: 'DropIndex';
-  readonly indexes: readonly TableName[];
+  readonly indexes: readonly IndexName[];
   readonly ifExists: boolean;
   readonly cascade: boolean;
 }

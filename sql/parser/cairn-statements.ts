@@ -98,6 +98,8 @@ export function isCairnStatement(seg: Segment): boolean {
   if (a === 'show' && (b === 'ranges' || b === 'cluster' || b === 'columns' || b === 'create' || (b === 'tables' && c === 'from') || (b === 'all' && c === 'cluster'))) return true;
   if (a === 'set' && b === 'cluster' && c === 'setting') return true;
   if (a === 'create' && (b === 'database' || b === 'user' || b === 'role') && c === 'if') return true;
+  if (a === 'create' && (b === 'index' || (b === 'unique' && c === 'index')) && findSeq(seg, 0, ['storing']) >= 0) return true;
+  if (a === 'drop' && b === 'index' && seg.toks.some((t) => t.text === '@' && t.depth === 0)) return true;
   if (a === 'alter' && (b === 'table' || b === 'index' || b === 'database' || b === 'range')) {
     return findSeq(seg, 0, ['split', 'at']) >= 0 || findSeq(seg, 0, ['configure', 'zone']) >= 0;
   }
@@ -186,7 +188,9 @@ class CairnStatementParser {
       }
     }
     if (w0 === 'set' && w1 === 'cluster') return this.setClusterSetting();
+    if (w0 === 'create' && (w1 === 'index' || w1 === 'unique')) return this.createIndexStoring();
     if (w0 === 'create') return this.createIfNotExists();
+    if (w0 === 'drop') return this.dropIndex();
     if (w0 === 'alter') {
       const split = findSeq(this.seg, 0, ['split', 'at']);
       if (split >= 0) return this.splitAt(split);
@@ -338,6 +342,43 @@ class CairnStatementParser {
     const st = this.conv.statement(this.parseMasked([[2, i]]));
     if (st.kind === 'CreateDatabase' || st.kind === 'CreateRole') return { ...st, ifNotExists: true };
     return this.error(2, 'IF NOT EXISTS');
+  }
+
+  /** CockroachDB's `CREATE INDEX … STORING (cols)`: STORING is INCLUDE (same length, overwritten). */
+  private createIndexStoring(): Statement {
+    const at = findSeq(this.seg, 0, ['storing']);
+    return this.conv.statement(this.parseMasked([], [[(this.toks[at] as Tok).start, 'INCLUDE']]));
+  }
+
+  /** `DROP INDEX [IF EXISTS] {[schema.]i | t@i}, … [CASCADE | RESTRICT]`. */
+  private dropIndex(): Statement {
+    let i = 2;
+    let ifExists = false;
+    if (this.word(i) === 'if') {
+      i = this.expect(i + 1, 'exists');
+      ifExists = true;
+    }
+    const indexes: { table: TableName | undefined; index: TableName }[] = [];
+    for (;;) {
+      const [name, next] = this.tableName(i);
+      if (this.toks[next]?.text === '@') {
+        const [index, after] = this.ident(next + 1);
+        indexes.push({ table: name, index: { name: index } });
+        i = after;
+      } else {
+        indexes.push({ table: undefined, index: name });
+        i = next;
+      }
+      if (this.toks[i]?.text !== ',') break;
+      i++;
+    }
+    let cascade = false;
+    if (this.word(i) === 'cascade' || this.word(i) === 'restrict') {
+      cascade = this.word(i) === 'cascade';
+      i++;
+    }
+    this.expectEnd(i);
+    return { kind: 'DropIndex', indexes, ifExists, cascade };
   }
 
   private splitAt(split: number): Statement {

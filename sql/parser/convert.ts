@@ -751,7 +751,7 @@ export class Converter {
       case 'OBJECT_TABLE':
         return { kind: 'DropTable', tables: names, ifExists, cascade };
       case 'OBJECT_INDEX':
-        return { kind: 'DropIndex', indexes: names, ifExists, cascade };
+        return { kind: 'DropIndex', indexes: names.map((index) => ({ table: undefined, index })), ifExists, cascade };
       default:
         throw unimplemented(`DROP ${(s.removeType ?? 'OBJECT_UNKNOWN').slice('OBJECT_'.length).replace(/_/g, ' ')}`);
     }

@@ -497,8 +497,10 @@ export function formatStatement(s: Statement): string {
       if (s.where !== undefined) out += ` WHERE ${formatExpr(s.where)}`;
       return out;
     }
-    case 'DropIndex':
-      return `DROP INDEX ${s.ifExists ? 'IF EXISTS ' : ''}${s.indexes.map(formatTableName).join(', ')}${s.cascade ? ' CASCADE' : ''}`;
+    case 'DropIndex': {
+      const names = s.indexes.map((i) => (i.table === undefined ? formatTableName(i.index) : `${formatTableName(i.table)}@${formatTableName(i.index)}`));
+      return `DROP INDEX ${s.ifExists ? 'IF EXISTS ' : ''}${names.join(', ')}${s.cascade ? ' CASCADE' : ''}`;
+    }
     case 'CreateDatabase':
       return `CREATE DATABASE ${s.ifNotExists ? 'IF NOT EXISTS ' : ''}${quoteIdent(s.name)}`;
     case 'DropDatabase':
