@@ -235,7 +235,7 @@ export function searchLinearization<S>(
   let entry = next[HEAD]!;
   for (;;) {
     if (done === nCompleted) return { valid: true, steps, cacheSize };
-    if (++steps > opts.maxSteps || ((steps & 0xfff) === 0 && opts.now() > opts.deadline)) {
+    if (++steps > opts.maxSteps || ((steps & 0xfff) === 1 && opts.now() > opts.deadline)) {
       return { valid: 'unknown', steps, cacheSize };
     }
     if ((entry & 1) === 1) {
