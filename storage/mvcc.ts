@@ -304,6 +304,12 @@ export function keyNext(k: Buffer): Buffer {
   return out;
 }
 
+/**
+ * Entries per nextv. Each chunk costs one trip through the libuv pool, so a
+ * limited scan asks for enough entries in its first chunk to finish in one
+ * trip (the limit, one more to find the resume key, slack for history
+ * entries between heads); unlimited scans grow their chunks.
+ */
 const FIRST_CHUNK = 64;
 const MAX_CHUNK = 1024;
 
@@ -312,10 +318,10 @@ const MAX_CHUNK = 1024;
  * `reverse`), in chunks. `fn` returns false to stop. Heads are decoded from
  * the chunk already read, so `fn` may write through a ReadWriter it shares.
  */
-async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean): Promise<void> {
+async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean, firstChunk = FIRST_CHUNK): Promise<void> {
   const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
   try {
-    let chunk = FIRST_CHUNK;
+    let chunk = firstChunk;
     for (;;) {
       const rows = await it.nextBatch(chunk);
       if (rows.length === 0) return;
@@ -353,7 +359,7 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
     kvs.push({ key: Buffer.from(key), value: kv.value, ts: kv.ts });
     numBytes += key.length + (kv.value?.length ?? 0);
     return true;
-  });
+  }, maxKeys > 0 ? Math.min(MAX_CHUNK, Math.ceil(maxKeys * 1.25) + 1) : FIRST_CHUNK);
   if (intents.length > 0 && opts.inconsistent !== true) throw new WriteIntentError(intents);
   return { kvs, intents, resumeSpan, numBytes };
 }

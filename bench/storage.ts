@@ -1,0 +1,143 @@
+/**
+ * Storage micro-benchmark (`npm run bench:storage [-- --keys N]`): MVCC over
+ * LevelEngine beside raw LevelDB, at N keys (default 1,000,000) of 1 KB
+ * values. Prints ops/s for
+ *   - put: synced batches of 100 (group commit; MVCC puts overwrite existing
+ *     keys, so each one also moves the displaced version into the history),
+ *   - point get: raw getSync vs mvccGet (one getSync through the head),
+ *   - scan of 100 rows: raw iterator nextv(100) vs mvccScan(maxKeys 100),
+ * with the MVCC/raw ratio. The target: MVCC within 2× of raw (ratio ≥ 0.5).
+ * It prints figures and never fails on them.
+ *
+ * Flags: --keys N, --seconds S (per measurement, default 3), --dir D (default
+ * a temporary directory, removed at the end).
+ */
+import { Level } from 'level';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LevelEngine } from '../storage/level-engine.js';
+import { mvccGet, mvccPut, mvccScan } from '../storage/mvcc.js';
+import type { Timestamp } from '../src/util/hlc.js';
+import { Prng } from '../src/util/prng.js';
+
+interface RawDb {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  getSync(key: Buffer): Buffer | undefined;
+  batch(ops: { type: 'put'; key: Buffer; value: Buffer }[], opts?: { sync?: boolean }): Promise<void>;
+  iterator(opts: { gte?: Buffer; highWaterMarkBytes?: number }): { nextv(n: number): Promise<[Buffer, Buffer][]>; close(): Promise<void> };
+}
+
+function arg(name: string, dflt: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`bench: --${name} needs a positive number`);
+  return v;
+}
+
+const KEYS = arg('keys', 1_000_000);
+const SECONDS = arg('seconds', 3);
+const VALUE = Buffer.alloc(1024, 0x61);
+const BATCH = 100;
+const LOAD_BATCH = 1000;
+
+function userKey(i: number): Buffer {
+  return Buffer.from(`user${String(i).padStart(10, '0')}`);
+}
+
+/** Runs `step` (doing `per` ops) until SECONDS elapse; returns ops/s. */
+async function measure(per: number, step: () => void | Promise<void>): Promise<number> {
+  const deadline = performance.now() + SECONDS * 1000;
+  const start = performance.now();
+  let ops = 0;
+  while (performance.now() < deadline) {
+    for (let i = 0; i < 50; i++) {
+      const r = step();
+      if (r !== undefined) await r;
+      ops += per;
+    }
+  }
+  return ops / ((performance.now() - start) / 1000);
+}
+
+function row(name: string, raw: number, mvcc: number): string {
+  const f = (n: number): string => Math.round(n).toLocaleString('en-US').padStart(12);
+  return `${name.padEnd(28)} raw ${f(raw)}/s   mvcc ${f(mvcc)}/s   ratio ${(mvcc / raw).toFixed(2)}${mvcc / raw >= 0.5 ? '' : '   (below the 0.5 target)'}`;
+}
+
+async function main(): Promise<void> {
+  const dirFlag = process.argv.indexOf('--dir');
+  const base = dirFlag >= 0 ? (process.argv[dirFlag + 1] as string) : mkdtempSync(join(tmpdir(), 'cairn-bench-storage-'));
+  const rawDir = join(base, 'raw');
+  const mvccDir = join(base, 'mvcc');
+  const raw = new Level<Buffer, Buffer>(rawDir, { keyEncoding: 'buffer', valueEncoding: 'buffer', cacheSize: 64 << 20, writeBufferSize: 16 << 20 } as never) as unknown as RawDb;
+  await raw.open();
+  const engine = await LevelEngine.open(mvccDir);
+  const rng = new Prng(42);
+  let wall = 1_700_000_000_000_000;
+  const nextTs = (): Timestamp => ({ wall: ++wall, logical: 0 });
+  console.log(`bench/storage: ${KEYS.toLocaleString('en-US')} keys × 1 KB, ${SECONDS} s per measurement, in ${base}`);
+
+  try {
+    let t0 = performance.now();
+    for (let i = 0; i < KEYS; i += LOAD_BATCH) {
+      const ops: { type: 'put'; key: Buffer; value: Buffer }[] = [];
+      for (let j = i; j < Math.min(KEYS, i + LOAD_BATCH); j++) ops.push({ type: 'put', key: userKey(j), value: VALUE });
+      await raw.batch(ops);
+    }
+    const rawLoad = KEYS / ((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    for (let i = 0; i < KEYS; i += LOAD_BATCH) {
+      const b = engine.newBatch();
+      const ts = nextTs();
+      for (let j = i; j < Math.min(KEYS, i + LOAD_BATCH); j++) mvccPut(b, userKey(j), ts, VALUE);
+      await engine.write(b);
+    }
+    const mvccLoad = KEYS / ((performance.now() - t0) / 1000);
+    console.log(row('load (unsynced, 1000/batch)', rawLoad, mvccLoad));
+
+    const randomKey = (): Buffer => userKey(rng.intn(KEYS));
+
+    const rawPut = await measure(BATCH, () => {
+      const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
+      for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: randomKey(), value: VALUE };
+      return raw.batch(ops, { sync: true });
+    });
+    const mvccPutRate = await measure(BATCH, () => {
+      const b = engine.newBatch();
+      for (let i = 0; i < BATCH; i++) mvccPut(b, randomKey(), nextTs(), VALUE);
+      return engine.write(b, { sync: true });
+    });
+    console.log(row('put (synced batches of 100)', rawPut, mvccPutRate));
+
+    const readTs: Timestamp = { wall: wall + 1_000_000, logical: 0 };
+    const rawGet = await measure(100, () => {
+      for (let i = 0; i < 100; i++) if (raw.getSync(randomKey()) === undefined) throw new Error('bench: missing key');
+    });
+    const mvccGetRate = await measure(100, () => {
+      for (let i = 0; i < 100; i++) if (mvccGet(engine, randomKey(), readTs).value === null) throw new Error('bench: missing key');
+    });
+    console.log(row('point get (getSync)', rawGet, mvccGetRate));
+
+    const rawScan = await measure(1, async () => {
+      const it = raw.iterator({ gte: userKey(rng.intn(KEYS - 200)), highWaterMarkBytes: 4 << 20 });
+      const rows = await it.nextv(100);
+      if (rows.length !== 100) throw new Error(`bench: raw scan read ${rows.length} rows`);
+      await it.close();
+    });
+    const endKey = userKey(KEYS + 1);
+    const mvccScanRate = await measure(1, async () => {
+      const r = await mvccScan(engine, userKey(rng.intn(KEYS - 200)), endKey, readTs, { maxKeys: 100 });
+      if (r.kvs.length !== 100) throw new Error(`bench: MVCC scan read ${r.kvs.length} rows`);
+    });
+    console.log(row('scan of 100 rows (scans/s)', rawScan, mvccScanRate));
+  } finally {
+    await engine.close();
+    await raw.close();
+    if (dirFlag < 0) rmSync(base, { recursive: true, force: true });
+  }
+}
+
+await main();
