@@ -3,6 +3,8 @@
 // 64-bit range, the number fast paths against the bigint paths, and corruption.
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
+// node:assert inside the many-run properties: the same checks as expect(), at a fraction of the cost.
+import assert from 'node:assert/strict';
 import {
   KeyReader,
   KeyWriter,
@@ -77,9 +79,9 @@ describe('varint round trips, 10,000 cases each', () => {
     fc.assert(
       fc.property(fc.oneof(fc.nat(300), fc.nat(), fc.maxSafeNat()), (v) => {
         const a = enc((b, o) => putUvarint(b, o, v));
-        expect(a).toBe(enc((b, o) => putUvarintBig(b, o, BigInt(v))));
-        expect(getUvarint(Buffer.from(a, 'hex'), 0)).toEqual({ value: v, next: a.length / 2 });
-        expect(uvarintSize(v)).toBe(a.length / 2);
+        assert.equal(a, enc((b, o) => putUvarintBig(b, o, BigInt(v))));
+        assert.deepEqual(getUvarint(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
+        assert.equal(uvarintSize(v), a.length / 2);
       }),
       { numRuns: RUNS },
     );
@@ -89,7 +91,7 @@ describe('varint round trips, 10,000 cases each', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (v) => {
         const a = enc((b, o) => putUvarintBig(b, o, v));
-        expect(getUvarintBig(Buffer.from(a, 'hex'), 0)).toEqual({ value: v, next: a.length / 2 });
+        assert.deepEqual(getUvarintBig(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
       }),
       { numRuns: RUNS },
     );
@@ -99,9 +101,9 @@ describe('varint round trips, 10,000 cases each', () => {
     fc.assert(
       fc.property(fc.oneof(fc.integer({ min: -300, max: 300 }), fc.integer(), fc.maxSafeInteger()), (v) => {
         const a = enc((b, o) => putVarint(b, o, v));
-        expect(a).toBe(enc((b, o) => putVarintBig(b, o, BigInt(v))));
-        expect(getVarint(Buffer.from(a, 'hex'), 0)).toEqual({ value: v, next: a.length / 2 });
-        expect(varintSize(v)).toBe(a.length / 2);
+        assert.equal(a, enc((b, o) => putVarintBig(b, o, BigInt(v))));
+        assert.deepEqual(getVarint(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
+        assert.equal(varintSize(v), a.length / 2);
       }),
       { numRuns: RUNS },
     );
@@ -111,7 +113,7 @@ describe('varint round trips, 10,000 cases each', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (v) => {
         const a = enc((b, o) => putVarintBig(b, o, v));
-        expect(getVarintBig(Buffer.from(a, 'hex'), 0)).toEqual({ value: v, next: a.length / 2 });
+        assert.deepEqual(getVarintBig(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
       }),
       { numRuns: RUNS },
     );
