@@ -36,6 +36,18 @@ function opt(e: Expr | undefined, out: Expr[]): void {
   if (e !== undefined) out.push(e);
 }
 
+/** Maps `xs` with `f`; returns `xs` itself when every element came back unchanged. */
+function mapSame<T>(xs: readonly T[], f: (x: T) => T): readonly T[] {
+  let out: T[] | undefined;
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i] as T;
+    const y = f(x);
+    if (y !== x && out === undefined) out = xs.slice(0, i);
+    if (out !== undefined) out.push(y);
+  }
+  return out ?? xs;
+}
+
 /** The direct child expressions of `e`. */
 export function exprChildren(e: Expr): Expr[] {
   const out: Expr[] = [];
@@ -120,25 +132,12 @@ export function walkExpr(e: Expr, visit: (e: Expr) => boolean | void): void {
 export function mapExpr(e: Expr, fn: (e: Expr) => Expr): Expr {
   const m = (x: Expr): Expr => mapExpr(x, fn);
   const mo = (x: Expr | undefined): Expr | undefined => (x === undefined ? undefined : mapExpr(x, fn));
-  const ml = (xs: readonly Expr[]): readonly Expr[] => {
-    let changed = false;
-    const out = xs.map((x) => {
-      const y = m(x);
-      if (y !== x) changed = true;
-      return y;
-    });
-    return changed ? out : xs;
-  };
-  const ms = (xs: readonly SortBy[]): readonly SortBy[] => {
-    let changed = false;
-    const out = xs.map((s) => {
+  const ml = (xs: readonly Expr[]): readonly Expr[] => mapSame(xs, m);
+  const ms = (xs: readonly SortBy[]): readonly SortBy[] =>
+    mapSame(xs, (s) => {
       const y = m(s.expr);
-      if (y === s.expr) return s;
-      changed = true;
-      return { ...s, expr: y };
+      return y === s.expr ? s : { ...s, expr: y };
     });
-    return changed ? out : xs;
-  };
   const mb = (b: FrameBound | undefined): FrameBound | undefined => {
     if (b === undefined || (b.kind !== 'preceding' && b.kind !== 'following')) return b;
     const o = m(b.offset);
@@ -206,16 +205,13 @@ export function mapExpr(e: Expr, fn: (e: Expr) => Expr): Expr {
     }
     case 'Case': {
       const operand = mo(e.operand);
-      let changed = operand !== e.operand;
-      const whens = e.whens.map((w) => {
+      const whens = mapSame(e.whens, (w) => {
         const when = m(w.when);
         const then = m(w.then);
-        if (when === w.when && then === w.then) return w;
-        changed = true;
-        return { when, then };
+        return when === w.when && then === w.then ? w : { when, then };
       });
       const els = mo(e.else);
-      r = !changed && els === e.else ? e : { ...e, operand, whens, else: els };
+      r = operand === e.operand && whens === e.whens && els === e.else ? e : { ...e, operand, whens, else: els };
       break;
     }
     case 'InList': {
@@ -250,15 +246,12 @@ export function mapExpr(e: Expr, fn: (e: Expr) => Expr): Expr {
     }
     case 'Subscript': {
       const arg = m(e.arg);
-      let changed = arg !== e.arg;
-      const subscripts = e.subscripts.map((s) => {
-        const lower = mo(s.lower);
-        const upper = mo(s.upper);
-        if (lower === s.lower && upper === s.upper) return s;
-        changed = true;
-        return { ...s, lower, upper };
+      const subscripts = mapSame(e.subscripts, (x) => {
+        const lower = mo(x.lower);
+        const upper = mo(x.upper);
+        return lower === x.lower && upper === x.upper ? x : { ...x, lower, upper };
       });
-      r = changed ? { ...e, arg, subscripts } : e;
+      r = arg === e.arg && subscripts === e.subscripts ? e : { ...e, arg, subscripts };
       break;
     }
     default:
