@@ -48,23 +48,36 @@ export class Inflights {
   /** Records a sent message whose last entry is `index`, carrying `bytes` bytes. */
   add(index: number, bytes: number): void {
     assert(!this.full(), 'raft: cannot add into a full inflights');
-    let next = this.start + this.count_;
+    if (this.count_ === this.indexes.length) this.grow();
     const cap = this.indexes.length;
-    if (next >= cap) next -= cap;
-    if (next >= cap) {
-      assert(next === cap && cap < this.size, 'raft: inflights ring out of range');
-      this.indexes.push(index);
-      this.sizes.push(bytes);
-    } else {
-      if (this.count_ > 0) {
-        const last = this.start + this.count_ - 1;
-        assert((this.indexes[last >= cap ? last - cap : last] as number) < index, 'raft: inflights indexes must increase');
-      }
-      this.indexes[next] = index;
-      this.sizes[next] = bytes;
+    if (this.count_ > 0) {
+      let last = this.start + this.count_ - 1;
+      if (last >= cap) last -= cap;
+      assert((this.indexes[last] as number) < index, 'raft: inflights indexes must increase');
     }
+    let next = this.start + this.count_;
+    if (next >= cap) next -= cap;
+    this.indexes[next] = index;
+    this.sizes[next] = bytes;
     this.count_++;
     this.bytes_ += bytes;
+  }
+
+  /** Doubles the ring (up to `size` slots), unrolling it to start at 0. */
+  private grow(): void {
+    const cap = this.indexes.length;
+    const newCap = Math.min(this.size, Math.max(4, cap * 2));
+    const indexes = new Array<number>(newCap).fill(0);
+    const sizes = new Array<number>(newCap).fill(0);
+    for (let i = 0; i < this.count_; i++) {
+      let k = this.start + i;
+      if (k >= cap) k -= cap;
+      indexes[i] = this.indexes[k] as number;
+      sizes[i] = this.sizes[k] as number;
+    }
+    this.indexes = indexes;
+    this.sizes = sizes;
+    this.start = 0;
   }
 
   /** Frees every in-flight message whose last index is ≤ `to`. */
