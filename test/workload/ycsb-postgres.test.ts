@@ -246,9 +246,19 @@ describe('YCSB against PostgreSQL', () => {
   });
 
   it('paces to --max-rate and measures only after the ramp', async () => {
-    const res = await runYcsb({ urls: [server.url], workload: 'C', concurrency: 4, durationMs: 1000, rampMs: 300, maxRate: 200, seed: 8 });
+    const out = new Capture();
+    const res = await runYcsb(
+      { urls: [server.url], workload: 'C', concurrency: 4, durationMs: 1000, rampMs: 300, maxRate: 200, reportIntervalMs: 250, seed: 8 },
+      { output: out },
+    );
+    expect(out.text).toMatch(/^ramping up 4 clients over 300ms\n/);
     expect(res.elapsedSec).toBeGreaterThan(0.9);
     expect(res.elapsedSec).toBeLessThan(1.5);
+    // The series starts at the end of the ramp: the first point is one report interval in.
+    const first = res.series.read![0]!;
+    expect(first.elapsedSec).toBeGreaterThan(0.2);
+    expect(first.elapsedSec).toBeLessThan(0.45);
+    expect(first.opsPerSecCum).toBeLessThan(400);
     const rate = res.total.count / res.elapsedSec;
     expect(rate).toBeGreaterThan(120);
     expect(rate).toBeLessThan(260);

@@ -29,6 +29,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { assert } from '../../util/assert.js';
+import { formatDuration } from '../duration.js';
 import { Prng } from '../../util/prng.js';
 import { AcknowledgedCounter } from './counter-generator.js';
 import { FieldGenerator } from './field-generator.js';
@@ -43,6 +44,7 @@ import {
   type SeriesPoint,
 } from './op-stats.js';
 import {
+  breaksConnection,
   Connection,
   errorMessage,
   isServerError,
@@ -216,8 +218,8 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
 
   const startedAt = new Date().toISOString();
   const runStart = now();
-  let measureStart = runStart + rampMs;
-  let measuring = rampMs <= 0;
+  let measureStart = runStart;
+  let measuring = false;
   let measuredOps = 0;
   let stopping = false;
   let reconnects = 0;
@@ -356,7 +358,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
         await runOp(conn, op, st);
         if (measuring === countsTowardBudget) st.record((now() - t0) * 1000);
       } catch (e) {
-        if (!isServerError(e)) conn.broken = true;
+        if (breaksConnection(e)) conn.broken = true;
         onError(op, st, e);
       }
     }
@@ -378,36 +380,42 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
     ticks++;
     for (const op of opTypes) {
       const point = stats.get(op)!.tick(elapsedSec, intervalSec);
-      if (measuring) series.get(op)!.push(point);
+      series.get(op)!.push(point);
       print(formatInterval(point, op));
     }
   };
-  const reporter = setInterval(() => tick(false), reportMs);
+  // Measurement begins after the ramp: stats are reset, the reporter and the
+  // duration start from there (nothing is printed during the ramp but a notice).
+  let reporter: ReturnType<typeof setInterval> | undefined;
   let durationTimer: ReturnType<typeof setTimeout> | undefined;
-  if (durationMs !== undefined) durationTimer = setTimeout(stop, rampMs + durationMs);
+  const beginMeasuring = (): void => {
+    if (stopping) return;
+    measuring = true;
+    measureStart = now();
+    lastTick = measureStart;
+    for (const st of stats.values()) st.reset();
+    reporter = setInterval(() => tick(false), reportMs);
+    if (durationMs !== undefined) durationTimer = setTimeout(stop, durationMs);
+  };
   let rampTimer: ReturnType<typeof setTimeout> | undefined;
   if (rampMs > 0) {
-    rampTimer = setTimeout(() => {
-      if (!measuring) {
-        measuring = true;
-        measureStart = now();
-        lastTick = measureStart;
-        for (const st of stats.values()) st.reset();
-      }
-    }, rampMs);
+    print(`ramping up ${concurrency} clients over ${formatDuration(rampMs)}`);
+    rampTimer = setTimeout(beginMeasuring, rampMs);
+  } else {
+    beginMeasuring();
   }
 
   try {
     await Promise.all(conns.map((_, i) => clientLoop(i)));
   } finally {
-    clearInterval(reporter);
+    if (reporter !== undefined) clearInterval(reporter);
     if (durationTimer !== undefined) clearTimeout(durationTimer);
     if (rampTimer !== undefined) clearTimeout(rampTimer);
     options.signal?.removeEventListener('abort', onAbort);
     stop();
     await Promise.all(conns.map((c) => c.close()));
   }
-  tick(true);
+  if (measuring) tick(true);
 
   const elapsedSec = measuring ? Math.max(0, (stopTime - measureStart) / 1000) : 0;
   const ops: Partial<Record<OpType, OpTotals>> = {};

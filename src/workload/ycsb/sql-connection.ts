@@ -76,9 +76,21 @@ export function sqlStateOf(e: unknown): string {
   return 'client';
 }
 
-/** True when the error came from the server as a SQL error (the connection is still usable). */
+/** True when the error came from the server as a SQL error. */
 export function isServerError(e: unknown): boolean {
   return e instanceof pg.DatabaseError;
+}
+
+/**
+ * True when the connection cannot be used after this error: every client-side
+ * failure, and the server's connection-exception (08…) and operator-
+ * intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot
+ * connect now) errors, which PostgreSQL sends just before closing.
+ */
+export function breaksConnection(e: unknown): boolean {
+  if (!isServerError(e)) return true;
+  const state = sqlStateOf(e);
+  return state.startsWith('08') || state.startsWith('57P');
 }
 
 export function errorMessage(e: unknown): string {
