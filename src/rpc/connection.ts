@@ -39,7 +39,7 @@
  * Ownership: src/rpc. The socket belongs to this object once constructed.
  */
 import type { Socket } from 'node:net';
-import { assert } from '../util/assert.js';
+import { assert, AssertionError } from '../util/assert.js';
 import { CairnError, isCairnError } from '../util/errors.js';
 import { ClockOffsetError, type Clock, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
@@ -138,6 +138,18 @@ const PASS_THROUGH_CODES = new Set([
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * A handler that broke an invariant is a bug: after the caller got its
+ * answer, the process crashes as DESIGN.md §3 requires — never swallowed here.
+ */
+function crashIfBug(e: unknown): void {
+  if (e instanceof AssertionError) {
+    queueMicrotask(() => {
+      throw e;
+    });
+  }
+}
+
 export class Connection {
   state: 'handshaking' | 'ready' | 'closed' = 'handshaking';
   /** The remote node id; for a dialer, the expected one until the ack names it. */
@@ -163,6 +175,8 @@ export class Connection {
   private handshakeTimer: NodeJS.Timeout | null = null;
   private deadlineTimer: NodeJS.Timeout | null = null;
   private deadlineTimerAt = Infinity;
+  private remoteAddr = '';
+  private offsetLoggedAt = -Infinity;
   private readonly flushBound = (): void => this.flush();
   private readonly onFrameBound = (body: Buffer): void => this.onFrame(body);
   private readonly expireBound = (): void => this.expireCalls();
@@ -183,6 +197,7 @@ export class Connection {
       try {
         this.decoder.push(chunk, this.onFrameBound);
       } catch (e) {
+        if (e instanceof AssertionError) throw e; // a bug of ours, not bad input
         this.onBadInput(e);
         return;
       }
@@ -215,7 +230,10 @@ export class Connection {
 
   /** "n3 (127.0.0.3:26257)" — for errors and logs. */
   describePeer(): string {
-    const addr = this.socket.remoteAddress === undefined ? 'unconnected' : `${this.socket.remoteAddress}:${this.socket.remotePort}`;
+    if (this.remoteAddr === '' && this.socket.remoteAddress !== undefined) {
+      this.remoteAddr = `${this.socket.remoteAddress}:${this.socket.remotePort}`;
+    }
+    const addr = this.remoteAddr === '' ? 'unconnected' : this.remoteAddr;
     return this.peerId > 0 ? `n${this.peerId} (${addr})` : addr;
   }
 
@@ -452,7 +470,15 @@ export class Connection {
     } catch (e) {
       if (!(e instanceof ClockOffsetError)) throw e;
       this.metrics.clockOffsetErrors++;
-      this.host.log.warn({ peer: this.describePeer(), err: e.message }, 'rpc: message rejected: clock offset beyond the maximum');
+      // A skewed busy peer trips this on every message: log at most once a second per connection.
+      const now = performance.now();
+      if (now - this.offsetLoggedAt >= 1000) {
+        this.offsetLoggedAt = now;
+        this.host.log.warn(
+          { peer: this.describePeer(), err: e.message, rejectedSoFar: this.metrics.clockOffsetErrors },
+          'rpc: message rejected: clock offset beyond the maximum',
+        );
+      }
       this.host.onClockOffset(this.peerId, e);
       return e;
     }
@@ -530,6 +556,7 @@ export class Connection {
     }
     const onError = (e: unknown): void => {
       this.host.log.debug({ peer: this.describePeer(), method: env.method, err: String(e) }, 'rpc: one-way handler failed');
+      crashIfBug(e);
     };
     try {
       const result = handler(env.payload, { peerId: this.peerId, method: env.method, ts: env.ts });
@@ -559,6 +586,7 @@ export class Connection {
     } else {
       this.host.log.error({ peer: this.describePeer(), method: req.method, err: String(e) }, 'rpc: handler failed');
       err = new RpcError('rpc.internal', `rpc: handler for method ${req.method} on n${this.host.nodeId} failed: ${String(e)}`);
+      crashIfBug(e);
     }
     this.sendWithFaults({
       kind: MessageKind.Error,
