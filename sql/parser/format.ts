@@ -77,6 +77,8 @@ export function formatTypeName(t: TypeName): string {
   if (t.name === 'char') s = t.mods.length === 0 ? 'bpchar' : 'char';
   else if (t.name === 'varchar') s = 'varchar';
   else if (t.name === 'numeric') s = 'numeric';
+  // Bare `bit` means bit(1), like char: only a sized bit prints as the keyword.
+  else if (t.name === 'bit' && t.mods.length > 0) s = 'bit';
   else if (t.name === 'json' || t.name === 'timestamp' || t.name === 'timestamptz' || t.name === 'time' || t.name === 'timetz' || t.name === 'interval') s = t.name;
   if (t.mods.length > 0) s += `(${t.mods.join(',')})`;
   for (let i = 0; i < t.arrayDims; i++) s += '[]';
