@@ -335,6 +335,20 @@ export function decodeTransactionKey(key: Buffer): { anchor: Buffer; txnId: Buff
   return { anchor: k.key, txnId: k.detail };
 }
 
+/**
+ * Every replicated key span of the range [startKey, endKey) with id `rangeId`,
+ * in key order and disjoint: what a snapshot carries and what removing the
+ * replica clears (with rangeIdUnreplicatedSpan for its Raft state). They are
+ * its replicated range-ID-local data, the range-local keys addressed inside
+ * it, and its user data (local keys are not data: the first range's data
+ * starts at LOCAL_MAX).
+ */
+export function replicatedSpans(rangeId: number, startKey: Uint8Array, endKey: Uint8Array): Span[] {
+  assert(compareBytes(startKey, endKey) < 0, 'keys: a range is a non-empty span');
+  const dataStart = compareBytes(startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : Buffer.from(startKey);
+  return [rangeIdReplicatedSpan(rangeId), rangeLocalSpan(startKey, endKey), { key: dataStart, endKey: Buffer.from(endKey) }];
+}
+
 // ---- Store-local keys ---------------------------------------------------------------
 
 /** A store's identity (cluster id, node id, store id), written when the store is bootstrapped. */

@@ -59,7 +59,8 @@
  * always return a bigint. Encoders take safe-integer numbers or int64 bigints.
  *
  * Decoders reject bytes these encoders cannot produce (unknown tag, truncated
- * value, bad escape, non-minimal int, non-canonical float, invalid UTF-8) with
+ * value, bad escape, non-minimal int, an 8-byte int outside int64,
+ * non-canonical float, invalid UTF-8, a not-NULL marker where a value is due) with
  * a CorruptionError naming the key in hex.
  *
  * Ownership: KeyWriter hands out views into a slab it never rewrites (so a
@@ -140,7 +141,6 @@ const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const SHORT = 48;
 
 // Kind of each tag byte; 0 = not a value tag.
-const K_NONE = 0;
 const K_NULL = 1;
 const K_INT = 2;
 const K_FLOAT = 3;

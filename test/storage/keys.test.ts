@@ -55,6 +55,7 @@ import {
   rangeIdUnreplicatedSpan,
   rangeLeaseKey,
   rangeLocalSpan,
+  replicatedSpans,
   tableIndexPrefix,
   tableIndexSpan,
   tablePrefix,
@@ -354,6 +355,24 @@ describe('decoders', () => {
 });
 
 describe('split keys and spans', () => {
+  it('replicatedSpans: sorted, disjoint, and holding every replicated key of the range and nothing of the next', () => {
+    const start = tablePrefix(52);
+    const end = tablePrefix(53);
+    const spans = replicatedSpans(7, start, end);
+    for (let i = 1; i < spans.length; i++) expect(compareBytes((spans[i - 1] as Span).endKey, (spans[i] as Span).key)).toBeLessThanOrEqual(0);
+    const covered = (k: Buffer): boolean => spans.some((sp) => inSpan(k, sp));
+    const row = tableKey(52, 1, (w) => w.appendString('r'));
+    for (const k of [rangeAppliedStateKey(7), rangeLeaseKey(7), abortSpanKey(7, TXN), rangeDescriptorKey(start), transactionKey(row, TXN), row]) {
+      expect(covered(k), prettyKey(k)).toBe(true);
+    }
+    for (const k of [raftLogKey(7, 1), raftHardStateKey(7), rangeAppliedStateKey(8), rangeDescriptorKey(end), transactionKey(end, TXN), end, STORE_IDENT_KEY]) {
+      expect(covered(k), prettyKey(k)).toBe(false);
+    }
+    // The first range's data starts at the first global key.
+    expect(replicatedSpans(1, KEY_MIN, end)[2]).toEqual({ key: LOCAL_MAX, endKey: end });
+    expect(replicatedSpans(1, KEY_MIN, end)[1]?.key).toEqual(rangeDescriptorKey(KEY_MIN).subarray(0, 5));
+  });
+
   it('splits only at global keys outside meta2, below KEY_MAX', () => {
     expect(isValidSplitKey(KEY_MIN)).toBe(false);
     expect(isValidSplitKey(raftLogKey(1, 1))).toBe(false);
