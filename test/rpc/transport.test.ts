@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { CairnError } from '../../src/util/errors.js';
+import { createLogger } from '../../src/util/log.js';
 import { ClockOffsetError, compareTimestamps } from '../../src/util/hlc.js';
 import { encodeFrame } from '../../src/rpc/frame.js';
 import { encodeHandshake } from '../../src/rpc/handshake.js';
@@ -367,14 +368,22 @@ describe('HLC', () => {
 });
 
 describe('bad input', () => {
-  it('garbage closes that connection only; the server keeps serving a valid client', async () => {
+  it('garbage closes that connection only, and is logged with the peer; the server keeps serving a valid client', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ name: 'n2', level: 'warn', destination: { write: (l: string) => lines.push(l) } });
     const n1 = await nodes.start(1);
-    const n2 = await nodes.start(2);
+    const n2 = await nodes.start(2, { logger });
     registerEcho(n2.ctx);
     const s = await rawClient(n2.addr.port);
+    const localPort = s.localPort;
     s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     await closed(s);
     expect(n2.ctx.metrics.peer(0).malformedFrames).toBe(1);
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0] as string) as { msg: string; peer: string; err: string };
+    expect(line.msg).toBe('rpc: malformed input, closing connection');
+    expect(line.peer).toBe(`127.0.0.1:${localPort}`);
+    expect(line.err).toMatch(/exceeds the maximum/); // "GET " read as a length
     expect((await n1.ctx.call(2, ECHO, Buffer.from('still here'))).toString()).toBe('still here');
   });
 
