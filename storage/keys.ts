@@ -68,7 +68,7 @@ import { formatTimestamp } from '../src/util/hlc.js';
 import { decodeMvccKey } from './mvcc-key.js';
 import { bytesEqual, compareBytes, corruptKey, hasPrefix, keyNext, prefixEnd } from './encoding/bytes.js';
 import { KeyReader, KeyWriter, TAG_INT_MAX, TAG_INT_MIN, decodeValue } from './encoding/tuple.js';
-import type { DecodedValue } from './encoding/tuple.js';
+import type { DecodedValue, Direction, KeyDatum } from './encoding/tuple.js';
 
 /** A half-open key span [key, endKey), as in CockroachDB's roachpb.Span. */
 export interface Span {
@@ -458,6 +458,13 @@ export function appendTableIndexPrefix(writer: KeyWriter, tableId: number, index
   checkId('table id', tableId);
   checkId('index id', indexId);
   return writer.appendInt(tableId).appendInt(indexId);
+}
+
+/** A whole table key: /Table/<tableId>/<indexId>/<columns…>, each column in its direction (ascending by default). */
+export function tableKey(tableId: number, indexId: number, columns: readonly KeyDatum[], dirs?: readonly Direction[]): Buffer {
+  appendTableIndexPrefix(w.reset(), tableId, indexId);
+  for (let i = 0; i < columns.length; i++) w.appendDatum(columns[i] as KeyDatum, dirs?.[i] ?? 'asc');
+  return w.finish();
 }
 
 export function tableSpan(tableId: number): Span {

@@ -58,6 +58,7 @@ import {
   replicatedSpans,
   tableIndexPrefix,
   tableIndexSpan,
+  tableKey,
   tablePrefix,
   tableSpan,
   transactionKey,
@@ -70,7 +71,7 @@ import { CairnError, CorruptionError } from '../../src/util/errors.js';
 const TXN = Buffer.from('0123456789abcdef0123456789abcdef', 'hex');
 const TXN_STR = '01234567-89ab-cdef-0123-456789abcdef';
 
-function tableKey(tableId: number, indexId: number, build: (w: KeyWriter) => void = () => {}): Buffer {
+function rowKey(tableId: number, indexId: number, build: (w: KeyWriter) => void = () => {}): Buffer {
   const w = new KeyWriter();
   appendTableIndexPrefix(w, tableId, indexId);
   build(w);
@@ -80,22 +81,22 @@ function tableKey(tableId: number, indexId: number, build: (w: KeyWriter) => voi
 const inSpan = (k: Buffer, s: Span): boolean => compareBytes(k, s.key) >= 0 && compareBytes(k, s.endKey) < 0;
 
 describe('prettyKey', () => {
-  const userRow = tableKey(52, 1, (w) => w.appendString('user42'));
+  const userRow = rowKey(52, 1, (w) => w.appendString('user42'));
   const cases: [string, Buffer, string][] = [
     ['min', KEY_MIN, '/Min'],
     ['max', KEY_MAX, '/Max'],
     ['table prefix', tablePrefix(52), '/Table/52'],
     ['index prefix', tableIndexPrefix(52, 1), '/Table/52/1'],
-    ['row', tableKey(52, 1, (w) => w.appendString('user42').appendInt(7).appendNull()), '/Table/52/1/"user42"/7/NULL'],
+    ['row', rowKey(52, 1, (w) => w.appendString('user42').appendInt(7).appendNull()), '/Table/52/1/"user42"/7/NULL'],
     [
       'every column kind, both directions',
-      tableKey(300, 2, (w) =>
+      rowKey(300, 2, (w) =>
         w.appendInt(-5, 'desc').appendFloat(1, 'asc').appendFloat(-0.25, 'desc').appendBool(false).appendBytes(Buffer.from([0, 0x41, 0xff])).appendString('q"\\\n', 'desc').appendNull('desc'),
       ),
       '/Table/300/2/-5/1.0/-0.25/false/b"\\x00A\\xff"/"q\\"\\\\\\x0a"/NULL',
     ],
-    ['float specials', tableKey(53, 1, (w) => w.appendFloat(NaN).appendFloat(Infinity).appendFloat(-Infinity).appendFloat(1e300)), '/Table/53/1/NaN/+Inf/-Inf/1e+300'],
-    ['big ints', tableKey(53, 1, (w) => w.appendInt(-(2n ** 63n)).appendInt(2n ** 63n - 1n)), '/Table/53/1/-9223372036854775808/9223372036854775807'],
+    ['float specials', rowKey(53, 1, (w) => w.appendFloat(NaN).appendFloat(Infinity).appendFloat(-Infinity).appendFloat(1e300)), '/Table/53/1/NaN/+Inf/-Inf/1e+300'],
+    ['big ints', rowKey(53, 1, (w) => w.appendInt(-(2n ** 63n)).appendInt(2n ** 63n - 1n)), '/Table/53/1/-9223372036854775808/9223372036854775807'],
     ['undecodable tail', Buffer.concat([tableIndexPrefix(52, 1), Buffer.from('14616263', 'hex')]), '/Table/52/1/?0x14616263'],
     ['unknown tag in a row', Buffer.concat([tableIndexPrefix(52, 1), Buffer.from('1699', 'hex')]), '/Table/52/1/?0x1699'],
     ['raft log', raftLogKey(5, 123), '/Local/RangeID/5/u/RaftLog/123'],
@@ -105,11 +106,11 @@ describe('prettyKey', () => {
     ['lease', rangeLeaseKey(5), '/Local/RangeID/5/r/RangeLease'],
     ['gc threshold', rangeGCThresholdKey(5), '/Local/RangeID/5/r/RangeGCThreshold'],
     ['abort span', abortSpanKey(5, TXN), `/Local/RangeID/5/r/AbortSpan/${TXN_STR}`],
-    ['range descriptor', rangeDescriptorKey(tableKey(52, 1, (w) => w.appendString('x'))), '/Local/Range/Table/52/1/"x"/RangeDescriptor'],
+    ['range descriptor', rangeDescriptorKey(rowKey(52, 1, (w) => w.appendString('x'))), '/Local/Range/Table/52/1/"x"/RangeDescriptor'],
     ['first range descriptor', rangeDescriptorKey(KEY_MIN), '/Local/Range/Min/RangeDescriptor'],
     ['txn record', transactionKey(userRow, TXN), `/Local/Range/Table/52/1/"user42"/Transaction/${TXN_STR}`],
     ['store ident', STORE_IDENT_KEY, '/Local/Store/StoreIdent'],
-    ['meta2', meta2Key(tableKey(52, 1, (w) => w.appendString('x'))), '/Meta2/Table/52/1/"x"'],
+    ['meta2', meta2Key(rowKey(52, 1, (w) => w.appendString('x'))), '/Meta2/Table/52/1/"x"'],
     ['meta2 of the last range', meta2Key(KEY_MAX), '/Meta2/Max'],
     ['meta2 of a system bound', meta2Key(nodeLivenessKey(1)), '/Meta2/System/NodeLiveness/1'],
     ['liveness', nodeLivenessKey(3), '/System/NodeLiveness/3'],
@@ -138,7 +139,7 @@ describe('prettyKey', () => {
   }
 
   it('engine keys print their MVCC timestamp', () => {
-    const k = tableKey(52, 1, (w) => w.appendString('user42'));
+    const k = rowKey(52, 1, (w) => w.appendString('user42'));
     expect(prettyEngineKey(encodeMvccKey(k, { wall: 1_700_000_000_000_001, logical: 0 }))).toBe('/Table/52/1/"user42"/@1700000000.000001,0');
     expect(prettyEngineKey(encodeMvccKey(k))).toBe('/Table/52/1/"user42"');
     expect(prettyEngineKey(encodeMvccKey(raftLogKey(7, 9)))).toBe('/Local/RangeID/7/u/RaftLog/9');
@@ -186,7 +187,7 @@ describe('keyspace order', () => {
       TABLE_DATA_MIN,
       tablePrefix(0),
       tableIndexPrefix(1, 0),
-      tableKey(52, 1, (w) => w.appendString('a')),
+      rowKey(52, 1, (w) => w.appendString('a')),
       tablePrefix(53),
       tablePrefix(Number.MAX_SAFE_INTEGER),
       KEY_MAX,
@@ -287,9 +288,11 @@ describe('decoders', () => {
     expect(decodeAbortSpanKey(abortSpanKey(9, TXN))).toEqual({ rangeId: 9, txnId: TXN });
     expect(decodeRangeIdLocalKey(rangeLeaseKey(4))).toMatchObject({ rangeId: 4, replicated: true, suffix: 'rll-' });
     expect(decodeMeta2Key(meta2Key(tablePrefix(7)))).toEqual(tablePrefix(7));
-    const row = tableKey(52, 3, (w) => w.appendString('k'));
+    const row = rowKey(52, 3, (w) => w.appendString('k'));
     expect(decodeTableIndexPrefix(row)).toEqual({ tableId: 52, indexId: 3, next: 2 });
     expect(row.subarray(2)).toEqual(encodeTuple([{ kind: 'string', value: 'k' }]));
+    expect(tableKey(52, 3, [{ kind: 'string', value: 'k' }])).toEqual(row);
+    expect(prettyKey(tableKey(52, 3, [{ kind: 'int', value: 1 }, { kind: 'null' }], ['desc', 'desc']))).toBe('/Table/52/3/1/NULL');
   });
 
   const corrupt: [string, () => unknown, Buffer][] = [
@@ -361,7 +364,7 @@ describe('split keys and spans', () => {
     const spans = replicatedSpans(7, start, end);
     for (let i = 1; i < spans.length; i++) expect(compareBytes((spans[i - 1] as Span).endKey, (spans[i] as Span).key)).toBeLessThanOrEqual(0);
     const covered = (k: Buffer): boolean => spans.some((sp) => inSpan(k, sp));
-    const row = tableKey(52, 1, (w) => w.appendString('r'));
+    const row = rowKey(52, 1, (w) => w.appendString('r'));
     for (const k of [rangeAppliedStateKey(7), rangeLeaseKey(7), abortSpanKey(7, TXN), rangeDescriptorKey(start), transactionKey(row, TXN), row]) {
       expect(covered(k), prettyKey(k)).toBe(true);
     }
@@ -385,7 +388,7 @@ describe('split keys and spans', () => {
   });
 
   it('table and index spans hold exactly their keys', () => {
-    const row = tableKey(52, 1, (w) => w.appendInt(-1));
+    const row = rowKey(52, 1, (w) => w.appendInt(-1));
     expect(inSpan(row, tableSpan(52))).toBe(true);
     expect(inSpan(row, tableIndexSpan(52, 1))).toBe(true);
     expect(inSpan(row, tableIndexSpan(52, 2))).toBe(false);
