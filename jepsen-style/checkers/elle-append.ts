@@ -24,7 +24,7 @@
  *   - G1b                — a read ends in a value that was not its writer's last append
  *                          to that key (an intermediate version);
  *   - internal           — a transaction's read disagrees with its own earlier reads and
- *                          appends of that key;
+ *                          appends of that key, or lists one of its own later appends;
  *   - incompatible-order — two reads of a key where neither is a prefix of the other;
  *   - lost-update        — two committed transactions read the same version of a key
  *                          and both appended to it;
@@ -157,16 +157,21 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
   const observed = new Set<Txn>();
   for (const t of committed) {
     const ownState = new Map<AppendKey, { read: readonly AppendValue[] | undefined; appended: AppendValue[] }>();
+    const ownSoFar = new Map<AppendKey, Set<AppendValue>>();
     for (const m of t.mops) {
       const st = ownState.get(m[1]) ?? { read: undefined, appended: [] };
       ownState.set(m[1], st);
       if (m[0] === 'append') {
         st.appended.push(m[2]);
+        ownSoFar.set(m[1], (ownSoFar.get(m[1]) ?? new Set()).add(m[2]));
         continue;
       }
       const list = readList(m);
       const ki = keyInfo(m[1]);
       checkReadElements(t, m, list, ki, log, observed);
+      // Reading one's own append before making it.
+      const future = list.filter((v) => ki.writers.get(v)?.txn === t && ownSoFar.get(m[1])?.has(v) !== true);
+      if (future.length > 0) log.add('internal', { txn: describe(t), mop: m, readsOwnFutureAppends: future });
       // Internal consistency: the read must reflect this txn's own earlier micro-ops.
       if (st.read !== undefined) {
         const expected = [...st.read, ...st.appended];

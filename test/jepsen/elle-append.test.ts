@@ -93,6 +93,7 @@ describe('elle list-append: anomalies', () => {
     ],
     ['internal', [[0, 'ok', [R('x', []), A('x', 5), R('x', [])]]], false],
     ['internal', [[0, 'ok', [A('x', 5), R('x', [7])]], [1, 'ok', [A('x', 7)]]], true],
+    ['internal', [[0, 'ok', [R('x', [5]), A('x', 5)]]], false], // reads its own future append
     ['duplicate-elements', [[0, 'ok', [A('x', 1)]], [1, 'ok', [R('x', [1, 1])]]], false],
     ['garbage-read', [[0, 'ok', [A('x', 1)]], [1, 'ok', [R('x', [1, 99])]]], false],
     [
