@@ -189,7 +189,7 @@ describe('every call settles under random faults', () => {
     n2.ctx.faults.setFaults(1, spec);
     const n = 600;
     const outcomes = await Promise.allSettled(
-      Array.from({ length: n }, (_, i) => n1.ctx.call(2, ECHO, Buffer.from(`k${i}`), { timeoutMs: 150 })),
+      Array.from({ length: n }, (_, i) => n1.ctx.call(2, ECHO, Buffer.from(`k${i}`), { timeoutMs: 500 })),
     );
     let ok = 0;
     outcomes.forEach((o, i) => {
