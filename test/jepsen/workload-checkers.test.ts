@@ -152,35 +152,21 @@ describe('monotonic', () => {
 describe('sequential', () => {
   const writes = () => new HistoryBuilder().op(9, 'ok', 'write', ['g', 0]).op(9, 'ok', 'write', ['g', 1]).op(9, 'ok', 'write', ['g', 2]);
 
+  /** A read concurrent with writes of keys 0 and 1 (outcomes given), returning `present`. */
+  const during = (w0: 'ok' | 'info', present: boolean[]) =>
+    new HistoryBuilder().invoke(0, 'read', ['g', null]).op(9, w0, 'write', ['g', 0]).op(10, 'ok', 'write', ['g', 1]).ok(0, 'read', ['g', present]).build();
+
   it('accepts reads that see a prefix of the writes', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'read', ['g', null])
-      .op(9, 'ok', 'write', ['g', 0])
-      .op(9, 'ok', 'write', ['g', 1])
-      .ok(0, 'read', ['g', [true, false, false]])
-      .build();
-    expect(checkSequential(h).valid).toBe(true);
+    expect(checkSequential(during('ok', [true, false, false])).valid).toBe(true);
     expect(checkSequential(writes().op(0, 'ok', 'read', null, ['g', [true, true, true]]).build()).valid).toBe(true);
   });
 
   it('flags a reader that saw a later key but missed an earlier one', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'read', ['g', null])
-      .op(9, 'ok', 'write', ['g', 0])
-      .op(9, 'ok', 'write', ['g', 1])
-      .ok(0, 'read', ['g', [false, true]])
-      .build();
-    expect(checkSequential(h).anomalyTypes).toEqual(['sequential-violation']);
+    expect(checkSequential(during('ok', [false, true])).anomalyTypes).toEqual(['sequential-violation']);
   });
 
   it('allows a missing key whose write was indeterminate', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'read', ['g', null])
-      .op(9, 'info', 'write', ['g', 0])
-      .op(10, 'ok', 'write', ['g', 1])
-      .ok(0, 'read', ['g', [false, true]])
-      .build();
-    expect(checkSequential(h).valid).toBe(true);
+    expect(checkSequential(during('info', [false, true])).valid).toBe(true);
   });
 
   it('flags stale reads, failed writes seen and keys never written', () => {
@@ -191,12 +177,12 @@ describe('sequential', () => {
 });
 
 describe('g2', () => {
+  /** Two concurrent predicate-read-then-insert txns on key 1; the second ends `second`. */
+  const race = (second: 'ok' | 'fail') =>
+    new HistoryBuilder().invoke(0, 'insert', [1, 'a']).invoke(1, 'insert', [1, 'b']).ok(0, 'insert', [1, 'a'])[second](1, 'insert', [1, 'b']);
+
   it('accepts at most one committed insert per key', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'insert', [1, 'a'])
-      .invoke(1, 'insert', [1, 'b'])
-      .ok(0, 'insert', [1, 'a'])
-      .fail(1, 'insert', [1, 'b'])
+    const h = race('fail')
       .op(2, 'info', 'insert', [2, 'a'])
       .op(3, 'ok', 'insert', [2, 'b']) // the info one may have committed too: not provable
       .build();
@@ -204,13 +190,7 @@ describe('g2', () => {
   });
 
   it('flags two committed inserts for one predicate', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'insert', [1, 'a'])
-      .invoke(1, 'insert', [1, 'b'])
-      .ok(0, 'insert', [1, 'a'])
-      .ok(1, 'insert', [1, 'b'])
-      .build();
-    const r = checkG2(h);
+    const r = checkG2(race('ok').build());
     expect(r.valid).toBe(false);
     expect(r.anomalyTypes).toEqual(['G2']);
   });
