@@ -130,7 +130,7 @@ const w = new KeyWriter();
 // ---- Range-ID-local keys ------------------------------------------------------
 
 function checkId(what: string, id: number): void {
-  assert(Number.isSafeInteger(id) && id >= 0, `keys: ${what} ${id} is not a non-negative safe integer`);
+  if (!(Number.isSafeInteger(id) && id >= 0)) assert(false, `keys: ${what} ${id} is not a non-negative safe integer`);
 }
 
 function rangeIdPrefixInto(rangeId: number, infix?: number): KeyWriter {
@@ -191,7 +191,7 @@ export function rangeGCThresholdKey(rangeId: number): Buffer {
 }
 
 function checkTxnId(txnId: Uint8Array): void {
-  assert(txnId.length === TXN_ID_LENGTH, `keys: a transaction id is ${TXN_ID_LENGTH} bytes, got ${txnId.length}`);
+  if (txnId.length !== TXN_ID_LENGTH) assert(false, `keys: a transaction id is ${TXN_ID_LENGTH} bytes, got ${txnId.length}`);
 }
 
 /** The abort span entry of a transaction in a range. */

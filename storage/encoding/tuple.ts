@@ -242,7 +242,7 @@ export class KeyWriter {
 
   /** A fixed 8-byte big-endian unsigned integer (order-preserving; no tag). */
   appendUint64(n: number): this {
-    assert(Number.isSafeInteger(n) && n >= 0, `encoding: uint64 ${n} is not a non-negative safe integer`);
+    if (!(Number.isSafeInteger(n) && n >= 0)) assert(false, `encoding: uint64 ${n} is not a non-negative safe integer`);
     this.reserve(8);
     const hi = Math.floor(n / TWO_POW_32);
     this.buf.writeUInt32BE(hi, this.pos);
@@ -278,14 +278,18 @@ export class KeyWriter {
     return this.appendByte(dir === 'asc' ? (v ? TAG_TRUE : TAG_FALSE) : v ? TAG_TRUE_DESC : TAG_FALSE_DESC);
   }
 
-  /** A safe-integer number or an int64 bigint. */
+  /**
+   * A safe-integer number or an int64 bigint.
+   * NB: here and in every hot encoder, an assert's message is built only once
+   * the check has failed (`if (!ok) assert(false, …)`), never per call.
+   */
   appendInt(v: number | bigint, dir: Direction = 'asc'): this {
     const tags = dir === 'asc' ? INT_ASC : INT_DESC;
     let hi: number;
     let lo: number;
     let neg: boolean;
     if (typeof v === 'number') {
-      assert(Number.isSafeInteger(v), `encoding: int ${v} is not a safe integer (pass a bigint)`);
+      if (!Number.isSafeInteger(v)) assert(false, `encoding: int ${v} is not a safe integer (pass a bigint)`);
       const w = dir === 'asc' ? v : -v - 1;
       if (w >= 0 && w <= tags.smallMax) return this.appendByte(tags.zero + w);
       neg = w < 0;
@@ -299,7 +303,7 @@ export class KeyWriter {
         hi = h >>> 0;
       }
     } else {
-      assert(v >= MIN_INT64 && v <= MAX_INT64, `encoding: int ${v} is outside int64`);
+      if (!(v >= MIN_INT64 && v <= MAX_INT64)) assert(false, `encoding: int ${v} is outside int64`);
       const w = dir === 'asc' ? v : -v - 1n;
       if (w >= 0n && w <= BigInt(tags.smallMax)) return this.appendByte(tags.zero + Number(w));
       neg = w < 0n;

@@ -47,7 +47,7 @@ export function uvarintSize(n: number): number {
 
 /** Writes the unsigned varint of a non-negative safe integer at `off`; returns the offset after it. */
 export function putUvarint(buf: Uint8Array, off: number, n: number): number {
-  assert(Number.isSafeInteger(n) && n >= 0, `encoding: uvarint of ${n} is not a non-negative safe integer`);
+  if (!(Number.isSafeInteger(n) && n >= 0)) assert(false, `encoding: uvarint of ${n} is not a non-negative safe integer`);
   // Fast path: below 2^31 the bit operators are exact.
   while (n >= 0x80000000) {
     buf[off++] = (n % TWO_POW_7) | 0x80;
@@ -63,7 +63,7 @@ export function putUvarint(buf: Uint8Array, off: number, n: number): number {
 
 /** Writes the unsigned varint of a uint64 at `off`; returns the offset after it. */
 export function putUvarintBig(buf: Uint8Array, off: number, n: bigint): number {
-  assert(n >= 0n && n <= MAX_UINT64, `encoding: uvarint of ${n} is outside uint64`);
+  if (!(n >= 0n && n <= MAX_UINT64)) assert(false, `encoding: uvarint of ${n} is outside uint64`);
   while (n >= 0x80n) {
     buf[off++] = Number(n & 0x7fn) | 0x80;
     n >>= 7n;
@@ -122,7 +122,7 @@ export function varintSize(n: number): number {
 
 /** Writes the zig-zag varint of a safe integer at `off`; returns the offset after it. */
 export function putVarint(buf: Uint8Array, off: number, n: number): number {
-  assert(Number.isSafeInteger(n), `encoding: varint of ${n} is not a safe integer`);
+  if (!Number.isSafeInteger(n)) assert(false, `encoding: varint of ${n} is not a safe integer`);
   const z = zigzag(n);
   if (z <= Number.MAX_SAFE_INTEGER) return putUvarint(buf, off, z);
   // |n| ≥ 2^52: zigzag(n) is past the exact range of a double, take the bigint path.
@@ -131,7 +131,7 @@ export function putVarint(buf: Uint8Array, off: number, n: number): number {
 
 /** Writes the zig-zag varint of an int64 at `off`; returns the offset after it. */
 export function putVarintBig(buf: Uint8Array, off: number, n: bigint): number {
-  assert(n >= MIN_INT64 && n <= MAX_INT64, `encoding: varint of ${n} is outside int64`);
+  if (!(n >= MIN_INT64 && n <= MAX_INT64)) assert(false, `encoding: varint of ${n} is outside int64`);
   return putUvarintBig(buf, off, n >= 0n ? n << 1n : (-n << 1n) - 1n);
 }
 
