@@ -58,22 +58,7 @@ import type { FaultHook } from './fault-hook.js';
 import { beginFrame, encodeFrame, endFrame, FRAME_HEADER_BYTES, FrameDecoder } from './frame.js';
 import { clusterIdConflict, decodeHandshake, encodeHandshake, type Handshake } from './handshake.js';
 import type { PeerMetrics, RpcMetrics } from './metrics.js';
-
-/** What a handler learns about the message it serves. */
-export interface RpcCallContext {
-  /** The sending node's id (0 if it has none yet: joining). */
-  readonly peerId: number;
-  readonly method: number;
-  /** The sender's HLC timestamp carried by the message. */
-  readonly ts: Timestamp;
-}
-
-/**
- * Serves one method. For a request the returned bytes are the response
- * (nothing = empty); a thrown CairnError travels to the caller unchanged. For
- * a one-way message the result is ignored.
- */
-export type RpcHandler = (payload: Buffer, ctx: RpcCallContext) => Uint8Array | void | Promise<Uint8Array | void>;
+import type { CallOptions, RpcHandler } from './transport.js';
 
 /** What a connection needs from the node it belongs to (RpcContext). */
 export interface ConnectionHost {
@@ -111,12 +96,6 @@ interface OutMessage {
   readonly requestId: number;
   readonly payload: Uint8Array;
   readonly call: PendingCall | null;
-}
-
-export interface CallOptions {
-  /** Deadline in ms from now; none if absent or 0. */
-  readonly timeoutMs?: number;
-  readonly signal?: AbortSignal;
 }
 
 /** Initial size of each of the two outgoing buffers; larger ones are kept for reuse up to MAX_SPARE_BYTES. */

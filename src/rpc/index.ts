@@ -9,5 +9,6 @@ export { decodeEnvelope, encodeEnvelope, type Envelope, MessageKind } from './en
 export { RpcError } from './errors.js';
 export { type FaultCounters, FaultHook, type FaultSpec, InvalidFaultSpecError } from './fault-hook.js';
 export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
-export { type CallOptions, Connection, type RpcCallContext, type RpcHandler } from './connection.js';
+export { Connection } from './connection.js';
+export type { CallOptions, RpcCallContext, RpcHandler, RpcTransport } from './transport.js';
 export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';

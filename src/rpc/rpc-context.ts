@@ -40,7 +40,8 @@ import type { CairnError } from '../util/errors.js';
 import type { Clock, ClockOffsetError } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
-import { Connection, type CallOptions, type ConnectionHost, type RpcHandler } from './connection.js';
+import { Connection, type ConnectionHost } from './connection.js';
+import type { CallOptions, RpcHandler, RpcTransport } from './transport.js';
 import { RpcError, unavailableError } from './errors.js';
 import { FaultHook } from './fault-hook.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './frame.js';
@@ -156,7 +157,7 @@ export class RpcServer {
   }
 }
 
-export class RpcContext implements ConnectionHost {
+export class RpcContext implements ConnectionHost, RpcTransport {
   readonly clock: Clock;
   readonly faults: FaultHook;
   readonly metrics = new RpcMetrics();
