@@ -111,6 +111,28 @@ function zipfianCounts(seed: number, n: number, draws: number): { c: number[]; z
   return { c: counts(n, draws, () => g.nextLong()), zetan: zeta(0, n, ZIPFIAN_CONSTANT, 0) };
 }
 
+describe('AcknowledgedCounter across its window', () => {
+  it('keeps exposing the acknowledged prefix after the ring wraps several times', () => {
+    const a = new AcknowledgedCounter(0);
+    const n = 3 * (1 << 20) + 17;
+    let lagging = -1;
+    for (let i = 0; i < n; i++) {
+      const v = a.next();
+      if (i % 100_000 === 50) {
+        lagging = v; // hold one back for a while
+        continue;
+      }
+      a.acknowledge(v);
+      if (lagging >= 0 && i % 100_000 === 90) {
+        if (a.lastValue() !== lagging - 1) expect.fail(`limit ${a.lastValue()} passed the unacknowledged ${lagging}`);
+        a.acknowledge(lagging);
+        lagging = -1;
+      }
+    }
+    expect(a.lastValue()).toBe(n - 1);
+  });
+});
+
 describe('ZipfianGenerator (Gray et al. 1994, YCSB θ = 0.99)', () => {
   it('the two hottest items have exactly the zipfian probabilities', () => {
     const draws = 200_000;

@@ -104,6 +104,19 @@ describe('YCSB against PostgreSQL', () => {
     }
   });
 
+  it('init loads the same data for the same seed, whatever the concurrency', async () => {
+    const digest = async (schema: string, concurrency: number): Promise<string> => {
+      await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      const url = `${server.url}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      await initYcsb({ urls: [url], drop: true, insertCount: 500, concurrency, batchSize: 40, seed: 3 });
+      const [row] = await query<{ h: string }>(
+        `SELECT md5(string_agg(concat_ws(',', ycsb_key, field0, field5, field9), ';' ORDER BY ycsb_key)) AS h FROM ${schema}.usertable`,
+      );
+      return row!.h;
+    };
+    expect(await digest('seq', 1)).toBe(await digest('par', 4));
+  });
+
   it('init refuses to reuse an existing table without --drop', async () => {
     await expect(initYcsb({ urls: [server.url], insertCount: 10 })).rejects.toThrow(/already exists; pass --drop/);
   });
@@ -224,12 +237,17 @@ describe('YCSB against PostgreSQL', () => {
     let perApp: Record<string, number> = {};
     let killed = 0;
     const run = runYcsb({ urls, workload: 'A', concurrency: 4, durationMs: 1500, reportIntervalMs: 250, tolerateErrors: true, seed: 10 });
-    // While it runs: see where the clients are, then kill them all once.
-    await new Promise((r) => setTimeout(r, 400));
-    const apps = await query<{ app: string; n: string }>(
-      "SELECT application_name AS app, count(*) AS n FROM pg_stat_activity WHERE application_name LIKE 'ycsb_%' GROUP BY 1",
-    );
-    perApp = Object.fromEntries(apps.map((r) => [r.app, Number(r.n)]));
+    // While it runs: wait (bounded) until all four clients are connected, see
+    // where they are, then kill them all once.
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const apps = await query<{ app: string; n: string }>(
+        "SELECT application_name AS app, count(*) AS n FROM pg_stat_activity WHERE application_name LIKE 'ycsb_%' GROUP BY 1",
+      );
+      perApp = Object.fromEntries(apps.map((r) => [r.app, Number(r.n)]));
+      if ((perApp['ycsb_a'] ?? 0) + (perApp['ycsb_b'] ?? 0) === 4) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const rows = await query<{ k: boolean }>("SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity WHERE application_name LIKE 'ycsb_%'");
     killed = rows.filter((r) => r.k).length;
     const res = await run;

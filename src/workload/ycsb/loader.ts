@@ -8,8 +8,12 @@
  *   a progress display: a redrawn bar on a terminal, periodic lines otherwise
  *
  * Records are indexes 0..insertCount-1; record i has key keyName(i) ("user" +
- * FNV-64 of i) and ten fields of 100 random printable characters from the
- * seeded Prng. Loaders' connections are spread round-robin over the URLs.
+ * FNV-64 of i) and ten fields of 100 random printable characters. Each batch
+ * draws its values from its own Prng, seeded by (seed, batch number), so the
+ * loaded data depends only on the seed and the batch size — not on the
+ * concurrency or the servers' timing — and two targets loaded with the same
+ * flags hold identical tables. Loaders' connections are spread round-robin
+ * over the URLs.
  *
  * Split points (only against Cairn, detected by `SELECT version()` containing
  * "Cairn"; other servers get a notice and no splits): the keys of the records
@@ -75,6 +79,11 @@ export function splitKeys(insertCount: number, splits: number): string[] {
   const out: string[] = [];
   for (let s = 1; s < splits; s++) out.push(keys[Math.floor((s * insertCount) / splits)] as string);
   return out;
+}
+
+/** The seed of batch `batch`'s Prng: a 32-bit mix of the run's seed and the batch number. */
+function batchSeed(seed: number, batch: number): number {
+  return (Math.imul(seed ^ 0x5bd1e995, 0x9e3779b1) + Math.imul(batch, 0x85ebca6b)) >>> 0;
 }
 
 const BAR_WIDTH = 30;
@@ -150,8 +159,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
 
   const conns = await openConnections(urls, concurrency);
 
-  const rng = new Prng(options.seed ?? 1);
-  const fields = new FieldGenerator(rng);
+  const seed = options.seed ?? 1;
   const batches = new CounterGenerator(0);
   const fullSql = insertSql(batchSize);
   const start = performance.now();
@@ -183,8 +191,10 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
 
   async function loader(conn: Connection): Promise<void> {
     for (;;) {
-      const first = batches.next() * batchSize;
+      const batch = batches.next();
+      const first = batch * batchSize;
       if (first >= total) return;
+      const fields = new FieldGenerator(new Prng(batchSeed(seed, batch)));
       const n = Math.min(batchSize, total - first);
       const values: string[] = new Array<string>(n * (1 + FIELD_COUNT));
       let v = 0;
