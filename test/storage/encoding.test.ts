@@ -215,9 +215,13 @@ const GOLDEN: readonly [string, KeyDatum, string, string][] = [
   ['string "a\\x00b"', s('a\u0000b'), '146100ff620001', '159eff009dfffe'],
   ['string "héllo"', s('héllo'), '1468c3a96c6c6f0001', '15973c56939390fffe'],
   ['string U+1F600', s('\u{1F600}'), '14f09f98800001', '150f60677ffffe'],
+  ['string U+00FF (UTF-8 has no 0xFF byte)', s('\u00ff'), '14c3bf0001', '153c40fffe'],
+  ['string U+FFFF', s('\uffff'), '14efbfbf0001', '15104040fffe'],
+  ['string of NULs', s('\u0000\u0000'), '1400ff00ff0001', '15ff00ff00fffe'],
   ['empty bytes', by(''), '120001', '13fffe'],
   ['bytes 00 ff', by('00ff'), '1200ffff0001', '13ff0000fffe'],
   ['bytes ff 00 01', by('ff0001'), '12ff00ff010001', '1300ff00fefffe'],
+  ['bytes ff', by('ff'), '12ff0001', '1300fffe'],
 ];
 
 describe('tuple encoding: golden vectors', () => {
