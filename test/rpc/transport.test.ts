@@ -153,6 +153,13 @@ describe('round trips', () => {
     expect(e3.code).toBe('rpc.unknown_method');
   });
 
+  it('a node can call itself (over loopback, like any peer)', async () => {
+    const n1 = await nodes.start(1);
+    n1.ctx.setPeerAddress(1, n1.addr);
+    n1.ctx.register(3, (p, ctx) => Buffer.from(`${p.toString()} from n${ctx.peerId}`));
+    expect((await n1.ctx.call(1, 3, Buffer.from('hi'))).toString()).toBe('hi from n1');
+  });
+
   it('dials from the configured local address (a 127.0.0.x alias)', async () => {
     const raw = await silentServer('127.0.0.3');
     const n1 = await nodes.start(1, { localAddress: '127.0.0.2', host: '127.0.0.2' });
