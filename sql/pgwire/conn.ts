@@ -31,7 +31,10 @@
  *     RowDescription or NoData;
  *   - all portals are closed when ReadyForQuery reports status 'I';
  *   - a malformed message gets a FATAL 08P01 ErrorResponse and the
- *     connection closes; CopyData/CopyDone/CopyFail outside COPY are ignored.
+ *     connection closes; CopyData/CopyDone/CopyFail outside COPY are ignored;
+ *   - COPY FROM STDIN: the session iterates sink.copyIn(), which answers
+ *     CopyInResponse and pulls CopyData from the decoder until CopyDone
+ *     (CopyFail → 57014); COPY TO STDOUT: copyOut/copyData/copyDone.
  *
  * Backpressure: rows accumulate in one BackendWriter buffer; at `flushBytes`
  * it is handed to the transport, and while the transport holds more than
@@ -156,7 +159,7 @@ export class PgConn {
   private readonly portals = new Map<string, PortalEntry>();
   /** A pump is processing messages (possibly awaiting the session). */
   private busy = false;
-  private pumping: Promise<void> = Promise.resolve();
+  private idleWaiters: (() => void)[] = [];
   private inputPaused = false;
   private sessionClosed = false;
   private closeResolve!: () => void;
@@ -185,6 +188,10 @@ export class PgConn {
       row,
       notice,
       parameterStatus,
+      copyIn: (overall, formats) => this.copyIn(overall, formats),
+      copyOut: (overall, formats) => this.out.copyOutResponse(overall, formats),
+      copyData: (data) => this.sendCopyData(data),
+      copyDone: () => this.out.copyDone(),
       rowDescription: (columns) => this.out.rowDescription(columns),
       commandComplete: (tag) => this.out.commandComplete(tag),
       emptyQuery: () => this.out.emptyQueryResponse(),
@@ -199,6 +206,7 @@ export class PgConn {
   feed(chunk: Buffer): boolean {
     if (this.state === 'closed') return true;
     this.decoder.push(chunk);
+    this.wakeInput();
     this.kick();
     if (this.busy && this.decoder.bufferedBytes > this.inputHighWaterMark) {
       this.inputPaused = true;
@@ -212,9 +220,18 @@ export class PgConn {
     this.close();
   }
 
-  /** Resolves when every complete message fed so far has been processed. */
+  /**
+   * Resolves when every complete message fed so far has been processed (or
+   * the connection waits for more input in the middle of a COPY).
+   */
   async whenIdle(): Promise<void> {
-    while (this.busy) await this.pumping;
+    while (this.busy && this.inputWaiter === undefined) {
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    }
+  }
+
+  private notifyIdle(): void {
+    for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /** Cancels the running statement (CancelRequest routed here by the registry). */
@@ -225,7 +242,7 @@ export class PgConn {
   private kick(): void {
     if (this.busy) return;
     this.busy = true;
-    this.pumping = this.pump();
+    this.pump().catch((e: unknown) => this.opts.onInternalError?.(e));
   }
 
   /**
@@ -252,6 +269,7 @@ export class PgConn {
       }
     }
     this.busy = false;
+    this.notifyIdle();
     if (this.state === 'closed') {
       await this.closeSession();
     } else if (this.inputPaused) {
@@ -592,6 +610,55 @@ export class PgConn {
     this.portals.clear();
   }
 
+  // ─── COPY ────────────────────────────────────────────────────────────────
+
+  /** Pulls CopyData straight from the decoder: the pump is parked inside the session's call meanwhile. */
+  private async *copyIn(overallFormat: FormatCode, columnFormats: readonly FormatCode[]): AsyncGenerator<Uint8Array> {
+    this.out.copyInResponse(overallFormat, columnFormats);
+    this.flush();
+    for (;;) {
+      if (this.state === 'closed') throw connectionClosed();
+      const msg = this.decoder.next();
+      if (msg === undefined) {
+        await this.waitInput();
+        continue;
+      }
+      this.stats.messagesIn++;
+      switch (msg.kind) {
+        case 'copyData':
+          yield msg.data;
+          break;
+        case 'copyDone':
+          return;
+        case 'copyFail':
+          throw new PgError('pgwire.copy_failed', '57014', `COPY from stdin failed: ${msg.message}`);
+        case 'flush':
+        case 'sync':
+          break;
+        default:
+          throw new ProtocolViolationError(`unexpected message type ${msg.kind} during COPY from stdin`);
+      }
+    }
+  }
+
+  private inputWaiter: (() => void) | undefined;
+
+  private waitInput(): Promise<void> {
+    if (this.inputPaused) {
+      this.inputPaused = false;
+      this.transport.resumeInput?.();
+    }
+    const p = new Promise<void>((resolve) => (this.inputWaiter = resolve));
+    this.notifyIdle();
+    return p;
+  }
+
+  private wakeInput(): void {
+    const w = this.inputWaiter;
+    this.inputWaiter = undefined;
+    w?.();
+  }
+
   // ─── output and backpressure ────────────────────────────────────────────
 
   private sendRow(values: readonly (Uint8Array | null)[]): Promise<void> | undefined {
@@ -601,6 +668,17 @@ export class PgConn {
     }
     this.out.dataRow(values);
     this.stats.rowsOut++;
+    return this.afterOutput();
+  }
+
+  private sendCopyData(data: Uint8Array): Promise<void> | undefined {
+    if (this.state === 'closed') return Promise.reject(connectionClosed());
+    this.out.copyData(data);
+    return this.afterOutput();
+  }
+
+  /** Flushes at flushBytes; a promise to await while the transport is above the high-water mark. */
+  private afterOutput(): Promise<void> | undefined {
     if (this.out.length < this.flushBytes) return undefined;
     this.flush();
     if (this.transport.bufferedBytes() < this.highWaterMark) return undefined;
@@ -647,6 +725,7 @@ export class PgConn {
     if (this.processId !== 0) this.opts.cancelRegistry.unregister(this.processId);
     if (running) this.session?.cancel();
     else void this.closeSession();
+    this.wakeInput();
   }
 
   private async closeSession(): Promise<void> {

@@ -111,6 +111,20 @@ export type NoticeFields = ErrorFields;
  */
 export interface RowSink {
   row(values: readonly (Uint8Array | null)[]): Promise<void> | undefined;
+  /**
+   * COPY … FROM STDIN: sends CopyInResponse, then yields the payload of each
+   * CopyData the client sends until CopyDone. A CopyFail ends it with a
+   * PgError 57014; the connection closing ends it with
+   * `pgwire.connection_closed`. Flush and Sync are ignored meanwhile, as in
+   * PostgreSQL; anything else is a protocol violation. Payloads alias input
+   * buffers: copy what must outlive the iteration step.
+   */
+  copyIn(overallFormat: FormatCode, columnFormats: readonly FormatCode[]): AsyncIterable<Uint8Array>;
+  /** COPY … TO STDOUT: sends CopyOutResponse; then copyData() any number of times, then copyDone(). */
+  copyOut(overallFormat: FormatCode, columnFormats: readonly FormatCode[]): void;
+  /** One CopyData message, with the same backpressure contract as row(). */
+  copyData(data: Uint8Array): Promise<void> | undefined;
+  copyDone(): void;
   /** Sends a NoticeResponse (e.g. a WARNING) now, between rows or results. */
   notice(fields: NoticeFields): void;
   /** Reports a changed session parameter (SET TimeZone …) as ParameterStatus. */

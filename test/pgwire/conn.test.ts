@@ -357,6 +357,49 @@ describe('extended query', () => {
   });
 });
 
+describe('COPY', () => {
+  it('FROM STDIN: CopyInResponse is flushed at once, CopyData flows to the session until CopyDone', async () => {
+    const h = await started();
+    const start = await h.send(serialize.query('copy t from stdin'));
+    expect(start).toMatchObject([{ name: 'copyInResponse', binary: false, columnTypes: [0, 0, 0, 0, 0, 0] }]);
+    expect(await h.send(serialize.copyData(Buffer.from('1\tx\n2\t')), serialize.flush())).toEqual([]);
+    const end = await h.send(serialize.copyData(Buffer.from('y\n')), serialize.copyDone());
+    expect(end).toMatchObject([{ name: 'commandComplete', text: 'COPY 2' }, { name: 'readyForQuery', status: 'I' }]);
+    expect(h.factory.copied).toEqual(['1\tx', '2\ty']);
+  });
+
+  it('FROM STDIN: CopyFail ends the COPY with 57014; late CopyData is ignored', async () => {
+    const h = await started();
+    await h.send(serialize.query('copy t from stdin'));
+    const msgs = await h.send(serialize.copyData(Buffer.from('1\n')), serialize.copyFail('client gave up'), serialize.copyData(Buffer.from('2\n')));
+    expect(msgs).toMatchObject([{ name: 'error', code: '57014', message: 'COPY from stdin failed: client gave up' }, { name: 'readyForQuery' }]);
+    expect(h.transport.closed).toBe(false);
+  });
+
+  it('FROM STDIN: a Query in the middle is a protocol violation; closing mid-COPY closes the session', async () => {
+    const h = await started();
+    await h.send(serialize.query('copy t from stdin'));
+    expect(await h.send(serialize.query('select 1'))).toMatchObject([{ name: 'error', severity: 'FATAL', code: '08P01' }]);
+    expect(h.transport.closed).toBe(true);
+    await h.conn.closed;
+    expect(h.factory.openSessions).toBe(0);
+
+    const g = await started();
+    await g.send(serialize.query('copy t from stdin'));
+    g.conn.inputEnded();
+    await g.conn.closed;
+    expect(g.factory.openSessions).toBe(0);
+  });
+
+  it('TO STDOUT: CopyOutResponse, CopyData per row, CopyDone, CommandComplete', async () => {
+    const h = await started();
+    const msgs = await h.send(serialize.query('copy t to stdout'));
+    expect(names(msgs)).toEqual(['copyOutResponse', 'copyData', 'copyData', 'copyData', 'copyDone', 'commandComplete', 'readyForQuery']);
+    expect(String(msgs[1]!['chunk'])).toBe('1\talice\t1.5\tt\t\\xdead\t9007199254740993\n');
+    expect(msgs[5]).toMatchObject({ text: 'COPY 3' });
+  });
+});
+
 describe('cancel', () => {
   it('a CancelRequest with the right (pid, secret) cancels the running statement (57014); a wrong secret does nothing', async () => {
     const registry = new CancelRegistry();

@@ -204,12 +204,18 @@ describe('pgwire over TCP, trust (--insecure)', () => {
     }
   });
 
-  it('psql: select 1 and a multi-row result', async () => {
+  it('psql: select 1, a multi-row result, COPY in and out, an error', async () => {
     const env = { ...process.env, PGCONNECT_TIMEOUT: '10', PGSSLMODE: 'prefer' };
     const one = await run('/usr/bin/psql', ['-h', '127.0.0.1', '-p', String(srv.port), '-U', 'root', '-d', 'db', '-X', '-A', '-t', '-c', 'select 1'], { env });
     expect(one.stdout.trim()).toBe('1');
     const t = await run('/usr/bin/psql', ['-h', '127.0.0.1', '-p', String(srv.port), '-U', 'root', '-d', 'db', '-X', '-A', '-c', 'select * from t'], { env });
     expect(t.stdout.split('\n').slice(0, 2)).toEqual(['id|name|score|ok|data|big', '1|alice|1.5|t|\\xdead|9007199254740993']);
+    const copy = run('/usr/bin/psql', ['-h', '127.0.0.1', '-p', String(srv.port), '-U', 'root', '-X', '-c', 'copy t from stdin'], { env });
+    copy.child.stdin!.end('7\tseven\n8\teight\n');
+    expect((await copy).stdout.trim()).toBe('COPY 2');
+    expect(srv.factory.copied.slice(-2)).toEqual(['7\tseven', '8\teight']);
+    const out = await run('/usr/bin/psql', ['-h', '127.0.0.1', '-p', String(srv.port), '-U', 'root', '-X', '-c', 'copy t to stdout'], { env });
+    expect(out.stdout.split('\n')[1]).toBe('2\tbob\t-2.25\tf\t\\x\t-1');
     const err = await run('/usr/bin/psql', ['-h', '127.0.0.1', '-p', String(srv.port), '-U', 'root', '-X', '-v', 'ON_ERROR_STOP=1', '-c', 'select 1/0'], { env }).catch((e) => e);
     expect(err.stderr).toContain('division by zero');
   });

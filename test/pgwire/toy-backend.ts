@@ -15,6 +15,8 @@
  *   select notice()                   a WARNING notice, then one row
  *   select boom()                     throws a plain Error: a bug, not an expected failure
  *   set timezone = 'Z'                ParameterStatus TimeZone
+ *   copy t from stdin                 COPY IN: counts the lines received (kept in ToyFactory.copied)
+ *   copy t to stdout                  COPY OUT: t as tab-separated text
  *   begin | commit | rollback         explicit transactions ('T', 'E' after an error)
  *   anything else                     42601 syntax error at position 1
  */
@@ -115,7 +117,7 @@ interface ToyPlan {
   /** Rows for the given parameters: count and row(i). */
   rows(args: readonly Value[]): { readonly count: number; row(i: number): readonly Value[] };
   readonly sleepSeconds?: number;
-  readonly effect?: 'begin' | 'commit' | 'rollback' | 'notice' | 'error' | 'set-timezone' | 'empty';
+  readonly effect?: 'begin' | 'commit' | 'rollback' | 'notice' | 'error' | 'set-timezone' | 'empty' | 'copy-in' | 'copy-out';
   readonly setting?: string;
 }
 
@@ -131,6 +133,8 @@ function plan(sql: string): ToyPlan {
   if ((m = /^set (?:time zone|timezone) (?:to |= ?)?'([^']*)'$/.exec(s))) {
     return { tag: 'SET', params: [], columns: null, rows: () => NONE, effect: 'set-timezone', setting: sql.trim().match(/'([^']*)'/)![1]! };
   }
+  if (s === 'copy t from stdin') return { tag: 'COPY', params: [], columns: null, rows: () => NONE, effect: 'copy-in' };
+  if (s === 'copy t to stdout') return { tag: 'COPY', params: [], columns: null, rows: () => NONE, effect: 'copy-out' };
   if ((m = /^select (-?\d+)$/.exec(s))) {
     const n = Number(m[1]);
     return { tag: 'SELECT', params: [], columns: [['?column?', 'int4']], rows: () => ({ count: 1, row: () => [n] }) };
@@ -206,6 +210,8 @@ export interface ToyOptions {
 /** Server-wide toy: counts open sessions so tests can check none leak. */
 export class ToyFactory implements SessionFactory {
   openSessions = 0;
+  /** Lines received by COPY FROM STDIN. */
+  readonly copied: string[] = [];
   sessionsStarted = 0;
   readonly sessions = new Set<ToySession>();
   constructor(readonly opts: ToyOptions = {}) {}
@@ -317,6 +323,23 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
         case 'error': throw new PgError('toy.division_by_zero', '22012', 'division by zero');
         case 'notice': sink.notice({ severity: 'WARNING', code: '01000', message: 'toy: a notice', detail: 'sent mid-statement' }); break;
         case 'set-timezone': sink.parameterStatus('TimeZone', p.setting!); break;
+        case 'copy-in': {
+          let text = '';
+          for await (const chunk of sink.copyIn(0, T_COLUMNS.map(() => 0))) text += Buffer.from(chunk).toString('utf8');
+          const lines = text.split('\n').filter((l) => l !== '' && l !== '\\.');
+          this.factory.copied.push(...lines);
+          return { kind: 'complete', tag: `COPY ${lines.length}` };
+        }
+        case 'copy-out': {
+          sink.copyOut(0, T_COLUMNS.map(() => 0));
+          for (const r of TABLE_T) {
+            const line = r.map((v, i) => encodeValue(v, T_COLUMNS[i]![1], 0)?.toString('utf8') ?? '\\N').join('\t');
+            const wait = sink.copyData(Buffer.from(`${line}\n`));
+            if (wait) await wait;
+          }
+          sink.copyDone();
+          return { kind: 'complete', tag: `COPY ${TABLE_T.length}` };
+        }
         case undefined: break;
       }
       if (p.sleepSeconds !== undefined) await this.sleep(p.sleepSeconds);
