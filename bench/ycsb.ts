@@ -6,7 +6,7 @@
  *
  *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16]
  *        [--duration 10s] [--workloads ABCDEF] [--method prepare]
- *        [--no-postgres] [--cairn-url URL…] [--out bench/results]
+ *        [--no-postgres] [--cairn-url URL…] [--splits 12] [--out bench/results]
  *
  * PostgreSQL: a throwaway server (test/support/postgres.ts) in a temporary
  * data directory with fsync=on and synchronous_commit=on; Debian's
@@ -59,11 +59,11 @@ function ensurePostgresInstalled(): void {
 async function measure(
   target: string,
   urls: string[],
-  o: { records: number; concurrency: number; durationMs: number; workloads: WorkloadName[]; method: QueryMethod },
+  o: { records: number; concurrency: number; durationMs: number; workloads: WorkloadName[]; method: QueryMethod; splits: number },
 ): Promise<TargetResult> {
   process.stdout.write(`\n== ${target}: loading ${o.records.toLocaleString('en-US')} records\n`);
   const load = await initYcsb(
-    { urls, drop: true, insertCount: o.records, concurrency: Math.min(o.concurrency, 8), batchSize: 200, splits: urls.length > 1 ? 12 : 0 },
+    { urls, drop: true, insertCount: o.records, concurrency: Math.min(o.concurrency, 8), batchSize: 200, splits: target === 'cairn' ? o.splits : 0 },
     { output: { write: (s) => void process.stdout.write(s), isTTY: process.stdout.isTTY === true } },
   );
   const runs: Partial<Record<WorkloadName, YcsbRunResult>> = {};
@@ -165,6 +165,7 @@ async function main(): Promise<void> {
     .option('--method <m>', 'prepare, noprepare or simple', parseMethod, 'prepare' as QueryMethod)
     .option('--no-postgres', 'skip PostgreSQL')
     .option('--cairn-url <urls...>', 'SQL URLs of a running Cairn cluster')
+    .option('--splits <n>', 'ranges to split usertable into on Cairn', (v) => Number(v), 12)
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
   const o = program.opts<{
@@ -175,10 +176,11 @@ async function main(): Promise<void> {
     method: QueryMethod;
     postgres: boolean;
     cairnUrl?: string[];
+    splits: number;
     out: string;
   }>();
   const workloads = [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName);
-  const cfg = { records: o.records, concurrency: o.concurrency, durationMs: o.duration, workloads, method: o.method };
+  const cfg = { records: o.records, concurrency: o.concurrency, durationMs: o.duration, workloads, method: o.method, splits: o.splits };
   const results: TargetResult[] = [];
 
   if (o.cairnUrl !== undefined && o.cairnUrl.length > 0) results.push(await measure('cairn', o.cairnUrl, cfg));

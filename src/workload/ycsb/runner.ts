@@ -25,7 +25,9 @@
  * transaction re-runs the whole transaction) up to `maxRetries` times, each
  * counted as a retry, not an error. Any other failure counts one error for
  * the op type and one under its SQLSTATE; a client whose connection broke
- * reconnects before its next operation.
+ * reconnects before its next operation (a failed reconnect counts as an error
+ * of the mix's first op type, under its SQLSTATE or connection:<code>, and is
+ * retried after 100 ms).
  */
 import { writeFileSync } from 'node:fs';
 import { assert } from '../../util/assert.js';
