@@ -54,6 +54,12 @@ export interface Model<S> {
   equal(a: S, b: S): boolean;
   /** False for operations that never change state (reads): dropped when indeterminate. */
   mayMutate(op: PairedOp): boolean;
+  /**
+   * Optional: removes indeterminate operations that provably need not be linearized
+   * (a linearization exists with them iff one exists without them). Receives the ok and
+   * mutating-indeterminate operations; must return a subset.
+   */
+  prune?(ops: readonly PairedOp[]): readonly PairedOp[];
 }
 
 type Scalar = number | string | null;
@@ -90,6 +96,28 @@ function registerStep(state: Scalar, op: PairedOp, cas: boolean): Scalar | undef
   }
 }
 
+/**
+ * Register pruning: an indeterminate write (or cas) of a value v that no ok read returns
+ * and no remaining cas expects is dropped. Sound: were it linearized, the register would
+ * hold v until the next write, and nothing that succeeds can observe v, so the
+ * operations after it see the same states without it. Dropping one may unobserve
+ * another cas's `from`, hence the fixpoint. Histories with many timeouts shrink a lot.
+ */
+function pruneUnobservedWrites(ops: readonly PairedOp[]): readonly PairedOp[] {
+  let kept = ops;
+  for (;;) {
+    const observed = new Set<Scalar>([null]);
+    for (const o of kept) {
+      if (o.f === 'read' && o.type === 'ok') observed.add(scalar(o.value));
+      if (o.f === 'cas') observed.add((o.value as [Scalar, Scalar])[0]);
+    }
+    const written = (o: PairedOp): Scalar => (o.f === 'cas' ? (o.value as [Scalar, Scalar])[1] : scalar(o.value));
+    const next = kept.filter((o) => o.type !== 'info' || o.f === 'read' || observed.has(written(o)));
+    if (next.length === kept.length) return kept;
+    kept = next;
+  }
+}
+
 function registerModel(name: string, cas: boolean): Model<Scalar> {
   return {
     name,
@@ -98,6 +126,7 @@ function registerModel(name: string, cas: boolean): Model<Scalar> {
     hash: hashScalar,
     equal: (a, b) => a === b,
     mayMutate: (op) => op.f !== 'read',
+    prune: pruneUnobservedWrites,
   };
 }
 
@@ -153,7 +182,8 @@ export function searchLinearization<S>(
   allOps: readonly PairedOp[],
   opts: { maxSteps: number; deadline: number; now: () => number },
 ): KeySearchResult<S> {
-  const ops = allOps.filter((o) => o.type === 'ok' || (o.type === 'info' && model.mayMutate(o)));
+  const candidates = allOps.filter((o) => o.type === 'ok' || (o.type === 'info' && model.mayMutate(o)));
+  const ops = model.prune === undefined ? candidates : model.prune(candidates);
   const n = ops.length;
   const nCompleted = ops.reduce((c, o) => c + (o.type === 'ok' ? 1 : 0), 0);
   if (nCompleted === 0) return { valid: true, steps: 0, cacheSize: 0 };
