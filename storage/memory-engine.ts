@@ -21,6 +21,7 @@
  */
 import {
   EngineClosedError,
+  compareKeys,
   SkipList,
   WriteBatch,
   decodeBatchRepr,
@@ -206,7 +207,7 @@ export class MemoryEngine implements Engine {
 
   approximateSize(start: Buffer, end: Buffer): Promise<number> {
     let size = 0;
-    for (let n = this.list.seekGE(start); n !== null && Buffer.compare(n.key, end) < 0; n = n.next[0] as SkipNode<Chain> | null) {
+    for (let n = this.list.seekGE(start); n !== null && compareKeys(n.key, end) < 0; n = n.next[0] as SkipNode<Chain> | null) {
       const v = visibleAt(n.value, this.seq);
       if (v !== null) size += n.key.length + v.length;
     }
