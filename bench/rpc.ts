@@ -6,6 +6,7 @@
  * rate. Prints figures; never asserted in `npm test` (DESIGN.md §5).
  *
  *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024] [--oneway-seconds 2]
+ *                                          [--no-coalesce]   (one socket write per message, for comparison)
  *
  * The machine is shared: the rate per CPU-second (process CPU time, both
  * endpoints) is the steadier figure when other work competes for the cores.
@@ -27,8 +28,16 @@ const inflight = arg('inflight', 64);
 const payloadBytes = arg('payload', 1024);
 const oneWaySeconds = arg('oneway-seconds', 2);
 
+const uncoalesced = process.argv.includes('--no-coalesce');
+
 async function node(nodeId: number): Promise<{ ctx: RpcContext; port: number }> {
-  const ctx = new RpcContext({ nodeId, clusterId: 'bench', clock: new Clock(systemPhysicalMicros), prng: new Prng(nodeId) });
+  const ctx = new RpcContext({
+    nodeId,
+    clusterId: 'bench',
+    clock: new Clock(systemPhysicalMicros),
+    prng: new Prng(nodeId),
+    flushEachMessage: uncoalesced,
+  });
   const { port } = await ctx.listen('127.0.0.1', 0);
   return { ctx, port };
 }
@@ -78,7 +87,7 @@ async function main(): Promise<void> {
       `(${inflight} in flight, ${payloadBytes} B each way, ${elapsed.toFixed(1)} s, ` +
       `cpu ${((cpu.user + cpu.system) / 1e6 / elapsed).toFixed(2)} cores = ` +
       `${Math.round(n / ((cpu.user + cpu.system) / 1e6)).toLocaleString('en-US')} per cpu-second, ` +
-      `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent)`,
+      `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent${uncoalesced ? ', NOT coalesced' : ''})`,
   );
 
   // One-way throughput: batches of 1,000 sends per turn, waiting for delivery.

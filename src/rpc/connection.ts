@@ -69,6 +69,8 @@ export interface ConnectionHost {
   readonly maxFrameBytes: number;
   readonly maxQueuedBytes: number;
   readonly handshakeTimeoutMs: number;
+  /** Measurement only: write each message on its own instead of coalescing a turn's worth. */
+  readonly flushEachMessage: boolean;
   readonly nodeId: number;
   readonly clusterId: string;
   handler(method: number): RpcHandler | undefined;
@@ -317,7 +319,7 @@ export class Connection {
     this.queue.push(msg);
     this.queuedBytes += msg.payload.length;
     if (this.state !== 'ready') return;
-    if (this.queuedBytes >= FLUSH_EAGER_BYTES) {
+    if (this.queuedBytes >= FLUSH_EAGER_BYTES || this.host.flushEachMessage) {
       this.flush();
     } else if (!this.flushScheduled) {
       this.flushScheduled = true;

@@ -80,6 +80,8 @@ export interface RpcContextOptions {
   readonly maxFrameBytes?: number;
   /** Per connection, bytes queued or unwritten above which sends are refused; default 64 MiB. */
   readonly maxQueuedBytes?: number;
+  /** Measurement only (bench/rpc.ts): one socket write per message, no coalescing. */
+  readonly flushEachMessage?: boolean;
   /** Default 5 s. */
   readonly handshakeTimeoutMs?: number;
   /** Called when a peer's message was rejected for clock offset (the node decides what to do). */
@@ -164,6 +166,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   readonly log: Logger;
   readonly maxFrameBytes: number;
   readonly maxQueuedBytes: number;
+  readonly flushEachMessage: boolean;
   readonly handshakeTimeoutMs: number;
   private _nodeId: number;
   private _clusterId: string;
@@ -186,6 +189,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     this.log = opts.logger ?? silentLogger();
     this.maxFrameBytes = opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 * 1024 * 1024;
+    this.flushEachMessage = opts.flushEachMessage ?? false;
     this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 5_000;
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
     assert(this.backoff.jitter >= 0 && this.backoff.jitter < 1, 'rpc: backoff jitter must be in [0, 1)');
