@@ -133,75 +133,114 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
     throw new Error(`postgres: initdb failed: ${stderr || String(e)}`);
   }
 
-  const port = opts.port ?? (await freePort());
-  const settings: Record<string, string | number> = {
-    listen_addresses: '127.0.0.1',
-    port,
-    unix_socket_directories: dataDir,
-    fsync: 'on',
-    synchronous_commit: 'on',
-    max_connections: 200,
-    shared_buffers: '128MB',
-    logging_collector: 'off',
-    ...opts.settings,
-  };
-  const args = ['-D', dataDir];
-  for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`);
-  const [bin, argv] = command(user, join(binDir, 'postgres'), args);
-  const proc: ChildProcess = spawn(bin, argv, { env, stdio: ['ignore', 'ignore', 'pipe'], cwd: dataDir });
-  let log = '';
-  proc.stderr?.on('data', (d: Buffer) => {
-    log = (log + d.toString()).slice(-8000);
-  });
-  let exited = false;
-  const exit = new Promise<void>((resolve) => {
-    proc.once('exit', () => {
-      exited = true;
-      resolve();
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+  const launch = async (port: number): Promise<Launched> => {
+    const settings: Record<string, string | number> = {
+      listen_addresses: '127.0.0.1',
+      port,
+      unix_socket_directories: dataDir,
+      fsync: 'on',
+      synchronous_commit: 'on',
+      max_connections: 200,
+      shared_buffers: '128MB',
+      logging_collector: 'off',
+      ...opts.settings,
+    };
+    const args = ['-D', dataDir];
+    for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`);
+    const [bin, argv] = command(user, join(binDir, 'postgres'), args);
+    const proc: ChildProcess = spawn(bin, argv, { env, stdio: ['ignore', 'ignore', 'pipe'], cwd: dataDir });
+    const launched: Launched = { proc, port, log: '', exited: false, exit: Promise.resolve(), version: '' };
+    proc.stderr?.on('data', (d: Buffer) => {
+      launched.log = (launched.log + d.toString()).slice(-8000);
     });
-  });
-
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
-  let version = '';
-  for (;;) {
-    if (exited) {
-      cleanup();
-      throw new Error(`postgres: server exited during startup:\n${log}`);
-    }
-    const client = new pg.Client({ connectionString: url });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      version = String((await client.query('SELECT version() AS v')).rows[0].v);
-      await client.end();
-      break;
-    } catch {
-      await client.end().catch(() => undefined);
-      if (Date.now() > deadline) {
-        proc.kill('SIGKILL');
-        await exit;
-        cleanup();
-        throw new Error(`postgres: not ready after ${opts.readyTimeoutMs ?? 60_000} ms:\n${log}`);
+    launched.exit = new Promise<void>((resolve) => {
+      proc.once('exit', () => {
+        launched.exited = true;
+        resolve();
+      });
+    });
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      if (launched.exited) {
+        const inUse = /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(launched.log);
+        throw new StartupError(`postgres: server exited during startup:\n${launched.log}`, inUse);
       }
-      await new Promise((r) => setTimeout(r, 100));
+      const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        const res = await client.query("SELECT version() AS v, current_setting('data_directory') AS d");
+        await client.end();
+        if (res.rows[0].d !== dataDir) {
+          // Someone else's server took the port between freePort() and our bind.
+          proc.kill('SIGKILL');
+          await launched.exit;
+          throw new StartupError(`postgres: port ${port} answered by another server (${String(res.rows[0].d)})`, true);
+        }
+        launched.version = String(res.rows[0].v);
+        return launched;
+      } catch (e) {
+        await client.end().catch(() => undefined);
+        if (e instanceof StartupError) throw e;
+        if (Date.now() > deadline) {
+          proc.kill('SIGKILL');
+          await launched.exit;
+          throw new StartupError(`postgres: not ready after ${readyTimeoutMs} ms:\n${launched.log}`, false);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+
+  // A chosen port can be taken by another process before the server binds it:
+  // then try another (only when the caller did not ask for a port).
+  let server: Launched | undefined;
+  for (let attempt = 1; server === undefined; attempt++) {
+    try {
+      server = await launch(opts.port ?? (await freePort()));
+    } catch (e) {
+      if (!(e instanceof StartupError && e.portInUse && opts.port === undefined && attempt < 5)) {
+        cleanup();
+        throw e;
+      }
     }
   }
+  const s = server;
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
-      const diedEarly = exited;
-      if (!exited) {
-        proc.kill('SIGINT'); // fast shutdown
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-        await exit;
+      const diedEarly = s.exited;
+      if (!s.exited) {
+        s.proc.kill('SIGINT'); // fast shutdown
+        const timer = setTimeout(() => s.proc.kill('SIGKILL'), 30_000);
+        await s.exit;
         clearTimeout(timer);
       }
       cleanup();
-      if (diedEarly) throw new Error(`postgres: server had exited before stop():\n${log}`);
+      if (diedEarly) throw new Error(`postgres: server had exited before stop():\n${s.log}`);
     })();
     return stopped;
   };
-  return { url, port, dataDir, version, stop };
+  return { url: `postgres://postgres@127.0.0.1:${s.port}/postgres`, port: s.port, dataDir, version: s.version, stop };
+}
+
+interface Launched {
+  readonly proc: ChildProcess;
+  readonly port: number;
+  log: string;
+  exited: boolean;
+  exit: Promise<void>;
+  version: string;
+}
+
+class StartupError extends Error {
+  constructor(
+    message: string,
+    readonly portInUse: boolean,
+  ) {
+    super(message);
+  }
 }

@@ -27,3 +27,14 @@ describe('startPostgres', () => {
     await server.stop(); // idempotent
   });
 });
+
+describe('startPostgres on a taken port', () => {
+  it('fails with the server log when the requested port is in use', async () => {
+    const first = await startPostgres();
+    try {
+      await expect(startPostgres({ port: first.port, readyTimeoutMs: 20_000 })).rejects.toThrow(/another server|exited during startup/);
+    } finally {
+      await first.stop();
+    }
+  });
+});
