@@ -6,7 +6,7 @@
  * until the group is quiet.
  *
  * Faults: `isolate(id)`, `cut(a, b)` (both directions), `heal()`,
- * `dropRate` with the injected Prng, `ignore(type)`. Nothing here reads a
+ * `dropRate` and `reorder` with the injected Prng, `ignore(type)`, `restart(id)`. Nothing here reads a
  * clock or Math.random: the same seed gives the same run.
  */
 import { Prng } from '../../src/util/prng.js';
@@ -16,12 +16,12 @@ import { MemoryStorage } from '../storage.js';
 import {
   EMPTY_CONF_STATE,
   EntryType,
+  MessageType,
   ReadOnlyOption,
   StateType,
   type Config,
   type Entry,
   type Message,
-  type MessageType,
   type ReadState,
 } from '../types.js';
 
@@ -53,6 +53,8 @@ export class Network {
   private readonly ignored = new Set<MessageType>();
   /** Probability of dropping any message in deliverAll. */
   dropRate = 0;
+  /** Deliver each round's messages in a random order. */
+  reorder = false;
   readonly prng: Prng;
   /** Every message delivered, in order, when `recordTrace` is set (for assertions). */
   readonly trace: Message[] = [];
@@ -105,7 +107,11 @@ export class Network {
       while (n.rawNode.hasReady()) {
         any = true;
         const rd = n.rawNode.ready();
-        if (rd.snapshot !== null) n.storage.applySnapshot(rd.snapshot);
+        if (rd.snapshot !== null) {
+          n.storage.applySnapshot(rd.snapshot);
+          n.applied.length = 0;
+          n.applied.push(...decodeApplied(rd.snapshot.data));
+        }
         n.storage.append(rd.entries);
         if (rd.hardState !== null) n.storage.setHardState(rd.hardState);
         for (const m of rd.messages) this.queue.push(m);
@@ -127,16 +133,20 @@ export class Network {
       if (this.queue.length === 0) return;
       const msgs = this.queue;
       this.queue = [];
+      if (this.reorder) this.prng.shuffle(msgs);
       for (const m of msgs) this.deliver(m);
     }
     throw new Error('network: did not quiesce');
   }
 
   private deliver(m: Message): void {
-    if (this.cutPairs.has(`${m.from}-${m.to}`) || this.ignored.has(m.type)) return;
-    if (this.dropRate > 0 && this.prng.float() < this.dropRate) return;
     const n = this.nodes.get(m.to);
-    if (n === undefined) return;
+    const lost =
+      n === undefined || this.cutPairs.has(`${m.from}-${m.to}`) || this.ignored.has(m.type) || (this.dropRate > 0 && this.prng.float() < this.dropRate);
+    // A snapshot is streamed: the sender learns whether it arrived (as the
+    // cluster layer reports with RawNode.reportSnapshot).
+    if (m.type === MessageType.MsgSnap) this.nodes.get(m.from)?.rawNode.reportSnapshot(m.to, !lost);
+    if (lost || n === undefined) return;
     if (this.recordTrace) this.trace.push(m);
     try {
       n.rawNode.step(m);
@@ -193,6 +203,19 @@ export class Network {
     this.dropRate = 0;
   }
 
+  /**
+   * Snapshots node `id` at its applied index (the snapshot data carries its
+   * applied entries) and discards the log up to there.
+   */
+  compact(id: number): void {
+    const n = this.node(id);
+    const r = n.rawNode.raft;
+    const applied = r.raftLog.applied;
+    if (applied <= n.storage.firstIndex() - 1) return;
+    n.storage.createSnapshot(applied, r.trk.confState(), encodeApplied(n.applied));
+    n.storage.compact(applied);
+  }
+
   /** Crash and restart `id` from its storage. */
   restart(id: number): void {
     const n = this.node(id);
@@ -200,17 +223,38 @@ export class Network {
     n.rawNode = new RawNode(this.config(id, n.storage, applied));
   }
 
-  /** The leader id if exactly one node believes it leads the highest term, else 0. */
+  /** The id of a leader whose term no node has passed (a current leader), else 0. */
   leader(): number {
-    let best = 0;
-    let term = -1;
+    let maxTerm = 0;
+    for (const n of this.nodes.values()) maxTerm = Math.max(maxTerm, n.rawNode.raft.term);
     for (const n of this.nodes.values()) {
       const r = n.rawNode.raft;
-      if (r.state === StateType.Leader && r.term > term) {
-        best = n.id;
-        term = r.term;
-      }
+      if (r.state === StateType.Leader && r.term === maxTerm) return n.id;
     }
-    return best;
+    return 0;
   }
+}
+
+/** Test-only encoding of an applied-entry list: (term u32, index u32, len u32, data)*. */
+function encodeApplied(ents: readonly Entry[]): Uint8Array {
+  const parts: Buffer[] = [];
+  for (const e of ents) {
+    const h = Buffer.alloc(12);
+    h.writeUInt32BE(e.term, 0);
+    h.writeUInt32BE(e.index, 4);
+    h.writeUInt32BE(e.data.length, 8);
+    parts.push(h, Buffer.from(e.data));
+  }
+  return Buffer.concat(parts);
+}
+
+function decodeApplied(data: Uint8Array): Entry[] {
+  const b = Buffer.from(data);
+  const out: Entry[] = [];
+  for (let off = 0; off < b.length; ) {
+    const len = b.readUInt32BE(off + 8);
+    out.push({ term: b.readUInt32BE(off), index: b.readUInt32BE(off + 4), type: EntryType.Normal, data: b.subarray(off + 12, off + 12 + len) });
+    off += 12 + len;
+  }
+  return out;
 }
