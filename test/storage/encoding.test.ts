@@ -296,6 +296,36 @@ describe('tuple encoding: round trip, order and the reference encoder, 10,000 ca
   });
 });
 
+describe('tuple encoding: prefix spans', () => {
+  const TABLE_INDEX = encodeTuple([i(52), i(1)]);
+  it('[enc(p), prefixEnd(enc(p))) holds exactly the tuples whose first columns are p (index spans)', () => {
+    const kinds = Object.keys(datumArb) as (keyof typeof datumArb)[];
+    const cols = fc.array(fc.record({ kind: fc.constantFrom(...kinds), dir: fc.constantFrom<Direction>('asc', 'desc') }), {
+      minLength: 1,
+      maxLength: 3,
+    });
+    const input = cols.chain((cs) => {
+      const row = fc.tuple(...cs.map((c) => nullable(datumArb[c.kind])));
+      return fc.tuple(fc.constant(cs), row, row, fc.integer({ min: 1, max: cs.length }));
+    });
+    fc.assert(
+      fc.property(input, ([cs, t, u, k]) => {
+        const dirs = cs.map((c) => c.dir);
+        // Keys carry a table/index prefix; without one, a key made only of 0xFF bytes (a descending
+        // NULL) would have no prefix end at all (see prefixEnd).
+        const key = (row: readonly KeyDatum[]): Buffer => Buffer.concat([TABLE_INDEX, encodeTuple(row, dirs)]);
+        const start = key(t.slice(0, k));
+        const end = prefixEnd(start);
+        const within = (x: Buffer): boolean => compareBytes(x, start) >= 0 && compareBytes(x, end) < 0;
+        assert.ok(within(key(t)), 'a tuple lies in its own prefix span');
+        const samePrefix = t.slice(0, k).every((d, j) => compareDatums(d, u[j] as KeyDatum) === 0);
+        assert.equal(within(key(u)), samePrefix, 'another tuple lies in the span iff it shares the prefix');
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
+
 describe('tuple encoding: ints', () => {
   it('decodeInt returns a number when safe and a bigint beyond; decodeIntBig always a bigint', () => {
     expect(decodeInt(encodeDatum(i(2n ** 53n - 1n))).value).toBe(Number.MAX_SAFE_INTEGER);
