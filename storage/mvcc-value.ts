@@ -33,8 +33,9 @@
  *
  *     version  = xxh32:u32le  kind:u8 (0 tombstone | 1 value)  value
  *
- * Checksums are xxhash32 of the body seeded with xxhash32 of the engine key,
- * so a value copied under another key or version also fails. A bad checksum,
+ * Checksums are xxhash32 of the body seeded with FNV-1a of the engine key
+ * (one wasm call per value), so a value copied under another key or version
+ * also fails. A bad checksum,
  * a truncated or malformed body raises CorruptionError naming the key; a
  * corrupt value is never returned.
  *
@@ -107,8 +108,11 @@ const F_INTENT = 4;
 const F_MIN_TS = 8;
 export const TXN_ID_LEN = 16;
 
+/** FNV-1a of the engine key: binds a checksum to its key without a second wasm call. */
 function keySeed(engineKey: Buffer): number {
-  return hasher.h32Raw(engineKey, 0);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < engineKey.length; i++) h = Math.imul(h ^ (engineKey[i] as number), 0x01000193);
+  return h >>> 0;
 }
 
 function checksum(engineKey: Buffer, body: Uint8Array): number {

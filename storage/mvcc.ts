@@ -355,8 +355,8 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
       resumeSpan = reverse ? { key: start, endKey: keyNext(key) } : { key, endKey: end };
       return false;
     }
-    // Keys are views into the chunk; copy so results do not pin it.
-    kvs.push({ key: Buffer.from(key), value: kv.value, ts: kv.ts });
+    // The key is a view into its own small engine-key buffer: no copy needed.
+    kvs.push({ key, value: kv.value, ts: kv.ts });
     numBytes += key.length + (kv.value?.length ?? 0);
     return true;
   }, maxKeys > 0 ? Math.min(MAX_CHUNK, Math.ceil(maxKeys * 1.25) + 1) : FIRST_CHUNK);
