@@ -30,7 +30,8 @@
  *     replicated   "abc-" txnId:16   AbortSpan          "lgc-"  RangeGCThreshold
  *                  "rask"            RangeAppliedState  "rll-"  RangeLease
  *     unreplicated "rfth"            RaftHardState      "rftl" index:u64be  RaftLog
- *                  "rftt"            RaftTruncatedState
+ *                  "rftt"            RaftTruncatedState "rftr"  RaftReplicaID
+ *                  "rftb"            RangeTombstone
  * Range-local suffixes: "rdsc" RangeDescriptor, "txn-" txnId:16 Transaction.
  * Store-local: "iden" StoreIdent.
  * System names (ASCII, none a prefix of another): bootstrap-version,
@@ -117,6 +118,8 @@ const SUFFIX_LEASE = ascii('rll-');
 const SUFFIX_RAFT_HARD_STATE = ascii('rfth');
 const SUFFIX_RAFT_LOG = ascii('rftl');
 const SUFFIX_RAFT_TRUNCATED_STATE = ascii('rftt');
+const SUFFIX_RAFT_REPLICA_ID = ascii('rftr');
+const SUFFIX_RANGE_TOMBSTONE = ascii('rftb');
 // Range-local suffixes.
 const SUFFIX_RANGE_DESCRIPTOR = ascii('rdsc');
 const SUFFIX_TRANSACTION = ascii('txn-');
@@ -206,6 +209,20 @@ export function raftHardStateKey(rangeId: number): Buffer {
 
 export function raftTruncatedStateKey(rangeId: number): Buffer {
   return rangeIdKey(rangeId, UNREPLICATED_INFIX, SUFFIX_RAFT_TRUNCATED_STATE);
+}
+
+/** This store's replica id in the range (etcd/raft's node id for the group). */
+export function raftReplicaIdKey(rangeId: number): Buffer {
+  return rangeIdKey(rangeId, UNREPLICATED_INFIX, SUFFIX_RAFT_REPLICA_ID);
+}
+
+/**
+ * Left behind when a replica is removed from this store: the next replica id
+ * it may be recreated with, so a stale message cannot resurrect the old one.
+ * Written after the range's other range-ID-local data is cleared.
+ */
+export function rangeTombstoneKey(rangeId: number): Buffer {
+  return rangeIdKey(rangeId, UNREPLICATED_INFIX, SUFFIX_RANGE_TOMBSTONE);
 }
 
 /** The prefix of a range's Raft log entries: [raftLogPrefix, prefixEnd(raftLogPrefix)) is the whole log. */
@@ -584,6 +601,8 @@ const RANGE_ID_SUFFIX_NAMES: Readonly<Record<string, string>> = {
   rfth: 'RaftHardState',
   rftl: 'RaftLog',
   rftt: 'RaftTruncatedState',
+  rftr: 'RaftReplicaID',
+  rftb: 'RangeTombstone',
 };
 const RANGE_SUFFIX_NAMES: Readonly<Record<string, string>> = { rdsc: 'RangeDescriptor', 'txn-': 'Transaction' };
 const STORE_SUFFIX_NAMES: Readonly<Record<string, string>> = { iden: 'StoreIdent' };

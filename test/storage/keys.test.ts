@@ -46,7 +46,9 @@ import {
   raftLogKey,
   raftLogPrefix,
   raftLogSpan,
+  raftReplicaIdKey,
   raftTruncatedStateKey,
+  rangeTombstoneKey,
   rangeAppliedStateKey,
   rangeDescriptorKey,
   rangeGCThresholdKey,
@@ -102,6 +104,8 @@ describe('prettyKey', () => {
     ['raft log', raftLogKey(5, 123), '/Local/RangeID/5/u/RaftLog/123'],
     ['raft hard state', raftHardStateKey(5), '/Local/RangeID/5/u/RaftHardState'],
     ['raft truncated state', raftTruncatedStateKey(1000), '/Local/RangeID/1000/u/RaftTruncatedState'],
+    ['raft replica id', raftReplicaIdKey(5), '/Local/RangeID/5/u/RaftReplicaID'],
+    ['range tombstone', rangeTombstoneKey(5), '/Local/RangeID/5/u/RangeTombstone'],
     ['applied state', rangeAppliedStateKey(5), '/Local/RangeID/5/r/RangeAppliedState'],
     ['lease', rangeLeaseKey(5), '/Local/RangeID/5/r/RangeLease'],
     ['gc threshold', rangeGCThresholdKey(5), '/Local/RangeID/5/r/RangeGCThreshold'],
@@ -204,7 +208,7 @@ describe('keyspace order', () => {
       fc.property(idArb, idArb, fc.maxSafeInteger().map(Math.abs), (a, b, index) => {
         fc.pre(a !== b);
         const replicated = [rangeAppliedStateKey(a), rangeLeaseKey(a), rangeGCThresholdKey(a), abortSpanKey(a, TXN)];
-        const unreplicated = [raftHardStateKey(a), raftTruncatedStateKey(a), raftLogKey(a, 0), raftLogKey(a, index)];
+        const unreplicated = [raftHardStateKey(a), raftTruncatedStateKey(a), raftReplicaIdKey(a), rangeTombstoneKey(a), raftLogKey(a, 0), raftLogKey(a, index)];
         for (const k of replicated) {
           assert.ok(inSpan(k, rangeIdReplicatedSpan(a)));
           assert.ok(!inSpan(k, rangeIdUnreplicatedSpan(a)));
