@@ -15,7 +15,9 @@
  * PostgreSQL refuses to run as root: when we are root, initdb and postgres run
  * as the `postgres` OS user (created with `useradd -r` if missing) through
  * `setpriv`, which execs in place, so the child's pid is the server's and
- * stop() signals it directly (SIGINT = fast shutdown).
+ * stop() signals it directly (SIGINT = fast shutdown). setpriv also gives the
+ * server a parent-death signal (SIGINT): if the test process dies without
+ * calling stop(), the server still shuts down (its directory stays behind).
  *
  * Ownership: the returned handle owns the process and the directory; stop()
  * is idempotent. A server whose process dies unexpectedly is reported by the
@@ -105,10 +107,31 @@ function serverUser(): RunAs | undefined {
   return created;
 }
 
-/** argv that runs `bin args…` as `user` (in place, via setpriv) or directly. */
-function command(user: RunAs | undefined, bin: string, args: readonly string[]): [string, string[]] {
-  if (user === undefined) return [bin, [...args]];
-  return ['setpriv', [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups', '--', bin, ...args]];
+/**
+ * argv that runs `bin args…` in place through setpriv: as `user` when given,
+ * and with a parent-death signal, so that a server whose test process dies
+ * (a killed vitest worker) shuts down instead of lingering. Without setpriv
+ * (and not root) the binary runs directly.
+ */
+function command(user: RunAs | undefined, bin: string, args: readonly string[], deathSignal?: string): [string, string[]] {
+  const pre: string[] = [];
+  if (user !== undefined) pre.push(`--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups');
+  if (deathSignal !== undefined && hasSetpriv()) pre.push(`--pdeathsig=${deathSignal}`);
+  if (pre.length === 0) return [bin, [...args]];
+  return ['setpriv', [...pre, '--', bin, ...args]];
+}
+
+let setprivFound: boolean | undefined;
+function hasSetpriv(): boolean {
+  if (setprivFound === undefined) {
+    try {
+      execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
+      setprivFound = true;
+    } catch {
+      setprivFound = false;
+    }
+  }
+  return setprivFound;
 }
 
 export async function startPostgres(opts: StartPostgresOptions = {}): Promise<PostgresServer> {
@@ -148,7 +171,7 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
     };
     const args = ['-D', dataDir];
     for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`);
-    const [bin, argv] = command(user, join(binDir, 'postgres'), args);
+    const [bin, argv] = command(user, join(binDir, 'postgres'), args, 'INT');
     const proc: ChildProcess = spawn(bin, argv, { env, stdio: ['ignore', 'ignore', 'pipe'], cwd: dataDir });
     const launched: Launched = { proc, port, log: '', exited: false, exit: Promise.resolve(), version: '' };
     proc.stderr?.on('data', (d: Buffer) => {
