@@ -4,7 +4,7 @@
  * `BackendWriter` appends messages to one growing buffer; the connection
  * `take()`s the accumulated bytes once per flush and hands them to the socket
  * in a single write. Nothing here allocates a Buffer per message or per row —
- * DataRow is the hot path.
+ * DataRow is the hot path — and a large flush is handed over without a copy.
  *
  * Every message except the one-byte SSL/GSSENC answer is framed as
  *
@@ -31,7 +31,7 @@
  *   'v' NegotiateProtocolVersion  int32 minor, int32 n, n × cstring option
  *
  * Ownership: a Buffer returned by `take()` belongs to the caller; the writer
- * starts a fresh buffer afterwards and never touches it again.
+ * never touches it again.
  */
 import { assert } from '../../src/util/index.js';
 import type { FormatCode } from './frontend.js';
@@ -79,6 +79,9 @@ export interface ErrorFields {
 }
 
 const INITIAL_CAPACITY = 16 * 1024;
+/** take() copies outputs up to this size (Node's pool serves them cheaply). */
+const COPY_THRESHOLD = 4096;
+const MAX_RETAINED_CAPACITY = 1 << 20;
 
 /** A single 'N' (or 'S' when TLS follows): the answer to SSLRequest / GSSENCRequest. */
 export function sslResponse(accept: boolean): Buffer {
@@ -98,11 +101,24 @@ export class BackendWriter {
     return this.len;
   }
 
-  /** The bytes written so far; the writer continues in a new buffer. */
+  /**
+   * The bytes written so far. Small outputs (a ReadyForQuery round) are
+   * copied into a pooled buffer and the writer keeps its own; large ones (row
+   * streams) are handed over without a copy and the writer continues in a
+   * new buffer of the same capacity, so a stream does not re-grow each flush.
+   */
   take(): Buffer {
-    const out = this.buf.subarray(0, this.len);
-    this.buf = Buffer.allocUnsafe(Math.max(this.initialCapacity, Math.min(this.len, 1 << 20)));
+    const n = this.len;
     this.len = 0;
+    if (n <= COPY_THRESHOLD) {
+      const out = Buffer.allocUnsafe(n);
+      this.buf.copy(out, 0, 0, n);
+      // An idle connection gives back what a big result made it grow to.
+      if (this.buf.length > 4 * this.initialCapacity) this.buf = Buffer.allocUnsafe(this.initialCapacity);
+      return out;
+    }
+    const out = this.buf.subarray(0, n);
+    this.buf = Buffer.allocUnsafe(Math.min(this.buf.length, MAX_RETAINED_CAPACITY));
     return out;
   }
 

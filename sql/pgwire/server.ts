@@ -57,10 +57,13 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
     resumeInput: () => current.resume(),
     close: () => {
       ended = true;
-      // Keep reading (and dropping) input so the client's FIN arrives; the
-      // socket is destroyed on 'end'.
-      current.resume();
-      current.end();
+      // Keep reading (and dropping) input so that the kernel does not answer
+      // the client's pending bytes with a reset before our last message
+      // (e.g. a FATAL ErrorResponse) is read; release the socket once our
+      // output is flushed, as PostgreSQL's backend does by exiting.
+      const s = current;
+      s.resume();
+      s.end(() => s.destroy());
     },
   };
 
