@@ -94,9 +94,30 @@ interface Writer {
   final: boolean;
 }
 
-/** Human summary of a transaction for anomaly reports. */
-function describe(t: Txn): { index: number; process: number | string; type: string; value: readonly MicroOp[] } {
-  return { index: t.op.invokeIndex, process: t.op.process, type: t.op.type, value: t.mops };
+/** A transaction as anomaly reports show it: `T<invocation index>`. */
+export interface TxnSummary {
+  readonly name: string;
+  readonly index: number;
+  readonly process: number | string;
+  readonly type: string;
+  readonly value: readonly MicroOp[];
+}
+
+function describe(t: Txn): TxnSummary {
+  return { name: nameOf(t), index: t.op.invokeIndex, process: t.op.process, type: t.op.type, value: t.mops };
+}
+
+function nameOf(t: Txn): string {
+  return `T${t.op.invokeIndex}`;
+}
+
+function fmtList(l: readonly AppendValue[]): string {
+  return `[${l.join(' ')}]`;
+}
+
+/** `r x [1 2] append y 3`, as the transcripts and reports print micro-ops. */
+export function formatMops(mops: readonly MicroOp[]): string {
+  return mops.map((m) => (m[0] === 'r' ? `r ${String(m[1])} ${m[2] === null ? 'nil' : fmtList(m[2])}` : `append ${String(m[1])} ${String(m[2])}`)).join(', ');
 }
 
 function isPrefix(a: readonly AppendValue[], b: readonly AppendValue[]): boolean {
@@ -141,7 +162,7 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       if (m[0] !== 'append') continue;
       const ki = keyInfo(m[1]);
       if (ki.writers.has(m[2])) {
-        log.add('nonunique-append', { key: m[1], value: m[2], txn: describe(t) });
+        log.add('nonunique-append', { message: `${nameOf(t)} appended ${String(m[2])} to ${String(m[1])}, as another txn did`, txn: describe(t) });
         continue;
       }
       const w: Writer = { txn: t, final: true };
@@ -171,17 +192,19 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       checkReadElements(t, m, list, ki, log, observed);
       // Reading one's own append before making it.
       const future = list.filter((v) => ki.writers.get(v)?.txn === t && ownSoFar.get(m[1])?.has(v) !== true);
-      if (future.length > 0) log.add('internal', { txn: describe(t), mop: m, readsOwnFutureAppends: future });
+      if (future.length > 0) {
+        log.add('internal', { message: `${nameOf(t)} read ${String(m[1])} = ${fmtList(list)}, listing its own later append of ${fmtList(future)}`, txn: describe(t) });
+      }
       // Internal consistency: the read must reflect this txn's own earlier micro-ops.
       if (st.read !== undefined) {
         const expected = [...st.read, ...st.appended];
         if (expected.length !== list.length || !isPrefix(expected, list)) {
-          log.add('internal', { txn: describe(t), mop: m, expected });
+          log.add('internal', { message: `${nameOf(t)} read ${String(m[1])} = ${fmtList(list)}, but its own earlier micro-ops imply ${fmtList(expected)}`, txn: describe(t) });
         }
       } else if (st.appended.length > 0) {
         const tail = list.slice(list.length - st.appended.length);
         if (list.length < st.appended.length || !isPrefix(st.appended, tail)) {
-          log.add('internal', { txn: describe(t), mop: m, expectedSuffix: st.appended });
+          log.add('internal', { message: `${nameOf(t)} read ${String(m[1])} = ${fmtList(list)}, which does not end with its own appends ${fmtList(st.appended)}`, txn: describe(t) });
         }
       }
       st.read = list;
@@ -217,7 +240,7 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
     }
   }
   // wr / rw edges from external reads; incompatible orders; lost updates.
-  const readersOfVersion = new Map<string, Txn[]>();
+  const readersOfVersion = new Map<string, { key: AppendKey; list: readonly AppendValue[]; txns: Txn[] }>();
   for (const t of committed) {
     const seen = new Set<AppendKey>();
     const appendedKeys = new Set<AppendKey>(t.mops.filter((m) => m[0] === 'append').map((m) => m[1]));
@@ -228,7 +251,7 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       const ki = keys.get(m[1])!;
       const list = readList(m);
       if (!isPrefix(list, ki.longest)) {
-        log.add('incompatible-order', { key: m[1], read: list, longest: ki.longest, txn: describe(t) });
+        log.add('incompatible-order', { message: `${nameOf(t)} read ${String(m[1])} = ${fmtList(list)}, not a prefix of another read ${fmtList(ki.longest)}`, txn: describe(t) });
         continue;
       }
       const w = nodeOf(ki, list[list.length - 1]);
@@ -237,14 +260,16 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       if (nxt >= 0) g.addEdge(t.node, nxt, RW);
       if (appendedKeys.has(m[1])) {
         const id = `${typeof m[1]}:${String(m[1])}@${list.length}`;
-        const l = readersOfVersion.get(id) ?? [];
-        readersOfVersion.set(id, l);
-        l.push(t);
+        const v = readersOfVersion.get(id) ?? { key: m[1], list, txns: [] };
+        readersOfVersion.set(id, v);
+        v.txns.push(t);
       }
     }
   }
-  for (const [id, readers] of readersOfVersion) {
-    if (readers.length > 1) log.add('lost-update', { version: id, txns: readers.map(describe) });
+  for (const { key, list, txns: readers } of readersOfVersion.values()) {
+    if (readers.length < 2) continue;
+    const names = readers.map(nameOf).join(', ');
+    log.add('lost-update', { message: `${names} all read ${String(key)} = ${fmtList(list)} and appended to it`, txns: readers.map(describe) });
   }
   addSessionEdges(g, byNode);
 
@@ -284,20 +309,25 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
 
 /** duplicate-elements, garbage-read, G1a and G1b for one read of a committed txn. */
 function checkReadElements(t: Txn, m: MicroOp, list: readonly AppendValue[], ki: KeyInfo, log: AnomalyLog, observed: Set<Txn>): void {
-  if (new Set(list).size !== list.length) log.add('duplicate-elements', { key: m[1], read: list, txn: describe(t) });
+  const k = String(m[1]);
+  const r = `${nameOf(t)} read ${k} = ${fmtList(list)}`;
+  if (new Set(list).size !== list.length) log.add('duplicate-elements', { message: `${r}, listing a value twice`, txn: describe(t) });
   for (const v of list) {
     const w = ki.writers.get(v);
     if (w === undefined) {
-      log.add('garbage-read', { key: m[1], value: v, read: list, txn: describe(t) });
+      log.add('garbage-read', { message: `${r}, but no txn appended ${String(v)} to ${k}`, txn: describe(t) });
       continue;
     }
-    if (w.txn.op.type === 'fail') log.add('G1a', { key: m[1], value: v, reader: describe(t), writer: describe(w.txn) });
+    if (w.txn.op.type === 'fail') {
+      log.add('G1a', { message: `${r}, with ${String(v)} from failed ${nameOf(w.txn)}`, reader: describe(t), writer: describe(w.txn) });
+    }
     else if (w.txn !== t) observed.add(w.txn);
   }
   const last = list[list.length - 1];
   const lw = last === undefined ? undefined : ki.writers.get(last);
   if (lw !== undefined && lw.txn !== t && !lw.final && lw.txn.op.type !== 'fail') {
-    log.add('G1b', { key: m[1], value: last, reader: describe(t), writer: describe(lw.txn) });
+    const msg = `${r}, ending in ${String(last)}: an intermediate append of ${nameOf(lw.txn)}, which appended to ${k} again`;
+    log.add('G1b', { message: msg, reader: describe(t), writer: describe(lw.txn) });
   }
 }
 
@@ -329,13 +359,15 @@ function addSessionEdges(g: DepGraph, byNode: readonly Txn[]): void {
 
 /** Explains each step of a cycle: which key and values make the dependency. */
 function explainCycle(steps: readonly CycleStep[], byNode: readonly Txn[], keys: Map<AppendKey, KeyInfo>) {
+  const cycle = steps.map((s) => {
+    const a = byNode[s.from]!;
+    const b = byNode[s.to]!;
+    return { from: nameOf(a), rel: relName(s.rel), to: nameOf(b), why: explainStep(a, b, s.rel, keys) };
+  });
   return {
-    cycle: steps.map((s) => ({
-      from: describe(byNode[s.from]!),
-      rel: relName(s.rel),
-      to: describe(byNode[s.to]!),
-      why: explainStep(byNode[s.from]!, byNode[s.to]!, s.rel, keys),
-    })),
+    message: cycle.map((c) => `${c.from} -${c.rel}-> ${c.to}: ${c.why}`).join('\n'),
+    cycle,
+    txns: steps.map((s) => describe(byNode[s.from]!)),
   };
 }
 
@@ -350,15 +382,16 @@ function externalReads(t: Txn): Map<AppendKey, readonly AppendValue[]> {
 }
 
 function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>): string {
-  const appendsOf = (t: Txn) => t.mops.filter((m) => m[0] === 'append');
+  const [an, bn] = [nameOf(a), nameOf(b)];
   switch (rel) {
     case WW:
-      for (const m of appendsOf(a)) {
+      for (const m of a.mops) {
+        if (m[0] !== 'append') continue;
         const ki = keys.get(m[1])!;
         const i = ki.position.get(m[2]);
         const next = i === undefined ? undefined : ki.longest[i + 1];
         if (next !== undefined && ki.writers.get(next)?.txn === b) {
-          return `appended ${String(m[2])} to ${String(m[1])}, then the other appended ${String(next)} right after it`;
+          return `${an} appended ${String(m[2])} to ${String(m[1])}, and ${bn} appended ${String(next)} right after it`;
         }
       }
       break;
@@ -366,7 +399,7 @@ function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>)
       for (const [k, list] of externalReads(b)) {
         const last = list[list.length - 1];
         if (last !== undefined && keys.get(k)!.writers.get(last)?.txn === a) {
-          return `the second read ${String(k)} = [${list.join(' ')}], ending in the first's append of ${String(last)}`;
+          return `${bn} read ${String(k)} = ${fmtList(list)}, ending in ${an}'s append of ${String(last)}`;
         }
       }
       break;
@@ -375,16 +408,32 @@ function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>)
         const ki = keys.get(k)!;
         const next = ki.longest[list.length];
         if (next !== undefined && isPrefix(list, ki.longest) && ki.writers.get(next)?.txn === b) {
-          return `the first read ${String(k)} = [${list.join(' ')}], which the second's append of ${String(next)} followed`;
+          return `${an} read ${String(k)} = ${fmtList(list)}, and ${bn}'s append of ${String(next)} came next`;
         }
       }
       break;
     case PROCESS:
-      return `both ran on process ${String(a.op.process)}, the first one earlier`;
+      return `${an} ran before ${bn} on process ${String(a.op.process)}`;
     case REALTIME:
-      return `the first completed (index ${a.op.completeIndex}) before the second was invoked (index ${b.op.invokeIndex})`;
+      return `${an} completed (index ${a.op.completeIndex}) before ${bn} was invoked (index ${b.op.invokeIndex})`;
   }
   return relName(rel);
+}
+
+/**
+ * The result as text for people: both verdicts, then each anomaly type with its count
+ * and examples (cycles one step per line), then the transactions involved.
+ */
+export function formatElleResult(r: ElleAppendResult): string {
+  const lines = [`serializable=${String(r.serializable)} strict-serializable=${String(r.strictSerializable)}`];
+  for (const type of r.anomalyTypes) {
+    lines.push(`${type} ×${r.stats[`anomaly:${type}`] ?? r.anomalies[type]!.length}`);
+    for (const ex of r.anomalies[type]! as { message: string; txns?: readonly TxnSummary[] }[]) {
+      for (const l of ex.message.split('\n')) lines.push(`  ${l}`);
+      for (const t of ex.txns ?? []) lines.push(`    ${t.name} p${String(t.process)} ${t.type}: ${formatMops(t.value)}`);
+    }
+  }
+  return lines.join('\n');
 }
 
 /** The list-append checker as a `Checker`. */
