@@ -306,12 +306,16 @@ export class Connection {
     if (copies === 0) return;
     const delay = faults.delayMs;
     for (let i = 0; i < copies; i++) {
-      if (delay === 0) this.enqueue(msg);
-      else
-        setTimeout(() => {
-          if (this.state !== 'closed') this.enqueue(msg);
-          else this.metrics.delayedDiscarded++;
-        }, delay);
+      if (delay === 0) {
+        this.enqueue(msg);
+        continue;
+      }
+      faults.delayedInFlight++;
+      setTimeout(() => {
+        faults.delayedInFlight--;
+        if (this.state !== 'closed') this.enqueue(msg);
+        else this.metrics.delayedDiscarded++;
+      }, delay);
     }
   }
 

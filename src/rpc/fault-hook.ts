@@ -64,6 +64,8 @@ export class FaultHook {
   private readonly counters = new Map<number, FaultCounters>();
   /** Delay chosen by the last plan() that returned copies > 0. */
   delayMs = 0;
+  /** Messages held back by a delay right now (maintained by the connections). */
+  delayedInFlight = 0;
 
   constructor(private readonly prng: Prng) {}
 

@@ -98,6 +98,7 @@ interface PeerSlot {
   backoffUntil: number;
   lastError: CairnError | null;
   everConnected: boolean;
+  closingLocally: boolean;
 }
 
 /**
@@ -112,7 +113,7 @@ export function backoffDelay(attempt: number, b: BackoffOptions, prng: Prng): nu
 }
 
 function newSlot(label: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
-  return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false };
+  return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false, closingLocally: false };
 }
 
 /** Accepts connections and hands each to a Connection in the acceptor role. */
@@ -247,7 +248,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     this.addresses.set(nodeId, addr);
     if (old !== undefined && (old.host !== addr.host || old.port !== addr.port)) {
       // The peer moved: drop the connection to the old address.
-      this.peers.get(nodeId)?.conn?.close(unavailableError(`n${nodeId}`, 'address changed'));
+      this.disconnect(nodeId);
     }
   }
 
@@ -306,7 +307,10 @@ export class RpcContext implements ConnectionHost, RpcTransport {
 
   /** Closes the outgoing connection to nodeId (it is redialed on next use). */
   disconnect(nodeId: number): void {
-    this.peers.get(nodeId)?.conn?.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
+    const slot = this.peers.get(nodeId);
+    if (slot?.conn == null) return;
+    slot.closingLocally = true; // our choice, not the peer's failure: no backoff
+    slot.conn.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
   }
 
   /** Stops the listener, closes every connection; later calls fail with rpc.closed. */
@@ -362,7 +366,10 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     conn.onClose = (reason) => {
       if (slot.conn === conn) slot.conn = null;
       slot.lastError = reason;
-      if (established) return; // a healthy connection that ended: redial at once on next use
+      const local = slot.closingLocally;
+      slot.closingLocally = false;
+      // A healthy connection that ended, or one we closed: redial at once on next use.
+      if (established || local) return;
       const delay = backoffDelay(slot.attempt, this.backoff, this.prng);
       slot.attempt++;
       slot.backoffUntil = performance.now() + delay;
