@@ -87,6 +87,22 @@ function isTransferCtx(ctx: Uint8Array | null): boolean {
 const SILENT: RaftLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const EMPTY_DATA = new Uint8Array(0);
 
+/** Shared empty entry list of messages without entries (never mutated). */
+const NO_ENTRIES: Entry[] = [];
+
+/** The hot-path message constructor (one allocation; from and term are stamped by send()). */
+function replicationMsg(
+  type: MessageType,
+  to: number,
+  index: number,
+  logTerm: number,
+  entries: Entry[],
+  commit: number,
+  context: Uint8Array | null,
+): Message {
+  return { type, to, from: 0, term: 0, logTerm, index, entries, commit, snapshot: null, reject: false, rejectHint: 0, context };
+}
+
 /** The size an entry counts for in uncommitted-size and inflight-byte limits. */
 function payloadsSize(ents: readonly Entry[]): number {
   let s = 0;
@@ -230,7 +246,7 @@ export class Raft {
     }
     if (ents.length === 0 && !sendIfEmpty) return false;
     this.send(
-      newMessage({ type: MessageType.MsgApp, to, index: prevIndex, logTerm, entries: ents, commit: this.raftLog.committed }),
+      replicationMsg(MessageType.MsgApp, to, prevIndex, logTerm, ents, this.raftLog.committed, null),
     );
     pr.sentEntries(ents.length, payloadsSize(ents));
     return true;
@@ -268,7 +284,7 @@ export class Raft {
     // A follower may not have the leader's whole log: never tell it to
     // commit past what it matches.
     const commit = Math.min(pr.match, this.raftLog.committed);
-    this.send(newMessage({ type: MessageType.MsgHeartbeat, to, commit, context: ctx }));
+    this.send(replicationMsg(MessageType.MsgHeartbeat, to, 0, 0, NO_ENTRIES, commit, ctx));
   }
 
   bcastAppend(): void {
@@ -333,19 +349,23 @@ export class Raft {
     return true;
   }
 
-  /** Appends entries as the leader, assigning term and index. False when over the uncommitted budget. */
+  /**
+   * Appends entries as the leader, assigning term and index. False when over
+   * the uncommitted budget. NB: the entries are stamped in place (they come
+   * fresh from a proposal message, which the library owns once stepped).
+   */
   appendEntry(es: readonly Entry[]): boolean {
-    let li = this.raftLog.lastIndex();
-    const ents: Entry[] = new Array<Entry>(es.length);
-    for (let k = 0; k < es.length; k++) {
-      const e = es[k] as Entry;
-      ents[k] = { term: this.term, index: ++li, type: e.type, data: e.data };
-    }
-    if (!this.increaseUncommittedSize(ents)) {
+    if (!this.increaseUncommittedSize(es)) {
       if (this.debugOn) this.logger.debug(`${this.id} appending new entries to log would exceed uncommitted entry size limit; dropping proposal`);
       return false;
     }
-    li = this.raftLog.append(ents);
+    let li = this.raftLog.lastIndex();
+    for (let k = 0; k < es.length; k++) {
+      const e = es[k] as { term: number; index: number };
+      e.term = this.term;
+      e.index = ++li;
+    }
+    li = this.raftLog.append(es);
     // The leader's own append counts towards the quorum (it is persisted in
     // the same Ready, before anything it commits is applied).
     (this.trk.progress.get(this.id) as Progress).maybeUpdate(li);
@@ -1004,12 +1024,12 @@ export class Raft {
   private handleAppendEntries(m: Message): void {
     if (m.index < this.raftLog.committed) {
       // Everything up to our commit index is known to match: say so.
-      this.send(newMessage({ type: MessageType.MsgAppResp, to: m.from, index: this.raftLog.committed }));
+      this.send(replicationMsg(MessageType.MsgAppResp, m.from, this.raftLog.committed, 0, NO_ENTRIES, 0, null));
       return;
     }
     const lastNew = this.raftLog.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew >= 0) {
-      this.send(newMessage({ type: MessageType.MsgAppResp, to: m.from, index: lastNew }));
+      this.send(replicationMsg(MessageType.MsgAppResp, m.from, lastNew, 0, NO_ENTRIES, 0, null));
       return;
     }
     if (this.debugOn) {
@@ -1029,7 +1049,7 @@ export class Raft {
 
   private handleHeartbeat(m: Message): void {
     this.raftLog.commitTo(m.commit);
-    this.send(newMessage({ type: MessageType.MsgHeartbeatResp, to: m.from, context: m.context }));
+    this.send(replicationMsg(MessageType.MsgHeartbeatResp, m.from, 0, 0, NO_ENTRIES, 0, m.context));
   }
 
   private handleSnapshot(m: Message): void {

@@ -130,6 +130,16 @@ export class RawNode {
     this.raft.tick();
   }
 
+  /**
+   * Advances only the election clock of a quiesced replica: no heartbeat,
+   * no campaign (etcd's TickQuiesced). A follower woken from quiescence then
+   * behaves as if those ticks had passed, so it campaigns promptly if the
+   * leader is really gone.
+   */
+  tickQuiesced(): void {
+    this.raft.electionElapsed++;
+  }
+
   /** Starts an election now (pre-vote first when enabled). */
   campaign(): void {
     this.raft.step(newMessage({ type: MessageType.MsgHup }));
@@ -166,7 +176,10 @@ export class RawNode {
     return this.raft.applyConfChange(cc);
   }
 
-  /** Feeds a message received from a peer. */
+  /**
+   * Feeds a message received from a peer. The library owns the message once
+   * stepped (a forwarded proposal's entries are stamped in place).
+   */
   step(m: Message): void {
     if (isLocalMsg(m.type)) throw new StepLocalMsgError();
     if (isResponseMsg(m.type) && !this.raft.trk.progress.has(m.from)) throw new StepPeerNotFoundError();

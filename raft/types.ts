@@ -393,13 +393,17 @@ export interface Config {
   readonly storage: Storage;
   /** Last applied index at restart (entries ≤ applied are never returned again). */
   readonly applied?: number;
-  /** Max bytes of entry data per MsgApp (always at least one entry); 0 = one entry. */
+  /**
+   * Max bytes of entry data per MsgApp (always at least one entry). Default 0,
+   * which (as in etcd) means one entry per message: set it (CockroachDB uses
+   * 32 KiB) for throughput.
+   */
   readonly maxSizePerMsg?: number;
-  /** Max bytes of committed entries per Ready (at least one entry); default maxSizePerMsg or unlimited. */
+  /** Max bytes of committed entries per Ready (always at least one entry); default unlimited. */
   readonly maxCommittedSizePerReady?: number;
   /** Max bytes of uncommitted entries the leader accepts; 0 = unlimited. */
   readonly maxUncommittedEntriesSize?: number;
-  /** Max MsgApp in flight per follower in replicate state; must be > 0. */
+  /** Max MsgApp in flight per follower in replicate state; must be > 0 (default 256). */
   readonly maxInflightMsgs?: number;
   /** Max bytes of entries in flight per follower; 0 = unlimited. */
   readonly maxInflightBytes?: number;
