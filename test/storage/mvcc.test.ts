@@ -1,0 +1,239 @@
+// MVCC unit and property tests beyond the transcripts (issue 2): the head
+// codec (round trip, every truncation and bit flip detected), the read cost
+// contract (one getSync for a current read, no iterator for point reads),
+// evaluation into a batch that reads its own writes, replication of a batch
+// by its repr, persistence across reopen, and binary keys.
+import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryEngine } from '../../storage/memory-engine.js';
+import { LevelEngine } from '../../storage/level-engine.js';
+import type { EngineIterator, IterOptions, Reader } from '../../storage/engine.js';
+import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { decodeHead, decodeVersion, encodeHead, encodeVersion, type Head } from '../../storage/mvcc-value.js';
+import { computeStats, emptyStats, mvccDeleteRange, mvccGet, mvccPut, mvccResolveIntent, mvccScan, type Txn } from '../../storage/mvcc.js';
+import { CorruptionError } from '../../src/util/errors.js';
+import type { Timestamp } from '../../src/util/hlc.js';
+
+const b = (s: string): Buffer => Buffer.from(s);
+const ts = (wall: number, logical = 0): Timestamp => ({ wall, logical });
+const ALL: [Buffer, Buffer] = [Buffer.alloc(0), Buffer.from([0xff, 0xff])];
+
+async function dump(r: Reader): Promise<string[]> {
+  const it = r.iterator({});
+  const out: string[] = [];
+  for (;;) {
+    const rows = await it.nextBatch(100);
+    if (rows.length === 0) break;
+    for (const { key, value } of rows) out.push(`${key.toString('hex')}=${value.toString('hex')}`);
+  }
+  await it.close();
+  return out;
+}
+
+const tsArb = fc.record({ wall: fc.maxSafeNat(), logical: fc.nat() });
+const bytesArb = (max: number): fc.Arbitrary<Buffer> => fc.uint8Array({ maxLength: max }).map((u) => Buffer.from(u));
+const valueArb = fc.option(bytesArb(40), { nil: null });
+const headArb: fc.Arbitrary<Head> = fc
+  .record({
+    committed: fc.option(fc.record({ ts: tsArb, value: valueArb }), { nil: null }),
+    history: fc.array(fc.record({ ts: tsArb, len: fc.integer({ min: -1, max: 5000 }) }), { maxLength: 4 }),
+    intent: fc.option(
+      fc.record({
+        txn: fc.record(
+          {
+            id: fc.uint8Array({ minLength: 16, maxLength: 16 }).map((u) => Buffer.from(u)),
+            epoch: fc.nat(),
+            writeTimestamp: tsArb,
+            minTimestamp: tsArb,
+            sequence: fc.nat(),
+            key: bytesArb(10),
+            priority: fc.nat(),
+          },
+          { requiredKeys: ['id', 'epoch', 'writeTimestamp', 'sequence', 'key', 'priority'] },
+        ),
+        writes: fc.array(fc.record({ seq: fc.nat(), value: valueArb }), { minLength: 1, maxLength: 4 }),
+      }),
+      { nil: null },
+    ),
+  })
+  .filter((h) => h.committed !== null || h.intent !== null);
+
+describe('head and version codecs', () => {
+  it('round-trip (property)', () => {
+    fc.assert(
+      fc.property(bytesArb(12), headArb, (key, h) => {
+        const mk = encodeMvccKey(key);
+        expect(decodeHead(mk, encodeHead(mk, h))).toEqual(h);
+      }),
+      { numRuns: 300 },
+    );
+    fc.assert(
+      fc.property(bytesArb(12), tsArb, valueArb, (key, t, v) => {
+        const vk = encodeMvccKey(key, t);
+        expect(decodeVersion(vk, encodeVersion(vk, v))).toEqual(v);
+      }),
+    );
+  });
+
+  it('detects every truncation and every single-bit flip with CorruptionError naming the key', () => {
+    const mk = encodeMvccKey(b('row/7'));
+    const head: Head = {
+      committed: { ts: ts(10), value: b('committed') },
+      history: [{ ts: ts(5), len: 3 }],
+      intent: { txn: { id: Buffer.alloc(16, 1), epoch: 2, writeTimestamp: ts(12, 3), sequence: 4, key: b('anchor'), priority: 7 }, writes: [{ seq: 4, value: b('prov') }] },
+    };
+    const enc = encodeHead(mk, head);
+    for (let cut = 0; cut < enc.length; cut++) expect(() => decodeHead(mk, enc.subarray(0, cut))).toThrow(CorruptionError);
+    for (let bit = 0; bit < enc.length * 8; bit++) {
+      const bad = Buffer.from(enc);
+      bad[bit >> 3] = (bad[bit >> 3] as number) ^ (1 << (bit & 7));
+      expect(() => decodeHead(mk, bad)).toThrow(/corrupt MVCC value at "row\/7"/);
+    }
+    // A valid value moved under another key fails too.
+    expect(() => decodeHead(encodeMvccKey(b('row/8')), enc)).toThrow(CorruptionError);
+    const vk = encodeMvccKey(b('row/7'), ts(5));
+    expect(() => decodeVersion(encodeMvccKey(b('row/7'), ts(6)), encodeVersion(vk, b('v')))).toThrow(/"row\/7"\/0.000006,0: checksum mismatch/);
+  });
+});
+
+/** A Reader that counts what MVCC asks of the engine underneath it. */
+class CountingReader implements Reader {
+  gets = 0;
+  iterators = 0;
+  constructor(private readonly inner: Reader) {}
+  getSync(key: Buffer): Buffer | undefined {
+    this.gets++;
+    return this.inner.getSync(key);
+  }
+  iterator(opts: IterOptions): EngineIterator {
+    this.iterators++;
+    return this.inner.iterator(opts);
+  }
+}
+
+describe('read cost', () => {
+  it('a current read is one getSync, a historical read two, and no point read creates an iterator', async () => {
+    const e = new MemoryEngine();
+    const batch = e.newBatch();
+    for (let i = 1; i <= 5; i++) mvccPut(batch, b('k'), ts(i * 10), b(`v${i}`));
+    await e.write(batch);
+    const r = new CountingReader(e);
+    expect(mvccGet(r, b('k'), ts(100)).value?.value?.toString()).toBe('v5');
+    expect([r.gets, r.iterators]).toEqual([1, 0]);
+    expect(mvccGet(r, b('k'), ts(25)).value?.value?.toString()).toBe('v2');
+    expect([r.gets, r.iterators]).toEqual([3, 0]);
+    expect(mvccGet(r, b('missing'), ts(25)).value).toBeNull();
+    expect([r.gets, r.iterators]).toEqual([4, 0]);
+    await mvccScan(r, b('a'), b('z'), ts(100));
+    expect(r.iterators).toBe(1);
+  });
+});
+
+describe('evaluation into a batch', () => {
+  it('later ops in one batch see earlier ones, for gets and for scans; the engine sees nothing until write', async () => {
+    const e = new MemoryEngine();
+    const pre = e.newBatch();
+    mvccPut(pre, b('a'), ts(1), b('old-a'));
+    mvccPut(pre, b('c'), ts(1), b('old-c'));
+    await e.write(pre);
+
+    const batch = e.newBatch();
+    const stats = emptyStats();
+    mvccPut(batch, b('b'), ts(5), b('new-b'), { stats });
+    mvccPut(batch, b('a'), ts(5), b('new-a'), { stats });
+    expect(mvccGet(batch, b('a'), ts(5)).value?.value?.toString()).toBe('new-a');
+    expect(mvccGet(batch, b('a'), ts(4)).value?.value?.toString()).toBe('old-a');
+    expect(mvccGet(e, b('a'), ts(5)).value?.value?.toString()).toBe('old-a');
+    const scanned = await mvccScan(batch, b('a'), b('z'), ts(5));
+    expect(scanned.kvs.map((kv) => `${kv.key.toString()}=${kv.value?.toString()}`)).toEqual(['a=new-a', 'b=new-b', 'c=old-c']);
+    const del = await mvccDeleteRange(batch, b('a'), b('z'), ts(6), { stats });
+    expect(del.keys.map((k) => k.toString())).toEqual(['a', 'b', 'c']);
+    expect((await mvccScan(batch, b('a'), b('z'), ts(6))).kvs).toEqual([]);
+    const before = await computeStats(e, ...ALL);
+    await e.write(batch);
+    const after = await computeStats(e, ...ALL);
+    for (const k of Object.keys(stats) as (keyof typeof stats)[]) expect(after[k] - before[k]).toBe(stats[k]);
+    expect((await mvccScan(e, b('a'), b('z'), ts(5))).kvs.map((kv) => kv.value?.toString())).toEqual(['new-a', 'new-b', 'old-c']);
+  });
+
+  it('a batch shipped as its repr leaves a follower engine identical to the leader', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-mvcc-follower-'));
+    const leader = new MemoryEngine();
+    const follower = await LevelEngine.open(dir);
+    try {
+      const txn: Txn = { id: Buffer.alloc(16, 9), epoch: 0, writeTimestamp: ts(60), sequence: 1, key: b('a') };
+      const steps: ((rw: ReturnType<MemoryEngine['newBatch']>) => unknown)[] = [
+        (rw) => {
+          for (let i = 0; i < 50; i++) mvccPut(rw, b(`k${i % 17}`), ts(1 + i), b(`v${i}`));
+        },
+        (rw) => mvccPut(rw, b('k3'), ts(60), b('intent'), { txn }),
+        (rw) => mvccResolveIntent(rw, b('k3'), { txn: { ...txn, writeTimestamp: ts(65) }, status: 'committed' }),
+        (rw) => mvccDeleteRange(rw, b('k1'), b('k2'), ts(70)),
+      ];
+      for (const step of steps) {
+        const batch = leader.newBatch();
+        await step(batch);
+        const repr = batch.repr();
+        await leader.write(batch);
+        await follower.applyBatchRepr(repr, { sync: true });
+        expect(await dump(follower)).toEqual(await dump(leader));
+      }
+      expect(await computeStats(follower, ...ALL)).toEqual(await computeStats(leader, ...ALL));
+    } finally {
+      await follower.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('LevelEngine persistence', () => {
+  it('MVCC data, history and intents survive close and reopen', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-mvcc-reopen-'));
+    try {
+      let e = await LevelEngine.open(dir);
+      const batch = e.newBatch();
+      mvccPut(batch, b('a'), ts(1), b('1'));
+      mvccPut(batch, b('a'), ts(2), b('2'));
+      mvccPut(batch, b('b'), ts(3), b('intent'), { txn: { id: Buffer.alloc(16, 3), epoch: 0, writeTimestamp: ts(3), sequence: 0, key: b('b') } });
+      await e.write(batch, { sync: true });
+      const stats = await computeStats(e, ...ALL);
+      const contents = await dump(e);
+      await e.close();
+      e = await LevelEngine.open(dir);
+      expect(await dump(e)).toEqual(contents);
+      expect(await computeStats(e, ...ALL)).toEqual(stats);
+      expect(mvccGet(e, b('a'), ts(1)).value?.value?.toString()).toBe('1');
+      expect(() => mvccGet(e, b('b'), ts(5))).toThrow(/conflicting intents on "b"/);
+      await e.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('binary user keys', () => {
+  it('scans return keys with 0x00 and 0xff bytes in bytewise order, forward and reverse (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(bytesArb(6), { minLength: 1, maxLength: 20, comparator: (x, y) => x.equals(y) }), async (keys) => {
+        const e = new MemoryEngine();
+        const batch = e.newBatch();
+        for (const k of keys) {
+          mvccPut(batch, k, ts(1), k);
+          mvccPut(batch, k, ts(2), Buffer.concat([k, k]));
+        }
+        await e.write(batch);
+        const sorted = [...keys].sort(Buffer.compare);
+        const end = Buffer.alloc(8, 0xff);
+        const fwd = await mvccScan(e, Buffer.alloc(0), end, ts(1));
+        expect(fwd.kvs.map((kv) => kv.key.toString('hex'))).toEqual(sorted.map((k) => k.toString('hex')));
+        expect(fwd.kvs.every((kv) => kv.value?.equals(kv.key))).toBe(true);
+        const rev = await mvccScan(e, Buffer.alloc(0), end, ts(2), { reverse: true });
+        expect(rev.kvs.map((kv) => kv.key.toString('hex'))).toEqual(sorted.reverse().map((k) => k.toString('hex')));
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
