@@ -2,8 +2,8 @@
  * A small EDN reader (https://github.com/edn-format/edn), sufficient for the Jepsen and
  * Knossos history files the checkers are tested against.
  *
- * Supported: nil, true/false, integers and floats, strings (with \" \\ \n \t escapes),
- * characters are not; keywords (`:read` → the string "read", the namespace kept as
+ * Supported: nil, true/false, integers and floats, strings (with \" \\ \n \t escapes;
+ * no character literals), keywords (`:read` → the string "read", a namespace kept as
  * written: `:jepsen/x` → "jepsen/x"), symbols (returned as strings too), vectors `[…]`
  * and lists `(…)` (both → arrays), maps `{…}` (→ Map, keys compared by identity for
  * non-primitives, so keep to keyword/number/string keys), sets `#{…}` (→ Set), line
@@ -93,8 +93,7 @@ class EdnReader {
       case ')':
       case ']':
       case '}':
-        this.fail(`unexpected '${c}'`);
-      // eslint-disable-next-line no-fallthrough
+        return this.fail(`unexpected '${c}'`);
       default:
         return this.readAtom(this.readToken());
     }
