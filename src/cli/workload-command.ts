@@ -2,7 +2,8 @@
  * `cairn workload …`: the YCSB tool on the command line.
  *
  *   cairn workload init ycsb [--drop] [--insert-count N] [--splits N]
- *                            [--concurrency C] [--batch-size B] [--seed S] URL…
+ *                            [--concurrency C] [--batch-size B] [--seed S]
+ *                            [--json FILE] URL…
  *   cairn workload run ycsb --workload A|B|C|D|E|F
  *                           [--request-distribution zipfian|uniform|latest]
  *                           [--concurrency C] [--duration 60s | --max-ops N]
@@ -16,6 +17,7 @@
  * sets process.exitCode = 1 and prints the error. SIGINT during a run stops
  * it gracefully (totals and JSON are still written).
  */
+import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import {
   initYcsb,
@@ -52,6 +54,16 @@ const stdout: Output = {
   },
 };
 
+interface InitFlags {
+  readonly drop: boolean;
+  readonly insertCount: number;
+  readonly splits: number;
+  readonly concurrency: number;
+  readonly batchSize: number;
+  readonly seed: number;
+  readonly json?: string;
+}
+
 function fail(e: unknown): void {
   process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
   process.exitCode = 1;
@@ -72,12 +84,14 @@ export function registerWorkloadCommands(program: Command): void {
     .option('--concurrency <c>', 'concurrent loaders', intArg('--concurrency', 1), 4)
     .option('--batch-size <b>', 'rows per INSERT', intArg('--batch-size', 1), 100)
     .option('--seed <s>', 'random seed for field values', intArg('--seed', 0), 1)
-    .action(async (urls: string[], o: { drop: boolean; insertCount: number; splits: number; concurrency: number; batchSize: number; seed: number }) => {
+    .option('--json <file>', 'write the load result (rows/s per second, first/last 10 %) as JSON')
+    .action(async (urls: string[], o: InitFlags) => {
       try {
-        await initYcsb(
+        const res = await initYcsb(
           { urls, drop: o.drop, insertCount: o.insertCount, splits: o.splits, concurrency: o.concurrency, batchSize: o.batchSize, seed: o.seed },
           { output: stdout },
         );
+        if (o.json !== undefined) writeFileSync(o.json, JSON.stringify(res, null, 2) + '\n');
       } catch (e) {
         fail(e);
       }

@@ -269,7 +269,7 @@ describe('YCSB against PostgreSQL', () => {
       { urls: [server.url], workload: 'C', concurrency: 4, durationMs: 1000, rampMs: 300, maxRate: 200, reportIntervalMs: 250, seed: 8 },
       { output: out },
     );
-    expect(out.text).toMatch(/^ramping up 4 clients over 300ms\n/);
+    expect(out.text).toMatch(/^ycsb C: \d+ records, 4 clients over 1 URL\(s\), zipfian, method prepare, seed 8\nramping up 4 clients over 300ms\n/);
     expect(res.elapsedSec).toBeGreaterThan(0.9);
     expect(res.elapsedSec).toBeLessThan(1.5);
     // The series starts at the end of the ramp: the first point is one report interval in.
@@ -290,7 +290,10 @@ describe('YCSB against PostgreSQL', () => {
     const origWrite = process.stdout.write.bind(process.stdout);
     process.stdout.write = ((s: string) => (writes.push(String(s)), true)) as typeof process.stdout.write;
     try {
-      await program.parseAsync(['workload', 'init', 'ycsb', '--drop', '--insert-count', '500', '--concurrency', '2', server.url], { from: 'user' });
+      await program.parseAsync(
+        ['workload', 'init', 'ycsb', '--drop', '--insert-count', '500', '--concurrency', '2', '--json', join(dir, 'init.json'), server.url],
+        { from: 'user' },
+      );
       await program.parseAsync(
         ['workload', 'run', 'ycsb', '--workload', 'd', '--max-ops', '300', '--concurrency', '3', '--duration', '5s', '--json', jsonFile, server.url],
         { from: 'user' },
@@ -300,6 +303,7 @@ describe('YCSB against PostgreSQL', () => {
     }
     expect(process.exitCode ?? 0).toBe(0);
     expect(writes.join('')).toMatch(/loaded 500 rows/);
+    expect(JSON.parse(readFileSync(join(dir, 'init.json'), 'utf8'))).toMatchObject({ rows: 500, splitKeys: null });
     const json = JSON.parse(readFileSync(jsonFile, 'utf8'));
     expect(json.config).toMatchObject({ workload: 'D', concurrency: 3, maxOps: 300, durationMs: 5000, recordCount: 500, requestDistribution: 'latest' });
     expect(json.total.count).toBe(300);

@@ -206,6 +206,10 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
     throw new WorkloadError('no_data', `${TABLE} holds ${recordCount} records; run "workload init ycsb" first`);
   }
 
+  print(
+    `ycsb ${spec.name}: ${recordCount} records, ${concurrency} clients over ${urls.length} URL(s), ` +
+      `${distribution}, method ${method}, seed ${seed}`,
+  );
   const rng = new Prng(seed);
   const acked = new AcknowledgedCounter(recordCount);
   const opChooser = new OperationChooser(rng, spec);
