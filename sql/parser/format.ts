@@ -302,7 +302,8 @@ export function formatTableExpr(t: TableExpr): string {
     case 'SubqueryRef':
       return `${t.lateral ? 'LATERAL ' : ''}(${formatSelect(t.query)})${formatAlias(t.alias)}`;
     case 'Join': {
-      const right = t.right.kind === 'Join' ? `(${formatTableExpr(t.right)})` : formatTableExpr(t.right);
+      // A join as the right operand needs parentheses, unless its alias already gave it some.
+      const right = t.right.kind === 'Join' && t.right.alias === undefined ? `(${formatTableExpr(t.right)})` : formatTableExpr(t.right);
       let s = formatTableExpr(t.left);
       if (t.type === 'cross') s += ` CROSS JOIN ${right}`;
       else s += ` ${t.natural ? 'NATURAL ' : ''}${t.type.toUpperCase()} JOIN ${right}`;
@@ -446,6 +447,12 @@ function formatRoleOptions(o: { password: string | null | undefined; login: bool
   return parts.length === 0 ? '' : ` WITH ${parts.join(' ')}`;
 }
 
+/** An EXPLAIN option value: a bare word or number when PostgreSQL reads it back as the same text, else a string. */
+function formatOptionValue(v: string): string {
+  if (v === 'true' || v === 'false' || v === 'on' || v === 'off' || /^\d+(\.\d+)?$/.test(v)) return v;
+  return quoteIdent(v) === v ? v : quoteString(v);
+}
+
 /** SQL text of a statement (see the contract in the header). */
 export function formatStatement(s: Statement): string {
   switch (s.kind) {
@@ -530,7 +537,7 @@ export function formatStatement(s: Statement): string {
     case 'ShowVar':
       return s.name === 'all' ? 'SHOW ALL' : `SHOW ${quoteIdent(s.name)}`;
     case 'Explain': {
-      const opts = s.options.map((o) => (o.value === undefined ? o.name.toUpperCase() : `${o.name.toUpperCase()} ${o.value}`));
+      const opts = s.options.map((o) => (o.value === undefined ? o.name.toUpperCase() : `${o.name.toUpperCase()} ${formatOptionValue(o.value)}`));
       return `EXPLAIN ${opts.length > 0 ? `(${opts.join(', ')}) ` : ''}${formatStatement(s.statement)}`;
     }
     case 'CreateRole':
