@@ -137,6 +137,18 @@ export function buildHistory<V>(ops: readonly (Omit<Op<V>, 'index' | 'time'> & {
   return ops.map((o, i) => ({ ...o, index: i, time: o.time ?? i }));
 }
 
+/**
+ * Converts Jepsen "independent" ops, whose value is a `[key, value]` tuple, to our form
+ * with a `key` field (nemesis ops and ops already keyed are kept as they are).
+ */
+export function fromIndependent(history: History): Op[] {
+  return history.map((op) => {
+    if (!isClientOp(op) || op.key !== undefined || !Array.isArray(op.value) || op.value.length !== 2) return op;
+    const [key, value] = op.value as [string | number, unknown];
+    return { ...op, key, value };
+  });
+}
+
 /** Serialises a history as JSON lines (one op per line, trailing newline). */
 export function formatHistoryJsonl(history: History): string {
   let s = '';

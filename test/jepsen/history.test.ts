@@ -10,6 +10,7 @@ import { parseEdnHistory, parseJepsenLog } from '../../jepsen-style/history/jeps
 import {
   buildHistory,
   formatHistoryJsonl,
+  fromIndependent,
   pairHistory,
   parseHistoryJsonl,
   readHistoryFile,
@@ -71,6 +72,19 @@ describe('pairHistory', () => {
         ]),
       ),
     ).toBe('history.mismatched');
+  });
+});
+
+describe('fromIndependent', () => {
+  it("moves Jepsen's [key value] tuples into the key field", () => {
+    const h = fromIndependent(
+      buildHistory<unknown>([
+        { process: 0, type: 'invoke', f: 'cas', value: ['k1', [1, 2]] },
+        { process: 'nemesis', type: 'info', f: 'start', value: ['a', 'b'] },
+      ]),
+    );
+    expect(h[0]).toMatchObject({ key: 'k1', value: [1, 2] });
+    expect(h[1]!.key).toBeUndefined();
   });
 });
 
