@@ -12,3 +12,4 @@ export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
 export { Connection } from './connection.js';
 export type { CallOptions, RpcCallContext, RpcHandler, RpcTransport } from './transport.js';
 export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';
+export { isOffsetHealthy, measureOffset, type OffsetMeasurement, PING_METHOD } from './clock-offset.js';

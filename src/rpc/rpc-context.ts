@@ -25,6 +25,9 @@
  * request was not sent) and one-ways are dropped — the layer above chooses
  * another replica or retries later instead of queueing behind a dead peer.
  *
+ * Clock offsets: ping(nodeId) measures the offset to a peer (clock-offset.ts);
+ * isClockHealthy() tells the node layer whether to keep serving.
+ *
  * Handshake (handshake.ts): cluster id, node id and protocol version are
  * checked on every connection; refusals are typed (`rpc.cluster_id_mismatch`,
  * `rpc.node_id_mismatch`, `rpc.version_mismatch`) and failed calls carry them.
@@ -40,6 +43,7 @@ import type { CairnError } from '../util/errors.js';
 import type { Clock, ClockOffsetError } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
+import { isOffsetHealthy, measureOffset, type OffsetMeasurement, PING_METHOD, pingHandler } from './clock-offset.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import type { CallOptions, RpcHandler, RpcTransport } from './transport.js';
 import { RpcError, unavailableError } from './errors.js';
@@ -112,6 +116,8 @@ export function backoffDelay(attempt: number, b: BackoffOptions, prng: Prng): nu
   return base * (1 + b.jitter * (2 * prng.float() - 1));
 }
 
+const EMPTY_PAYLOAD = Buffer.alloc(0);
+
 function newSlot(label: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
   return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false, closingLocally: false };
 }
@@ -179,6 +185,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   private readonly addressPeers = new Map<string, PeerSlot>();
   private readonly addresses = new Map<number, PeerAddress>();
   private readonly server: RpcServer;
+  private readonly offsets = new Map<number, OffsetMeasurement>();
   private closed = false;
 
   constructor(private readonly opts: RpcContextOptions) {
@@ -195,6 +202,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
     assert(this.backoff.jitter >= 0 && this.backoff.jitter < 1, 'rpc: backoff jitter must be in [0, 1)');
     this.server = new RpcServer(this);
+    this.handlers.set(PING_METHOD, pingHandler(this.clock));
   }
 
   get nodeId(): number {
@@ -219,9 +227,40 @@ export class RpcContext implements ConnectionHost, RpcTransport {
 
   /** Registers the handler of a method id; each id has exactly one handler. */
   register(method: number, handler: RpcHandler): void {
-    assert(Number.isInteger(method) && method >= 0 && method <= 0xffff, `rpc: method id ${method} is not a u16`);
+    assert(Number.isInteger(method) && method >= 0 && method < PING_METHOD, `rpc: method id ${method} is not a u16 below the reserved ${PING_METHOD}`);
     assert(!this.handlers.has(method), `rpc: method ${method} registered twice`);
     this.handlers.set(method, handler);
+  }
+
+  /**
+   * Measures the clock offset to nodeId with one round trip (clock-offset.ts)
+   * and records it for clockOffsets() / isClockHealthy().
+   */
+  async ping(nodeId: number, opts?: CallOptions): Promise<OffsetMeasurement> {
+    const t0 = this.clock.physicalNow();
+    const res = await this.call(nodeId, PING_METHOD, EMPTY_PAYLOAD, opts);
+    const m = measureOffset(res, t0, this.clock.physicalNow());
+    this.offsets.set(nodeId, m);
+    return m;
+  }
+
+  /** The latest offset measurement per peer. */
+  clockOffsets(): ReadonlyMap<number, OffsetMeasurement> {
+    return this.offsets;
+  }
+
+  /** Forgets a peer's measurement (it left the cluster or is considered dead). */
+  forgetClockOffset(nodeId: number): void {
+    this.offsets.delete(nodeId);
+  }
+
+  /**
+   * False when this node's clock is out of bounds against a majority of the
+   * measured peers: the node layer must stop serving (DESIGN.md §6).
+   * Tolerance: 80 % of the clock's max offset, as CockroachDB uses.
+   */
+  isClockHealthy(toleranceMicros = this.clock.maxOffsetMicros * 0.8): boolean {
+    return isOffsetHealthy(this.offsets.values(), toleranceMicros);
   }
 
   handler(method: number): RpcHandler | undefined {
