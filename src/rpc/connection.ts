@@ -11,8 +11,11 @@
  *
  * Coalescing: every message queued during one event-loop turn leaves in one
  * socket.write (DESIGN.md §4: ~650k round trips/s coalesced against ~50k with
- * one write per message). A queue above FLUSH_EAGER_BYTES is flushed at once
- * to bound memory.
+ * one write per message; bench/rpc.ts here: ~290k against ~60k round trips
+ * per CPU-second with 1 KB payloads). A queue above FLUSH_EAGER_BYTES is
+ * flushed at once to bound memory. The written buffer is handed to the socket
+ * without a copy; the writer continues in a second buffer and takes the first
+ * back when the socket is done with it.
  *
  * HLC: each flush takes one clock.now() and stamps it on every message of the
  * write. That timestamp is at least every timestamp the payloads could carry
@@ -20,12 +23,12 @@
  * like a per-message now() would, and reports the sender's current physical
  * time — for the price of one clock read per write instead of per message.
  * The receiver calls clock.update() once per distinct timestamp. A
- * ClockOffsetError fails that message (a request is not served and gets the
+ * ClockOffsetError fails that message — a request is not served and gets the
  * error as its response; a response is refused and its call rejects with an
- * ambiguous `hlc.clock_offset` — the request may have run; a one-way is
- * dropped), is
- * counted and logged, and is reported through the host's onClockOffset (the
- * node layer decides whether to stop serving).
+ * ambiguous `hlc.clock_offset` (the request may have run); a one-way is
+ * dropped — and is counted, logged (at most once a second per connection)
+ * and reported through the host's onClockOffset (the node layer decides
+ * whether to stop serving).
  *
  * Call outcomes (errors.ts): a call is `sent` once its bytes were handed to the
  * socket, or to the fault hook's simulated network (dropped or delayed). A
