@@ -14,6 +14,7 @@ import { FieldGenerator, FIELD_COUNT, FIELD_LENGTH } from '../../src/workload/yc
 import { KeyChooser, OperationChooser, WORKLOADS } from '../../src/workload/ycsb/workload-spec.js';
 import { Statement, READ, SCAN, UPDATES } from '../../src/workload/ycsb/ycsb-sql.js';
 import { parseDuration } from '../../src/workload/duration.js';
+import { splitKeys } from '../../src/workload/ycsb/loader.js';
 
 function counts(n: number, draws: number, draw: () => number): number[] {
   const c = new Array<number>(n).fill(0);
@@ -311,5 +312,21 @@ describe('keyName edge cases', () => {
       if (keyName(i) !== `user${ref}`) expect.fail(`index ${i}: ${keyName(i)} ≠ user${ref}`);
     }
     expect(padded).toBeGreaterThan(0);
+  });
+});
+
+describe('split points', () => {
+  it('divide the loaded keys into ranges of equal row counts', () => {
+    const keys = Array.from({ length: 1000 }, (_, i) => keyName(i)).sort();
+    const splits = splitKeys(1000, 4);
+    expect(splits).toHaveLength(3);
+    expect([...splits].sort()).toEqual(splits);
+    const bounds = ['', ...splits, '\uffff'];
+    for (let r = 0; r < 4; r++) {
+      const inRange = keys.filter((k) => k >= bounds[r]! && k < bounds[r + 1]!).length;
+      expect(inRange).toBe(250);
+    }
+    expect(splitKeys(1000, 1)).toEqual([]);
+    expect(splitKeys(3, 10)).toEqual([]);
   });
 });

@@ -117,6 +117,15 @@ describe('YCSB against PostgreSQL', () => {
     expect(await digest('seq', 1)).toBe(await digest('par', 4));
   });
 
+  it('init sends SPLIT AT only to a server that calls itself Cairn', async () => {
+    // A schema ahead of pg_catalog whose version() claims to be Cairn: init
+    // then issues ALTER TABLE … SPLIT AT, which PostgreSQL cannot parse.
+    await query('CREATE SCHEMA IF NOT EXISTS fake');
+    await query("CREATE OR REPLACE FUNCTION fake.version() RETURNS text LANGUAGE sql AS $$ SELECT 'Cairn 0.1 (fake)' $$");
+    const url = `${server.url}?options=${encodeURIComponent('-c search_path=fake,pg_catalog')}`;
+    await expect(initYcsb({ urls: [url], drop: true, insertCount: 100, splits: 3 })).rejects.toThrow(/syntax error at or near "SPLIT"/);
+  });
+
   it('init refuses to reuse an existing table without --drop', async () => {
     await expect(initYcsb({ urls: [server.url], insertCount: 10 })).rejects.toThrow(/already exists; pass --drop/);
   });
