@@ -440,6 +440,43 @@ function scratchOf(n: number): Buffer {
 }
 const floatScratch = Buffer.allocUnsafe(8);
 
+// Set by scanBody for its caller: the escapes in the body, and whether any unescaped byte is ≥ 0x80.
+let scanEscapes = 0;
+let scanHigh = false;
+
+/**
+ * Finds the terminator of the escaped bytes/string body starting at `start`
+ * (00 01, or ff fe when descending), checking every escape on the way;
+ * returns the terminator's offset and sets scanEscapes and scanHigh.
+ */
+function scanBody(b: Uint8Array, start: number, desc: boolean): number {
+  // XOR with `flip` turns a descending body into its ascending form, so one tight loop serves both.
+  const flip = desc ? 0xff : 0x00;
+  const last = b.length - 1;
+  let escapes = 0;
+  let acc = 0; // OR of the unescaped bytes
+  for (let i = start; i <= last; i++) {
+    const c = (b[i] as number) ^ flip;
+    if (c !== 0) {
+      acc |= c;
+      continue;
+    }
+    if (i === last) throw corruptKey(b, i, 'truncated escaped value');
+    const next = (b[i + 1] as number) ^ flip;
+    if (next === 0xff) {
+      escapes++;
+      i++;
+    } else if (next === 0x01) {
+      scanEscapes = escapes;
+      scanHigh = acc >= 0x80;
+      return i;
+    } else {
+      throw corruptKey(b, i, `bad escape ${(b[i] as number).toString(16)} ${(b[i + 1] as number).toString(16)}`);
+    }
+  }
+  throw corruptKey(b, start - 1, 'unterminated bytes or string');
+}
+
 /**
  * Reads encoded values one after another from a key, starting at `pos`.
  * Typed reads return null for a NULL of either direction, accept either
@@ -448,10 +485,6 @@ const floatScratch = Buffer.allocUnsafe(8);
  */
 export class KeyReader {
   pos: number;
-  // Set by scanEscaped: where the body's terminator starts and how many escapes it held.
-  private bodyEnd = 0;
-  private escapes = 0;
-  private highBytes = false;
 
   constructor(
     public buf: Buffer,
@@ -602,17 +635,17 @@ export class KeyReader {
     if (!this.expect(K_STRING)) return null;
     const desc = this.tag() === TAG_STRING_DESC;
     const start = this.pos + 1;
-    this.scanEscaped(start, desc);
-    const end = this.bodyEnd;
+    const end = scanBody(this.buf, start, desc);
+    const high = scanHigh;
     let out: string;
-    if (this.escapes === 0 && !desc) {
-      if (this.highBytes && !isUtf8(this.buf.subarray(start, end))) throw this.corrupt('invalid UTF-8 in string');
-      out = this.buf.toString(this.highBytes ? 'utf8' : 'latin1', start, end);
+    if (scanEscapes === 0 && !desc) {
+      if (high && !isUtf8(this.buf.subarray(start, end))) throw this.corrupt('invalid UTF-8 in string');
+      out = this.buf.toString(high ? 'utf8' : 'latin1', start, end);
     } else {
       const tmp = scratchOf(end - start);
       const n = this.unescape(tmp, start, end, desc);
-      if (this.highBytes && !isUtf8(tmp.subarray(0, n))) throw this.corrupt('invalid UTF-8 in string');
-      out = tmp.toString(this.highBytes ? 'utf8' : 'latin1', 0, n);
+      if (high && !isUtf8(tmp.subarray(0, n))) throw this.corrupt('invalid UTF-8 in string');
+      out = tmp.toString(high ? 'utf8' : 'latin1', 0, n);
     }
     this.pos = end + 2;
     return out;
@@ -623,50 +656,16 @@ export class KeyReader {
     if (!this.expect(K_BYTES)) return null;
     const desc = this.tag() === TAG_BYTES_DESC;
     const start = this.pos + 1;
-    this.scanEscaped(start, desc);
-    const end = this.bodyEnd;
+    const end = scanBody(this.buf, start, desc);
     let out: Buffer;
-    if (this.escapes === 0 && !desc) {
+    if (scanEscapes === 0 && !desc) {
       out = this.buf.subarray(start, end);
     } else {
-      out = Buffer.allocUnsafe(end - start - this.escapes);
+      out = Buffer.allocUnsafe(end - start - scanEscapes);
       this.unescape(out, start, end, desc);
     }
     this.pos = end + 2;
     return out;
-  }
-
-  /**
-   * Finds the terminator of the escaped body starting at `start` (00 01, or
-   * ff fe when descending), checking every escape; records it in bodyEnd,
-   * escapes and highBytes (any unescaped byte ≥ 0x80).
-   */
-  private scanEscaped(start: number, desc: boolean): void {
-    const b = this.buf;
-    const mark = desc ? 0xff : 0x00;
-    const len = b.length;
-    let escapes = 0;
-    let high = false;
-    for (let i = start; i < len; i++) {
-      const c = b[i] as number;
-      if (c !== mark) {
-        if ((desc ? ~c & 0xff : c) >= 0x80) high = true;
-        continue;
-      }
-      const next = b[i + 1];
-      if (next === (desc ? 0x00 : 0xff)) {
-        escapes++;
-        i++;
-      } else if (next === (desc ? 0xfe : 0x01)) {
-        this.bodyEnd = i;
-        this.escapes = escapes;
-        this.highBytes = high;
-        return;
-      } else {
-        throw this.corrupt(next === undefined ? 'truncated escaped value' : `bad escape ${mark.toString(16)} ${next.toString(16)}`, i);
-      }
-    }
-    throw this.corrupt('unterminated bytes or string', start - 1);
   }
 
   /** Copies the escaped body b[start, end) into `out` unescaped (and un-complemented); returns its length. */
@@ -778,17 +777,7 @@ export function peekLength(buf: Uint8Array, offset: number): number {
     case K_BYTES:
     case K_STRING: {
       const desc = tag === TAG_BYTES_DESC || tag === TAG_STRING_DESC;
-      const mark = desc ? 0xff : 0x00;
-      const term = desc ? 0xfe : 0x01;
-      const esc = desc ? 0x00 : 0xff;
-      for (let i = offset + 1; i < buf.length; i++) {
-        if (buf[i] !== mark) continue;
-        const next = buf[i + 1];
-        if (next === term) return i + 2 - offset;
-        if (next !== esc) throw corruptKey(buf, i, 'bad escape');
-        i++;
-      }
-      throw corruptKey(buf, offset, 'unterminated bytes or string');
+      return scanBody(buf, offset + 1, desc) + 2 - offset;
     }
     default:
       throw corruptKey(buf, offset, `unknown tag 0x${tag.toString(16)}`);
