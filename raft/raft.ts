@@ -912,16 +912,11 @@ export class Raft {
         this.logger.info(`${this.id} no leader at term ${this.term}; dropping proposal`);
         throw new ProposalDroppedError('proposal dropped: no leader');
       case MessageType.MsgApp:
-        this.becomeFollower(m.term, m.from); // always m.term === this.term here
-        this.handleAppendEntries(m);
-        return;
       case MessageType.MsgHeartbeat:
-        this.becomeFollower(m.term, m.from);
-        this.handleHeartbeat(m);
-        return;
       case MessageType.MsgSnap:
+        // A leader of our term exists (m.term === this.term here): follow it.
         this.becomeFollower(m.term, m.from);
-        this.handleSnapshot(m);
+        this.handleLeaderMessage(m);
         return;
       case MessageType.MsgTimeoutNow:
         if (this.debugOn) this.logger.debug(`${this.id} [term ${this.term} state ${STATE_TYPE_NAMES[this.state]}] ignored MsgTimeoutNow from ${m.from}`);
@@ -964,19 +959,11 @@ export class Raft {
         this.send(m);
         return;
       case MessageType.MsgApp:
-        this.electionElapsed = 0;
-        this.lead = m.from;
-        this.handleAppendEntries(m);
-        return;
       case MessageType.MsgHeartbeat:
-        this.electionElapsed = 0;
-        this.lead = m.from;
-        this.handleHeartbeat(m);
-        return;
       case MessageType.MsgSnap:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleSnapshot(m);
+        this.handleLeaderMessage(m);
         return;
       case MessageType.MsgTransferLeader:
         if (this.lead === NONE) {
@@ -1020,6 +1007,12 @@ export class Raft {
 
   // -------------------------------------------------------------------------
   // Follower handlers
+
+  private handleLeaderMessage(m: Message): void {
+    if (m.type === MessageType.MsgApp) this.handleAppendEntries(m);
+    else if (m.type === MessageType.MsgHeartbeat) this.handleHeartbeat(m);
+    else this.handleSnapshot(m);
+  }
 
   private handleAppendEntries(m: Message): void {
     if (m.index < this.raftLog.committed) {
