@@ -102,12 +102,13 @@ export interface ColumnRef {
 }
 
 /**
- * A literal. `text` is the literal as PostgreSQL's lexer produced it, so a
- * numeric keeps its exact digits ("1.50", "99999999999999999999"):
- *   - int:       digits with an optional leading '-' ("42", "-7");
- *                `value` is the JS number (exact only up to 2^53).
- *   - numeric:   decimal point and/or exponent, or an integer too large for
- *                int4 as PostgreSQL's lexer decides it ("1.5", "1e10");
+ * A literal. `text` keeps a number's exact digits ("1.50",
+ * "99999999999999999999"), normalised only where that loses nothing
+ * (underscores dropped, 0x/0o/0b integers in decimal):
+ *   - int:       an integer of any size: `-?\d+` ("42", "-7", "1000000");
+ *                `value` is the JS number (exact only up to 2^53). The
+ *                planner types it int4/int8/numeric by magnitude.
+ *   - numeric:   a decimal point and/or exponent ("1.50", "1e10", ".5");
  *                `value` is the JS number (approximate).
  *   - string:    an untyped '…' literal (E'', $$…$$ and U&'' already
  *                decoded); `value` equals `text`.

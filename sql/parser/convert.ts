@@ -1154,10 +1154,7 @@ export function constant(c: A_Const): Const {
     const v = c.ival.ival ?? 0;
     return { kind: 'Const', type: 'int', value: v, text: String(v) };
   }
-  if (c.fval !== undefined) {
-    const text = c.fval.fval ?? '0';
-    return { kind: 'Const', type: /^-?\d+$/.test(text) ? 'int' : 'numeric', value: Number(text), text };
-  }
+  if (c.fval !== undefined) return numberConst(c.fval.fval ?? '0');
   if (c.sval !== undefined) {
     const s = c.sval.sval ?? '';
     return { kind: 'Const', type: 'string', value: s, text: s };
@@ -1172,6 +1169,23 @@ export function constant(c: A_Const): Const {
   }
   // An A_Const with no value field is an integer 0 whose field was omitted.
   return { kind: 'Const', type: 'int', value: 0, text: '0' };
+}
+
+/**
+ * A number literal PostgreSQL kept as text (too big for int4, or not an
+ * integer), normalised: underscores dropped, hex/octal/binary integers in
+ * decimal, so `int` text is always `-?\d+` and `numeric` text a decimal.
+ */
+function numberConst(raw: string): Const {
+  const neg = raw.startsWith('-');
+  const digits = (neg ? raw.slice(1) : raw).replace(/_/g, '');
+  const sign = neg ? '-' : '';
+  if (/^(\d+|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+)$/.test(digits)) {
+    const text = sign + BigInt(digits).toString();
+    return { kind: 'Const', type: 'int', value: Number(text), text };
+  }
+  const text = sign + digits;
+  return { kind: 'Const', type: 'numeric', value: Number(text), text };
 }
 
 /** Normalises a PostgreSQL TypeName (see TypeName in ast.ts). */
