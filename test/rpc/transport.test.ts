@@ -7,10 +7,10 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { CairnError } from '../../src/util/errors.js';
 import { createLogger } from '../../src/util/log.js';
 import { ClockOffsetError, compareTimestamps } from '../../src/util/hlc.js';
-import { encodeFrame } from '../../src/rpc/frame.js';
-import { encodeHandshake } from '../../src/rpc/handshake.js';
-import { BufWriter } from '../../src/rpc/codec.js';
-import { encodeEnvelope, MessageKind } from '../../src/rpc/envelope.js';
+import { encodeFrame, FrameDecoder } from '../../src/rpc/frame.js';
+import { decodeHandshake, encodeHandshake } from '../../src/rpc/handshake.js';
+import { BufReader, BufWriter } from '../../src/rpc/codec.js';
+import { decodeEnvelope, encodeEnvelope, MessageKind } from '../../src/rpc/envelope.js';
 import { countRuns, ECHO, eventually, NEVER, Nodes, registerEcho, rejection, T0, waitFor } from './nodes.js';
 
 const nodes = new Nodes();
@@ -392,6 +392,44 @@ describe('bad input', () => {
     expect(line.peer).toBe(`127.0.0.1:${localPort}`);
     expect(line.err).toMatch(/exceeds the maximum/); // "GET " read as a length
     expect((await n1.ctx.call(2, ECHO, Buffer.from('still here'))).toString()).toBe('still here');
+  });
+
+  it('serves a well-formed stream delivered one byte per write (handshake included)', async () => {
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    const oneWays: string[] = [];
+    n2.ctx.register(9, (p) => {
+      oneWays.push(p.toString());
+    });
+    const s = await rawClient(n2.addr.port);
+    s.setNoDelay(true);
+    const replies: Buffer[] = [];
+    const dec = new FrameDecoder();
+    s.on('data', (c: Buffer) => dec.push(c, (body) => replies.push(Buffer.from(body))));
+    const w = new BufWriter();
+    const ts = { wall: T0, logical: 0 };
+    for (let id = 1; id <= 3; id++) encodeEnvelope(w, MessageKind.Request, ECHO, id, ts, Buffer.from(`r${id}`));
+    const requests = encodeFrame(w.copyOut());
+    w.reset();
+    encodeEnvelope(w, MessageKind.OneWay, 9, 0, ts, Buffer.from('ow'));
+    const stream = Buffer.concat([hello(9, 2), requests, encodeFrame(w.copyOut())]);
+    for (let i = 0; i < stream.length; i++) {
+      await new Promise<void>((r) => s.write(stream.subarray(i, i + 1), () => r()));
+    }
+    await waitFor(() => replies.length >= 2 && oneWays.length === 1, 5000, 'the replies');
+    const ack = decodeHandshake(new BufReader(replies[0] as Buffer));
+    expect(ack).toMatchObject({ type: 'ack', clusterId: 'cluster-a', nodeId: 2 });
+    const got: string[] = [];
+    for (const body of replies.slice(1)) {
+      const r = new BufReader(body);
+      while (r.remaining > 0) {
+        const env = decodeEnvelope(r);
+        got.push(`${env.kind}:${env.requestId}:${env.payload.toString()}`);
+      }
+    }
+    expect(got).toEqual(['1:1:r1', '1:2:r2', '1:3:r3']);
+    expect(oneWays).toEqual(['ow']);
+    s.destroy();
   });
 
   it('an oversized frame length closes the connection before buffering', async () => {
