@@ -128,7 +128,9 @@ const SUFFIX_STORE_IDENT = ascii('iden');
 
 export const TXN_ID_LENGTH = 16;
 
+// One writer and one reader serve every constructor and decoder here (none re-enters another mid-use).
 const w = new KeyWriter();
+const reader = new KeyReader(KEY_MIN);
 
 // ---- Range-ID-local keys ------------------------------------------------------
 
@@ -267,7 +269,7 @@ export interface RangeIdLocalKey {
 /** Splits a range-ID-local key; CorruptionError when it is not one. */
 export function decodeRangeIdLocalKey(key: Buffer): RangeIdLocalKey {
   if (!hasPrefix(key, LOCAL_RANGE_ID_PREFIX)) throw corruptKey(key, 0, 'not a range-ID-local key');
-  const r = new KeyReader(key, LOCAL_RANGE_ID_PREFIX.length);
+  const r = reader.reset(key, LOCAL_RANGE_ID_PREFIX.length);
   const rangeId = readId(r, 'range id');
   const infix = key[r.pos];
   if (infix !== REPLICATED_INFIX && infix !== UNREPLICATED_INFIX) throw corruptKey(key, r.pos, 'bad range-ID-local infix');
@@ -337,7 +339,7 @@ export interface RangeLocalKey {
 /** Splits a range-local key; CorruptionError when it is not one. */
 export function decodeRangeLocalKey(key: Buffer): RangeLocalKey {
   if (!hasPrefix(key, LOCAL_RANGE_PREFIX)) throw corruptKey(key, 0, 'not a range-local key');
-  const r = new KeyReader(key, LOCAL_RANGE_PREFIX.length);
+  const r = reader.reset(key, LOCAL_RANGE_PREFIX.length);
   const addr = r.readBytes();
   if (addr === null || isLocal(addr)) throw corruptKey(key, LOCAL_RANGE_PREFIX.length, 'a range-local key must embed a global key');
   if (r.pos + 4 > key.length) throw corruptKey(key, r.pos, 'truncated range-local suffix');
@@ -432,7 +434,7 @@ export function nodeLivenessKey(nodeId: number): Buffer {
 /** The node id of a liveness key; CorruptionError when it is not one. */
 export function decodeNodeLivenessKey(key: Buffer): number {
   if (!hasPrefix(key, NODE_LIVENESS_PREFIX)) throw corruptKey(key, 0, 'not a node liveness key');
-  const r = new KeyReader(key, NODE_LIVENESS_PREFIX.length);
+  const r = reader.reset(key, NODE_LIVENESS_PREFIX.length);
   const id = readId(r, 'node id');
   if (!r.done) throw corruptKey(key, r.pos, 'trailing bytes after the node id');
   return id;
@@ -496,7 +498,7 @@ export function tableIndexSpan(tableId: number, indexId: number): Span {
 export function decodeTableIndexPrefix(key: Buffer): { tableId: number; indexId: number; next: number } {
   const first = key[0];
   if (first === undefined || first < (TABLE_DATA_MIN[0] as number) || first > TAG_INT_MAX) throw corruptKey(key, 0, 'not a table key');
-  const r = new KeyReader(key, 0);
+  const r = reader.reset(key, 0);
   const tableId = readId(r, 'table id');
   const indexId = readId(r, 'index id');
   return { tableId, indexId, next: r.pos };

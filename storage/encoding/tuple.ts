@@ -742,9 +742,11 @@ export class KeyReader {
   }
 }
 
+const sharedReader = new KeyReader(Buffer.alloc(0));
+
 /** Decodes the value at `offset`: its kind, direction, value and the offset after it. */
 export function decodeValue(buf: Buffer, offset = 0): DecodedValue {
-  return new KeyReader(buf, offset).readValue();
+  return sharedReader.reset(buf, offset).readValue();
 }
 
 /** Decodes every value from `offset` to the end of the key. */
@@ -824,14 +826,14 @@ export function encodeBytes(v: Uint8Array, dir: Direction = 'asc'): Buffer {
 
 /** Decodes the int at `offset` (number when safe, else bigint); NULL decodes to null. */
 export function decodeInt(buf: Buffer, offset = 0): { value: number | bigint | null; next: number } {
-  const r = new KeyReader(buf, offset);
+  const r = sharedReader.reset(buf, offset);
   const value = r.readInt();
   return { value, next: r.pos };
 }
 
 /** Decodes the int at `offset` as a bigint; NULL decodes to null. */
 export function decodeIntBig(buf: Buffer, offset = 0): { value: bigint | null; next: number } {
-  const r = new KeyReader(buf, offset);
+  const r = sharedReader.reset(buf, offset);
   const value = r.readIntBig();
   return { value, next: r.pos };
 }
