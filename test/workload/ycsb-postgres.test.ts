@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Command } from 'commander';
+import * as hdr from 'hdr-histogram-js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { initYcsb, keyName, runYcsb, WORKLOADS, YcsbRunError, type Output, type WorkloadName } from '../../src/workload/index.js';
 import { registerWorkloadCommands } from '../../src/cli/workload-command.js';
@@ -186,6 +187,9 @@ describe('YCSB against PostgreSQL', () => {
       expect(json.config.workload).toBe(name);
       expect(json.total.count).toBe(res.total.count);
       expect(json.ops[firstOp].p99Ms).toBe(res.ops[firstOp as keyof typeof res.ops]!.p99Ms);
+      // …including the full HDR histogram, which decodes to the same counts.
+      const decoded = hdr.decodeFromCompressedBase64(json.ops[firstOp].histogram);
+      expect(decoded.totalCount).toBe(res.ops[firstOp as keyof typeof res.ops]!.count);
     });
   }
 

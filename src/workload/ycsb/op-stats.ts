@@ -56,6 +56,12 @@ export interface OpTotals {
   readonly p99Ms: number;
   readonly p999Ms: number;
   readonly maxMs: number;
+  /**
+   * The whole latency histogram (µs) in HdrHistogram's compressed base64 form
+   * ("HISTF…"), readable by any HdrHistogram implementation
+   * (decodeFromCompressedBase64), so runs can be merged or re-analysed.
+   */
+  readonly histogram: string;
 }
 
 function ms(micros: number): number {
@@ -136,6 +142,7 @@ export class OpStats {
       p99Ms: pct(h, 99),
       p999Ms: pct(h, 99.9),
       maxMs: ms(h.maxValue),
+      histogram: hdr.encodeIntoCompressedBase64(h),
     };
   }
 }
