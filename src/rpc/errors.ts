@@ -18,6 +18,7 @@
  *   rpc.message_too_large   no         no         the message cannot fit a frame
  *   rpc.internal            no         no         the remote handler failed with a non-Cairn error
  *   rpc.closed              no         no         this RpcContext was closed
+ *   rpc.listen_failed       no         no         the listen address is taken or invalid
  *
  * Errors raised by a remote handler travel as (code, message, retryable,
  * ambiguous, sqlState) and are re-raised unchanged as CairnError.

@@ -135,9 +135,13 @@ export class RpcServer {
     const server = createServer((socket) => this.accept(socket));
     this.server = server;
     return new Promise((resolve, reject) => {
-      server.once('error', reject);
+      const fail = (e: Error): void => {
+        this.server = null;
+        reject(new RpcError('rpc.listen_failed', `rpc: cannot listen on ${host}:${port}: ${e.message}`, { cause: e }));
+      };
+      server.once('error', fail);
       server.listen({ host, port }, () => {
-        server.off('error', reject);
+        server.off('error', fail);
         server.on('error', (e) => this.host.log.error({ err: e.message }, 'rpc: listener error'));
         const addr = server.address();
         assert(addr !== null && typeof addr === 'object', 'rpc: listener has no address');

@@ -6,7 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { CairnError } from '../../src/util/errors.js';
 import { createLogger } from '../../src/util/log.js';
-import { ClockOffsetError, compareTimestamps } from '../../src/util/hlc.js';
+import { Clock, ClockOffsetError, compareTimestamps, ManualPhysical } from '../../src/util/hlc.js';
+import { Prng } from '../../src/util/prng.js';
+import { RpcContext } from '../../src/rpc/rpc-context.js';
 import { encodeFrame, FrameDecoder } from '../../src/rpc/frame.js';
 import { decodeHandshake, encodeHandshake } from '../../src/rpc/handshake.js';
 import { BufReader, BufWriter } from '../../src/rpc/codec.js';
@@ -151,6 +153,37 @@ describe('round trips', () => {
     expect(e2.message).toMatch(/boom/);
     const e3 = await rejection(n1.ctx.call(2, 77, Buffer.alloc(0)));
     expect(e3.code).toBe('rpc.unknown_method');
+  });
+
+  it('finds peers through the resolve option when no address was set', async () => {
+    const n2 = await nodes.start(2);
+    registerEcho(n2.ctx);
+    const asked: number[] = [];
+    const ctx = new RpcContext({
+      nodeId: 6,
+      clusterId: 'cluster-a',
+      clock: new Clock(new ManualPhysical(T0).read),
+      prng: new Prng(6),
+      resolve: (id) => {
+        asked.push(id);
+        return id === 2 ? n2.addr : undefined;
+      },
+    });
+    try {
+      expect((await ctx.call(2, ECHO, Buffer.from('via resolve'))).toString()).toBe('via resolve');
+      const e = await rejection(ctx.call(7, ECHO, Buffer.alloc(0)));
+      expect([e.code, e.message]).toEqual(['rpc.unavailable', 'rpc: n7 unavailable: no known address']);
+      expect(asked).toEqual([2, 7]);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('a listen address in use is a typed error', async () => {
+    const n1 = await nodes.start(1);
+    const e = await rejection(nodes.start(3, { port: n1.addr.port }));
+    expect(e.code).toBe('rpc.listen_failed');
+    expect(e.message).toMatch(/EADDRINUSE/);
   });
 
   it('a node can call itself (over loopback, like any peer)', async () => {
