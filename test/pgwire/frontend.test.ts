@@ -11,6 +11,7 @@ import {
   type FrontendMessage,
 } from '../../sql/pgwire/frontend.js';
 import { ProtocolViolationError } from '../../sql/pgwire/errors.js';
+import { fuzzStreams } from './fuzz-streams.js';
 
 function decodeAll(chunks: readonly Buffer[], phase: 'startup' | 'normal' = 'normal', maxMessageSize?: number): FrontendMessage[] {
   const d = new FrontendDecoder({ maxMessageSize });
@@ -180,17 +181,7 @@ describe('FrontendDecoder, malformed input → ProtocolViolationError (08P01)', 
   });
 
   it('random and mutated streams yield messages or a ProtocolViolationError, nothing else (property)', () => {
-    const valid = Buffer.concat(NORMAL.map(([b]) => b));
-    const stream = fc.oneof(
-      fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
-      fc
-        .array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 5 })
-        .map((muts) => {
-          const b = Buffer.from(valid);
-          for (const [at, v] of muts) b[at] = v;
-          return b;
-        }),
-    );
+    const stream = fuzzStreams(Buffer.concat(NORMAL.map(([b]) => b)));
     fc.assert(
       fc.property(stream, fc.boolean(), fc.nat(50), (bytes, startup, cut) => {
         const d = new FrontendDecoder({ maxMessageSize: 4096 });

@@ -19,6 +19,8 @@ import type { PgConn } from '../../sql/pgwire/conn.js';
 import { makeScramCredential } from '../../sql/pgwire/scram.js';
 import { ToyFactory, type ToyOptions } from './toy-backend.js';
 import { parseBackend, type PeerMessage } from './pg-peer.js';
+import { fuzzStreams, oracle } from './fuzz-streams.js';
+import fc from 'fast-check';
 
 const run = promisify(execFile);
 
@@ -241,6 +243,27 @@ describe('pgwire over TCP, trust (--insecure)', () => {
     const bye = parseBackend(await c.readUntil(() => c.ended));
     expect(bye).toMatchObject([{ name: 'error', severity: 'FATAL', code: '08P01' }]);
     expect(c.ended).toBe(true);
+  });
+
+  it('fuzz over TCP: hostile byte streams never crash the server or leak a session; malformed → 08P01 and close (property)', async () => {
+    const startupBytes = Buffer.from(serialize.startup({ user: 'root' }));
+    await fc.assert(
+      fc.asyncProperty(fuzzStreams(), fc.boolean(), async (bytes, inStartup) => {
+        const c = await RawClient.open(srv.port);
+        if (!inStartup) {
+          c.socket.write(startupBytes);
+          await c.untilReady();
+        }
+        c.socket.write(bytes);
+        if (oracle(bytes, inStartup) === 'violation') {
+          const out = await c.readUntil(() => c.ended);
+          expect(parseBackend(out).at(-1)).toMatchObject({ name: 'error', severity: 'FATAL', code: '08P01' });
+        }
+        c.socket.destroy();
+      }),
+      { numRuns: 60 },
+    );
+    await until(() => srv.factory.openSessions === 0);
   });
 
   it('a client that stops reading: the server stops producing and its buffers stay bounded', async () => {
