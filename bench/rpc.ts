@@ -2,8 +2,8 @@
  * RPC transport benchmark: round trips per second between two RpcContexts in
  * one process over TCP loopback, with a fixed number of calls in flight
  * (each completion issues the next call), 1 KB request and response
- * payloads, and a synchronous echo handler. Also reports the one-way message
- * rate. Prints figures; never asserted in `npm test` (DESIGN.md §5).
+ * payloads, and a synchronous echo handler. Also reports the latency of
+ * sequential calls (one in flight) and the one-way message rate. Prints figures; never asserted in `npm test` (DESIGN.md §5).
  *
  *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024] [--oneway-seconds 2]
  *                                          [--no-coalesce]   (one socket write per message, for comparison)
@@ -89,6 +89,18 @@ async function main(): Promise<void> {
       `${Math.round(n / ((cpu.user + cpu.system) / 1e6)).toLocaleString('en-US')} per cpu-second, ` +
       `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent${uncoalesced ? ', NOT coalesced' : ''})`,
   );
+
+  // Latency with one call in flight: percentiles over sequential round trips.
+  const lat: number[] = [];
+  const tl = performance.now();
+  while (performance.now() - tl < 1000) {
+    const s = performance.now();
+    await n1.ctx.call(2, 1, payload);
+    lat.push((performance.now() - s) * 1000);
+  }
+  lat.sort((a, b) => a - b);
+  const pct = (q: number): string => (lat[Math.min(lat.length - 1, Math.floor(q * lat.length))] as number).toFixed(0);
+  console.log(`rpc latency, 1 in flight: p50 ${pct(0.5)} µs, p99 ${pct(0.99)} µs, p99.9 ${pct(0.999)} µs (${lat.length} calls)`);
 
   // One-way throughput: batches of 1,000 sends per turn, waiting for delivery.
   const small = Buffer.alloc(64);
