@@ -15,9 +15,36 @@
  * error, Terminate or CancelRequest) and destroys it once the client ends.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { TLSSocket, type SecureContext } from 'node:tls';
+import { join } from 'node:path';
+import { TLSSocket, createSecureContext, type SecureContext } from 'node:tls';
+import { CairnError } from '../../src/util/index.js';
 import { PgConn, type ConnOptions, type ConnTransport } from './conn.js';
+
+/**
+ * The TLS context of `--certs-dir`, named as in CockroachDB: node.crt and
+ * node.key (and ca.crt, if present, to verify client certificates). Returns
+ * undefined when the directory has neither, so SSLRequest is answered 'N';
+ * only one of the two is a configuration error. Reads files: call it at
+ * startup, from the I/O owner.
+ */
+export function secureContextFromCertsDir(dir: string): SecureContext | undefined {
+  const certPath = join(dir, 'node.crt');
+  const keyPath = join(dir, 'node.key');
+  const caPath = join(dir, 'ca.crt');
+  const hasCert = existsSync(certPath);
+  const hasKey = existsSync(keyPath);
+  if (!hasCert && !hasKey) return undefined;
+  if (!hasCert || !hasKey) {
+    throw new CairnError('pgwire.certs_incomplete', `pgwire: ${dir} must hold both node.crt and node.key`);
+  }
+  return createSecureContext({
+    cert: readFileSync(certPath),
+    key: readFileSync(keyPath),
+    ca: existsSync(caPath) ? readFileSync(caPath) : undefined,
+  });
+}
 
 export interface PgConnectionOptions extends Omit<ConnOptions, 'random' | 'tlsAvailable' | 'remoteAddress'> {
   /** With a context (from --certs-dir), SSLRequest is answered 'S' and TLS starts. */

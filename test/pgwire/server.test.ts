@@ -4,16 +4,15 @@
 // client that stops reading (the "Backpressure" requirement).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { createSecureContext } from 'node:tls';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import postgres from 'postgres';
 import { serialize } from 'pg-protocol';
-import { handlePgConnection, type PgConnectionOptions } from '../../sql/pgwire/server.js';
+import { handlePgConnection, secureContextFromCertsDir, type PgConnectionOptions } from '../../sql/pgwire/server.js';
 import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
 import type { PgConn } from '../../sql/pgwire/conn.js';
 import { makeScramCredential } from '../../sql/pgwire/scram.js';
@@ -314,7 +313,8 @@ describe('pgwire over TCP, passwords and TLS', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pgwire-tls-'));
     await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'node.key'), '-out', join(dir, 'node.crt'), '-days', '1', '-subj', '/CN=localhost']);
-    const secureContext = createSecureContext({ key: readFileSync(join(dir, 'node.key')), cert: readFileSync(join(dir, 'node.crt')) });
+    const secureContext = secureContextFromCertsDir(dir);
+    expect(secureContext).toBeDefined();
     srv = await startServer({ users });
     tlsSrv = await startServer({ users }, { secureContext, preferCleartextOverTls: true });
   });
@@ -323,6 +323,17 @@ describe('pgwire over TCP, passwords and TLS', () => {
     await tlsSrv.close();
     rmSync(dir, { recursive: true, force: true });
     expect(srv.factory.openSessions + tlsSrv.factory.openSessions).toBe(0);
+  });
+
+  it('--certs-dir: no certificates → no TLS; a key without a certificate is an error', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'pgwire-certs-'));
+    try {
+      expect(secureContextFromCertsDir(empty)).toBeUndefined();
+      writeFileSync(join(empty, 'node.key'), 'x');
+      expect(() => secureContextFromCertsDir(empty)).toThrow(/node\.crt and node\.key/);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 
   it('pg: SCRAM-SHA-256 with the right password works; a wrong one gets 28P01 and the server closes', async () => {
