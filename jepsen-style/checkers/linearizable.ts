@@ -169,6 +169,64 @@ export interface KeySearchResult<S> {
   readonly failure?: { op: PairedOp; linearized: PairedOp[]; state: S; depth: number };
 }
 
+/**
+ * Lowe's cache of visited (linearized set, model state) pairs. Entries live in typed
+ * arenas — the set's words, a second 32-bit hash and a chain link per entry — so the
+ * only per-entry allocation is the model state itself; the Map is keyed by a small
+ * integer (V8 keeps it unboxed) and chains collide rarely.
+ */
+class LinearizationCache<S> {
+  private arena: Uint32Array;
+  private link: Int32Array;
+  private check: Int32Array;
+  private readonly states: S[] = [];
+  private readonly heads = new Map<number, number>();
+  size = 0;
+
+  constructor(
+    private readonly words: number,
+    private readonly model: Model<S>,
+  ) {
+    this.arena = new Uint32Array(1024 * words);
+    this.link = new Int32Array(1024);
+    this.check = new Int32Array(1024);
+  }
+
+  /** Adds the pair; false when it was already present. h1/h2: Zobrist hashes of `bits`. */
+  add(bits: Uint32Array, h1: number, h2: number, state: S): boolean {
+    const key = (h1 ^ this.model.hash(state)) & 0x3fffffff;
+    const head = this.heads.get(key);
+    for (let e = head ?? -1; e !== -1; e = this.link[e]!) {
+      if (this.check[e] !== h2 || !this.model.equal(this.states[e]!, state)) continue;
+      const off = e * this.words;
+      let same = true;
+      for (let w = 0; w < this.words && same; w++) same = this.arena[off + w] === bits[w];
+      if (same) return false;
+    }
+    const e = this.size++;
+    if (e === this.link.length) this.grow();
+    this.arena.set(bits, e * this.words);
+    this.link[e] = head ?? -1;
+    this.check[e] = h2;
+    this.states.push(state);
+    this.heads.set(key, e);
+    return true;
+  }
+
+  private grow(): void {
+    const cap = this.link.length * 2;
+    const arena = new Uint32Array(cap * this.words);
+    arena.set(this.arena);
+    this.arena = arena;
+    const link = new Int32Array(cap);
+    link.set(this.link);
+    this.link = link;
+    const check = new Int32Array(cap);
+    check.set(this.check);
+    this.check = check;
+  }
+}
+
 const HEAD = 0;
 const EXPLAIN_TAIL = 12;
 const zobristPrng = new Prng(0x5eed1a);
@@ -230,26 +288,7 @@ export function searchLinearization<S>(
   const bits = new Uint32Array(words);
   let h1 = 0;
   let h2 = 0;
-  const cache = new Map<number, { bits: Uint32Array; state: S }[]>();
-  let cacheSize = 0;
-  const sameBits = (a: Uint32Array): boolean => {
-    for (let w = 0; w < words; w++) if (a[w] !== bits[w]) return false;
-    return true;
-  };
-  /** Adds (bits, state) to the cache; false if it was already there. */
-  const remember = (state: S): boolean => {
-    const key = ((h1 ^ model.hash(state)) >>> 0) * 2097152 + (h2 & 0x1fffff);
-    let bucket = cache.get(key);
-    if (bucket === undefined) {
-      bucket = [];
-      cache.set(key, bucket);
-    } else {
-      for (const e of bucket) if (model.equal(e.state, state) && sameBits(e.bits)) return false;
-    }
-    bucket.push({ bits: bits.slice(), state });
-    cacheSize++;
-    return true;
-  };
+  const cache = new LinearizationCache<S>(words, model);
   const flip = (i: number): void => {
     bits[i >>> 5]! ^= 1 << (i & 31);
     h1 ^= z1[i]!;
@@ -264,9 +303,9 @@ export function searchLinearization<S>(
   let best: KeySearchResult<S>['failure'];
   let entry = next[HEAD]!;
   for (;;) {
-    if (done === nCompleted) return { valid: true, steps, cacheSize };
+    if (done === nCompleted) return { valid: true, steps, cacheSize: cache.size };
     if (++steps > opts.maxSteps || ((steps & 0xfff) === 1 && opts.now() > opts.deadline)) {
-      return { valid: 'unknown', steps, cacheSize };
+      return { valid: 'unknown', steps, cacheSize: cache.size };
     }
     if ((entry & 1) === 1) {
       const i = (entry - 1) >>> 1;
@@ -274,7 +313,7 @@ export function searchLinearization<S>(
       const s2 = model.step(state, op);
       if (s2 !== undefined) {
         flip(i);
-        if (remember(s2)) {
+        if (cache.add(bits, h1, h2, s2)) {
           stackNode.push(entry);
           stackState.push(state);
           state = s2;
@@ -295,7 +334,7 @@ export function searchLinearization<S>(
       best = { op: ops[(entry - 2) >>> 1]!, linearized: tail, state, depth: stackNode.length };
     }
     const top = stackNode.pop();
-    if (top === undefined) return { valid: false, steps, cacheSize, failure: best };
+    if (top === undefined) return { valid: false, steps, cacheSize: cache.size, failure: best };
     state = stackState.pop()!;
     const i = (top - 1) >>> 1;
     flip(i);
