@@ -202,7 +202,9 @@ export class KeyWriter {
 
   /** The key built so far, and a fresh start for the next one. */
   finish(): Buffer {
-    const out = this.buf.subarray(this.start, this.pos);
+    // Buffer.from(arrayBuffer, …) makes the same view as subarray(), measurably faster.
+    const b = this.buf;
+    const out = Buffer.from(b.buffer, b.byteOffset + this.start, this.pos - this.start);
     this.start = this.pos;
     return out;
   }
