@@ -15,6 +15,7 @@ import { KeyChooser, OperationChooser, WORKLOADS } from '../../src/workload/ycsb
 import { Statement, READ, SCAN, UPDATES } from '../../src/workload/ycsb/ycsb-sql.js';
 import { parseDuration } from '../../src/workload/duration.js';
 import { splitKeys } from '../../src/workload/ycsb/loader.js';
+import { redactPassword } from '../../src/workload/ycsb/runner.js';
 
 function counts(n: number, draws: number, draw: () => number): number[] {
   const c = new Array<number>(n).fill(0);
@@ -290,6 +291,12 @@ describe('statements and flags', () => {
     expect(SCAN.inline(['user1', 20])).toBe("SELECT * FROM usertable WHERE ycsb_key >= 'user1' ORDER BY ycsb_key LIMIT 20");
     expect(UPDATES[3]!.inline(['k', 'v\\'])).toBe("UPDATE usertable SET field3 = 'v\\' WHERE ycsb_key = 'k'");
     expect(new Statement('s', 'SELECT $2, $1, $10').inline(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'])).toBe("SELECT 'b', 'a', 'j'");
+  });
+
+  it('keeps passwords out of written results', () => {
+    expect(redactPassword('postgres://bob:s3cr@t@db:5432/x')).toBe('postgres://bob:***@db:5432/x');
+    expect(redactPassword('postgresql://bob@db/x')).toBe('postgresql://bob@db/x');
+    expect(redactPassword('postgres://db:5432/x?user=a')).toBe('postgres://db:5432/x?user=a');
   });
 
   it('parses durations', () => {

@@ -168,6 +168,11 @@ class RateLimiter {
 
 const now = (): number => performance.now();
 
+/** The URL with any password replaced by "***", for results that are written out. */
+export function redactPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^/?#]*@/i, '$1:***@');
+}
+
 export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Promise<YcsbRunResult> {
   const spec = WORKLOADS[options.workload];
   assert(spec !== undefined, `workload: unknown workload ${options.workload}`);
@@ -463,7 +468,7 @@ export async function runYcsb(options: YcsbRunOptions, io: YcsbRunIo = {}): Prom
       tolerateErrors: options.tolerateErrors ?? false,
       seed,
       recordCount,
-      urls: [...urls],
+      urls: urls.map(redactPassword),
     },
     startedAt,
     elapsedSec,
