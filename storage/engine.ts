@@ -62,9 +62,14 @@ export interface EngineIterator {
   close(): Promise<void>;
 }
 
-/** Synchronous point reads, asynchronous bounded iteration. */
+/** Synchronous point reads, asynchronous batched point reads, asynchronous bounded iteration. */
 export interface Reader {
   getSync(key: Buffer): Buffer | undefined;
+  /**
+   * Many point reads in one call (LevelDB: one trip through the libuv pool,
+   * the reads running off the JS thread). Results align with `keys`.
+   */
+  getMany(keys: readonly Buffer[]): Promise<(Buffer | undefined)[]>;
   iterator(opts: IterOptions): EngineIterator;
 }
 
@@ -282,8 +287,10 @@ export interface BatchOp {
  * writes layered over the engine. Not thread-safe (one evaluating command).
  */
 export class WriteBatch implements ReadWriter {
-  private readonly index = new SkipList<Pending>();
+  private index = new SkipList<Pending>();
   private bytes = 0;
+  /** Engine values read ahead by prefetch, keyed by latin1 key; null: absent. */
+  private readAhead: Map<string, Buffer | null> | null = null;
 
   constructor(private readonly base: Reader) {}
 
@@ -314,7 +321,34 @@ export class WriteBatch implements ReadWriter {
   getSync(key: Buffer): Buffer | undefined {
     const n = this.index.get(key);
     if (n !== null) return n.value === null ? undefined : n.value;
+    if (this.readAhead !== null) {
+      const v = this.readAhead.get(key.toString('latin1'));
+      if (v !== undefined) return v ?? undefined;
+    }
     return this.base.getSync(key);
+  }
+
+  async getMany(keys: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
+    const out = await this.base.getMany(keys);
+    for (let i = 0; i < keys.length; i++) {
+      const n = this.index.get(keys[i] as Buffer);
+      if (n !== null) out[i] = n.value ?? undefined;
+    }
+    return out;
+  }
+
+  /**
+   * Reads `keys` from the engine in one getMany and keeps the values, so that
+   * the synchronous evaluation that follows finds them without a getSync each
+   * (a store prefetches the keys of a batch of commands while the previous
+   * batch is being synced). The values are the engine's at prefetch time:
+   * valid while the caller keeps other writers off those keys (latches).
+   */
+  async prefetch(keys: readonly Buffer[]): Promise<void> {
+    const vals = await this.base.getMany(keys);
+    const m = this.readAhead ?? new Map<string, Buffer | null>();
+    for (let i = 0; i < keys.length; i++) m.set((keys[i] as Buffer).toString('latin1'), vals[i] ?? null);
+    this.readAhead = m;
   }
 
   iterator(opts: IterOptions): EngineIterator {
@@ -334,8 +368,9 @@ export class WriteBatch implements ReadWriter {
   }
 
   clear(): void {
-    while (this.index.size > 0) this.index.delete((this.index.first() as SkipNode<Pending>).key);
+    this.index = new SkipList<Pending>();
     this.bytes = 0;
+    this.readAhead = null;
   }
 }
 

@@ -47,6 +47,7 @@ interface LevelDb {
   close(): Promise<void>;
   get(key: Buffer): Promise<Buffer | undefined>;
   getSync(key: Buffer, opts?: { snapshot?: LevelSnapshotHandle }): Buffer | undefined;
+  getMany(keys: Buffer[], opts?: { snapshot?: LevelSnapshotHandle }): Promise<(Buffer | undefined)[]>;
   put(key: Buffer, value: Buffer, opts?: { sync?: boolean }): Promise<void>;
   del(key: Buffer, opts?: { sync?: boolean }): Promise<void>;
   batch(ops: { type: 'put' | 'del'; key: Buffer; value?: Buffer }[], opts?: { sync?: boolean }): Promise<void>;
@@ -115,6 +116,11 @@ export class LevelEngine implements Engine {
     return this.db.get(key);
   }
 
+  getMany(keys: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
+    this.check();
+    return this.db.getMany(keys as Buffer[]);
+  }
+
   put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void> {
     this.check();
     return this.db.put(key, value, { sync: opts?.sync === true });
@@ -160,6 +166,10 @@ export class LevelEngine implements Engine {
       getSync: (key: Buffer) => {
         this.check();
         return this.db.getSync(key, { snapshot: snap });
+      },
+      getMany: (keys: readonly Buffer[]) => {
+        this.check();
+        return this.db.getMany(keys as Buffer[], { snapshot: snap });
       },
       iterator: (opts: IterOptions) => {
         this.check();

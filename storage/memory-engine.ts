@@ -143,6 +143,14 @@ export class MemoryEngine implements Engine {
     }
   }
 
+  getMany(keys: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
+    try {
+      return Promise.resolve(keys.map((k) => this.getSync(k)));
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+  }
+
   private getAt(key: Buffer, seq: number): Buffer | undefined {
     this.check();
     const n = this.list.get(key);
@@ -190,6 +198,7 @@ export class MemoryEngine implements Engine {
     let open = true;
     return {
       getSync: (key: Buffer) => this.getAt(key, seq),
+      getMany: (keys: readonly Buffer[]) => Promise.resolve(keys.map((k) => this.getAt(k, seq))),
       iterator: (opts: IterOptions) => {
         this.check();
         this.pins.set(seq, (this.pins.get(seq) ?? 0) + 1);

@@ -44,7 +44,7 @@
 import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { formatTimestamp, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
-import type { ReadWriter, Reader } from './engine.js';
+import type { ReadWriter, Reader, WriteBatch } from './engine.js';
 import { encodeMvccKey, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, type CommittedVersion, type Head, type HistoryEntry, type IntentWrite, type TxnMeta } from './mvcc-value.js';
@@ -406,6 +406,14 @@ function write(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer | null,
   const head = loadHead(rw, metaKey);
   const plan = planWrite(key, head, ts, value, opts.txn);
   if (plan !== null) applyPlan(rw, key, metaKey, head, plan, opts.stats);
+}
+
+/**
+ * Reads the heads of `keys` ahead into `batch` with one getMany, so that the
+ * writes evaluated next need no getSync each (see WriteBatch.prefetch).
+ */
+export function mvccPrefetch(batch: WriteBatch, keys: readonly Buffer[]): Promise<void> {
+  return batch.prefetch(keys.map((k) => encodeMvccKey(k)));
 }
 
 /** Writes `value` at `ts` (an intent when `opts.txn`). */

@@ -74,6 +74,7 @@ for (const mk of [levelHarness, memoryHarness]) {
       expect(await e.get(b('a'))).toBeUndefined();
       await e.put(b('e'), Buffer.alloc(0));
       expect(e.getSync(b('e'))?.length).toBe(0);
+      expect((await e.getMany([b('b'), b('a'), b('e')])).map((v) => v?.toString())).toEqual(['2', undefined, '']);
     });
 
     it('applies a batch atomically; the batch reads its own writes', async () => {
@@ -88,6 +89,7 @@ for (const mk of [levelHarness, memoryHarness]) {
       expect(batch.getSync(b('a'))?.toString()).toBe('new');
       expect(batch.getSync(b('z'))).toBeUndefined();
       expect(batch.getSync(b('d'))).toBeUndefined();
+      expect((await batch.getMany([b('a'), b('z'), b('c'), b('q')])).map((v) => v?.toString())).toEqual(['new', undefined, '3', undefined]);
       expect(e.getSync(b('a'))?.toString()).toBe('old');
       expect(await scan(batch, {})).toEqual(['a=new', 'c=3']);
       expect(await scan(batch, { reverse: true }, 1)).toEqual(['c=3', 'a=new']);
@@ -118,6 +120,7 @@ for (const mk of [levelHarness, memoryHarness]) {
       expect(snap.getSync(b('a'))?.toString()).toBe('1');
       expect(snap.getSync(b('b'))?.toString()).toBe('2');
       expect(snap.getSync(b('c'))).toBeUndefined();
+      expect((await snap.getMany([b('a'), b('b'), b('c')])).map((v) => v?.toString())).toEqual(['1', '2', undefined]);
       expect(await drain(it)).toEqual(['a=1', 'b=2']);
       expect(await scan(snap, {})).toEqual(['a=1', 'b=2']);
       expect(await scan(snap, { reverse: true })).toEqual(['b=2', 'a=1']);
