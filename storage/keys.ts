@@ -32,6 +32,8 @@
  *     unreplicated "rfth"            RaftHardState      "rftl" index:u64be  RaftLog
  *                  "rftt"            RaftTruncatedState "rftr"  RaftReplicaID
  *                  "rftb"            RangeTombstone
+ *   e.g. raftLogKey(5, 123) = 01 69 | 8d | 75 | 72 66 74 6c | 00 00 00 00 00 00 00 7b
+ *                             local range-ID, id 5, 'u', "rftl", index 123
  * Range-local suffixes: "rdsc" RangeDescriptor, "txn-" txnId:16 Transaction.
  * Store-local: "iden" StoreIdent.
  * System names (ASCII, none a prefix of another): bootstrap-version,
@@ -44,8 +46,9 @@
  *     before table data (≥ 0x88); every user key is below KEY_MAX.
  *   - all replicated range-ID-local data of one range is the contiguous span
  *     rangeIdReplicatedSpan(id) = [01 69 <id> 72, 01 69 <id> 73), and its
- *     unreplicated data (Raft log and state) is the next span, so a snapshot
- *     or a replica removal clears a range with a few range deletions.
+ *     unreplicated data (Raft log and state) the span right after it, so a
+ *     snapshot or a replica removal clears a range with a few range
+ *     deletions (replicatedSpans lists them).
  *   - the Raft log of a range is ordered by index (fixed 8-byte big-endian).
  *   - the range-local keys of all keys in [start, end) lie in
  *     rangeLocalSpan(start, end).
@@ -61,7 +64,8 @@
  * prefix or an undecodable tail prints as `?0x<hex>`.
  *
  * Ownership: constructors return fresh keys (views into a private slab that
- * is never rewritten); decoders may return views into their input.
+ * is never rewritten); decoders may return views into their input. The
+ * exported constant keys are shared Buffers: never mutate them.
  */
 import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { assert } from '../src/util/assert.js';
