@@ -299,11 +299,12 @@ export class PgConn {
   private async handleStartup(msg: FrontendMessage): Promise<void> {
     switch (msg.kind) {
       case 'sslRequest':
-        // NB: bytes after SSLRequest, before our answer, would bypass TLS
-        // (CVE-2021-23214): the client must wait for the answer.
-        if (this.decoder.bufferedBytes > 0) throw new ProtocolViolationError('received unencrypted data after SSL request');
         if (this.tls) throw new ProtocolViolationError('SSLRequest on an encrypted connection');
         if (this.opts.tlsAvailable && this.transport.startTls) {
+          // NB: bytes that followed the SSLRequest before our answer would
+          // be read as if they had come through TLS (CVE-2021-23214): the
+          // client must wait for the 'S'.
+          if (this.decoder.bufferedBytes > 0) throw new ProtocolViolationError('received unencrypted data after SSL request');
           this.transport.write(sslResponse(true));
           this.tls = true;
           this.transport.startTls();
@@ -312,7 +313,6 @@ export class PgConn {
         }
         return;
       case 'gssEncRequest':
-        if (this.decoder.bufferedBytes > 0) throw new ProtocolViolationError('received unencrypted data after GSSENC request');
         this.transport.write(sslResponse(false));
         return;
       case 'cancelRequest':

@@ -55,6 +55,11 @@ describe('startup', () => {
     await h.conn.whenIdle();
     expect(h.transport.closed).toBe(false);
     expect(h.transport.tlsStarted).toBe(false);
+    // Without TLS nothing can be smuggled, so a pipelined StartupMessage is fine (as in PostgreSQL).
+    const pipelined = harness();
+    const out = await pipelined.raw(Buffer.concat([serialize.requestSsl(), serialize.startup({ user: 'root' })]));
+    expect(out.subarray(0, 1).toString()).toBe('N');
+    expect(parseBackend(out.subarray(1)).at(-1)).toMatchObject({ name: 'readyForQuery' });
   });
 
   it("answers 'S' and starts TLS when configured; unencrypted bytes after SSLRequest are a violation", async () => {
