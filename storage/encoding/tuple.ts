@@ -125,9 +125,10 @@ interface IntTags {
   /** Tag of a value with no bytes of its own: zero + v for 0 ≤ v ≤ smallMax. */
   readonly zero: number;
   readonly smallMax: number;
+  readonly smallMaxBig: bigint;
 }
-const INT_ASC: IntTags = { zero: TAG_INT_MIN + 8, smallMax: 109 };
-const INT_DESC: IntTags = { zero: TAG_INT_DESC_MIN + 8, smallMax: 79 };
+const INT_ASC: IntTags = { zero: TAG_INT_MIN + 8, smallMax: 109, smallMaxBig: 109n };
+const INT_DESC: IntTags = { zero: TAG_INT_DESC_MIN + 8, smallMax: 79, smallMaxBig: 79n };
 
 /** Largest ascending int encoded in its tag alone (table and index ids up to it take one byte). */
 export const INT_SMALL_MAX = INT_ASC.smallMax;
@@ -307,7 +308,7 @@ export class KeyWriter {
     } else {
       if (!(v >= MIN_INT64 && v <= MAX_INT64)) assert(false, `encoding: int ${v} is outside int64`);
       const w = dir === 'asc' ? v : -v - 1n;
-      if (w >= 0n && w <= BigInt(tags.smallMax)) return this.appendByte(tags.zero + Number(w));
+      if (w >= 0n && w <= tags.smallMaxBig) return this.appendByte(tags.zero + Number(w));
       neg = w < 0n;
       const u = BigInt.asUintN(64, w);
       hi = Number(u >> 32n);
