@@ -672,6 +672,112 @@ export interface DropIndexStatement {
   readonly cascade: boolean;
 }
 
+/**
+ * `ALTER TABLE [IF EXISTS] t cmd, …` (issue 7). Cairn's `SPLIT AT` and
+ * `CONFIGURE ZONE` forms are statements of their own (SplitAt, ConfigureZone).
+ */
+export interface AlterTableStatement {
+  readonly kind: 'AlterTable';
+  readonly table: TableName;
+  readonly ifExists: boolean;
+  readonly commands: readonly AlterTableCmd[];
+}
+
+/**
+ * One ALTER TABLE action:
+ *   AddColumn        ADD [COLUMN] [IF NOT EXISTS] coldef
+ *   DropColumn       DROP [COLUMN] [IF EXISTS] c [CASCADE]
+ *   SetDefault       ALTER [COLUMN] c SET DEFAULT e | DROP DEFAULT (default undefined)
+ *   SetNotNull       ALTER [COLUMN] c SET NOT NULL (notNull) | DROP NOT NULL
+ *   AlterColumnType  ALTER [COLUMN] c [SET DATA] TYPE t [USING e]
+ *   AddConstraint    ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE | CHECK …
+ *   DropConstraint   DROP CONSTRAINT [IF EXISTS] name [CASCADE]
+ */
+export type AlterTableCmd =
+  | { readonly kind: 'AddColumn'; readonly column: ColumnDef; readonly ifNotExists: boolean }
+  | { readonly kind: 'DropColumn'; readonly column: string; readonly ifExists: boolean; readonly cascade: boolean }
+  | { readonly kind: 'SetDefault'; readonly column: string; readonly default: Expr | undefined }
+  | { readonly kind: 'SetNotNull'; readonly column: string; readonly notNull: boolean }
+  | { readonly kind: 'AlterColumnType'; readonly column: string; readonly type: TypeName; readonly using: Expr | undefined }
+  | { readonly kind: 'AddConstraint'; readonly constraint: TableConstraint }
+  | { readonly kind: 'DropConstraint'; readonly name: string; readonly ifExists: boolean; readonly cascade: boolean };
+
+/**
+ * `ALTER TABLE|INDEX|VIEW|SEQUENCE [IF EXISTS] x RENAME TO y`,
+ * `ALTER TABLE t RENAME [COLUMN] a TO b`, `ALTER TABLE t RENAME CONSTRAINT a
+ * TO b`, `ALTER DATABASE d RENAME TO e` (issue 7). `object` is the relation
+ * (or the database as `{ name }`); `from` names the column or constraint.
+ */
+export interface RenameStatement {
+  readonly kind: 'Rename';
+  readonly target: 'table' | 'column' | 'constraint' | 'index' | 'view' | 'sequence' | 'database';
+  readonly object: TableName;
+  readonly from: string | undefined;
+  readonly to: string;
+  readonly ifExists: boolean;
+}
+
+/** `CREATE [OR REPLACE] VIEW v [(cols)] AS query` (issue 7). */
+export interface CreateViewStatement {
+  readonly kind: 'CreateView';
+  readonly view: TableName;
+  readonly columns: readonly string[];
+  readonly query: SelectStatement;
+  readonly orReplace: boolean;
+}
+
+/** `DROP VIEW [IF EXISTS] v, … [CASCADE]`. */
+export interface DropViewStatement {
+  readonly kind: 'DropView';
+  readonly views: readonly TableName[];
+  readonly ifExists: boolean;
+  readonly cascade: boolean;
+}
+
+/**
+ * `CREATE SEQUENCE [IF NOT EXISTS] s [INCREMENT [BY] n] [MINVALUE n | NO
+ * MINVALUE] [MAXVALUE n | NO MAXVALUE] [START [WITH] n] [CACHE n] [[NO] CYCLE]`
+ * (issue 7). Options keep PostgreSQL's names (increment, minvalue, maxvalue,
+ * start, cache, cycle); value is the number's text, a boolean for cycle, or
+ * undefined for NO MINVALUE / NO MAXVALUE.
+ */
+export interface CreateSequenceStatement {
+  readonly kind: 'CreateSequence';
+  readonly sequence: TableName;
+  readonly ifNotExists: boolean;
+  readonly options: readonly { readonly name: string; readonly value: string | boolean | undefined }[];
+}
+
+/** `DROP SEQUENCE [IF EXISTS] s, … [CASCADE]`. */
+export interface DropSequenceStatement {
+  readonly kind: 'DropSequence';
+  readonly sequences: readonly TableName[];
+  readonly ifExists: boolean;
+  readonly cascade: boolean;
+}
+
+/** `TRUNCATE [TABLE] t, … [RESTART IDENTITY] [CASCADE]` (issue 7). */
+export interface TruncateStatement {
+  readonly kind: 'Truncate';
+  readonly tables: readonly TableName[];
+  readonly restartIdentity: boolean;
+  readonly cascade: boolean;
+}
+
+/**
+ * `COPY t [(cols)] FROM STDIN | TO STDOUT [WITH (opts)]`, `COPY (query) TO
+ * STDOUT` (issue 7). Only the client streams are supported (no server files
+ * or programs). Option names are lower-cased; value undefined means "on".
+ */
+export interface CopyStatement {
+  readonly kind: 'Copy';
+  readonly table: TableName | undefined;
+  readonly columns: readonly string[];
+  readonly query: Statement | undefined;
+  readonly direction: 'from' | 'to';
+  readonly options: readonly { readonly name: string; readonly value: string | undefined }[];
+}
+
 /** `CREATE DATABASE [IF NOT EXISTS] name` (IF NOT EXISTS is Cairn's addition). */
 export interface CreateDatabaseStatement {
   readonly kind: 'CreateDatabase';
@@ -900,6 +1006,14 @@ export type Statement =
   | DropIndexStatement
   | CreateDatabaseStatement
   | DropDatabaseStatement
+  | AlterTableStatement
+  | RenameStatement
+  | CreateViewStatement
+  | DropViewStatement
+  | CreateSequenceStatement
+  | DropSequenceStatement
+  | TruncateStatement
+  | CopyStatement
   | BeginStatement
   | CommitStatement
   | RollbackStatement

@@ -20,6 +20,13 @@ import type {
   A_Const,
   A_Expr,
   AlterRoleStmt,
+  AlterTableCmd as PgAlterTableCmd,
+  AlterTableStmt,
+  CopyStmt,
+  CreateSeqStmt,
+  RenameStmt,
+  TruncateStmt,
+  ViewStmt,
   BoolExpr as PgBoolExpr,
   CaseExpr as PgCaseExpr,
   ColumnDef as PgColumnDef,
@@ -60,6 +67,7 @@ import type {
 import { assert } from '../../src/util/assert.js';
 import type {
   Alias,
+  AlterTableCmd,
   ColumnDef,
   CommonTableExpr,
   Const,
@@ -71,6 +79,7 @@ import type {
   NamedWindow,
   OnConflict,
   ParamInfo,
+  RenameStatement,
   RoleOptions,
   SelectBody,
   SelectStatement,
@@ -168,19 +177,12 @@ const SVF_NAMES: Readonly<Record<string, SqlValueFunctionName>> = {
 
 /** Names of PostgreSQL statement nodes, for `unimplemented: …` messages. */
 const STATEMENT_NAMES: Readonly<Record<string, string>> = {
-  AlterTableStmt: 'ALTER TABLE',
-  CopyStmt: 'COPY',
-  ViewStmt: 'CREATE VIEW',
-  CreateSeqStmt: 'CREATE SEQUENCE',
   AlterSeqStmt: 'ALTER SEQUENCE',
   CreateTrigStmt: 'CREATE TRIGGER',
   CreateFunctionStmt: 'CREATE FUNCTION',
   CreateSchemaStmt: 'CREATE SCHEMA',
-  CreateTableAsStmt: 'CREATE TABLE AS',
   GrantStmt: 'GRANT',
   GrantRoleStmt: 'GRANT role',
-  TruncateStmt: 'TRUNCATE',
-  RenameStmt: 'ALTER … RENAME',
   CommentStmt: 'COMMENT',
   PrepareStmt: 'PREPARE',
   ExecuteStmt: 'EXECUTE',
@@ -280,6 +282,20 @@ export class Converter {
         if (s.options !== undefined && s.options.length > 0) throw unimplemented('DROP DATABASE options');
         return { kind: 'DropDatabase', name: s.dbname ?? '', ifExists: s.missing_ok ?? false };
       }
+      case 'AlterTableStmt':
+        return this.alterTable(body<AlterTableStmt>(n, tag));
+      case 'RenameStmt':
+        return rename(body<RenameStmt>(n, tag));
+      case 'ViewStmt':
+        return this.createView(body<ViewStmt>(n, tag));
+      case 'CreateSeqStmt':
+        return createSequence(body<CreateSeqStmt>(n, tag));
+      case 'TruncateStmt': {
+        const t = body<TruncateStmt>(n, tag);
+        return { kind: 'Truncate', tables: (t.relations ?? EMPTY).map((r) => tableName(onlyless(body<RangeVar>(r, 'RangeVar'), 'TRUNCATE ONLY'))), restartIdentity: t.restart_seqs ?? false, cascade: t.behavior === 'DROP_CASCADE' };
+      }
+      case 'CopyStmt':
+        return this.copy(body<CopyStmt>(n, tag));
       case 'TransactionStmt':
         return this.transaction(body<TransactionStmt>(n, tag));
       case 'VariableSetStmt':
@@ -313,6 +329,8 @@ export class Converter {
         });
         return { kind: 'DropRole', names, ifExists: s.missing_ok ?? false };
       }
+      case 'CreateTableAsStmt':
+        throw unimplemented(body<{ objtype?: string }>(n, tag).objtype === 'OBJECT_MATVIEW' ? 'CREATE MATERIALIZED VIEW' : 'CREATE TABLE AS');
       default:
         throw unimplemented(STATEMENT_NAMES[tag] ?? tag.replace(/Stmt$/, ' statement'));
     }
@@ -752,9 +770,74 @@ export class Converter {
         return { kind: 'DropTable', tables: names, ifExists, cascade };
       case 'OBJECT_INDEX':
         return { kind: 'DropIndex', indexes: names.map((index) => ({ table: undefined, index })), ifExists, cascade };
+      case 'OBJECT_VIEW':
+        return { kind: 'DropView', views: names, ifExists, cascade };
+      case 'OBJECT_SEQUENCE':
+        return { kind: 'DropSequence', sequences: names, ifExists, cascade };
       default:
         throw unimplemented(`DROP ${(s.removeType ?? 'OBJECT_UNKNOWN').slice('OBJECT_'.length).replace(/_/g, ' ')}`);
     }
+  }
+
+  private alterTable(s: AlterTableStmt): Statement {
+    assert(s.relation !== undefined, 'parser: ALTER TABLE without a table');
+    if (s.objtype !== 'OBJECT_TABLE') throw unimplemented(`ALTER ${(s.objtype ?? 'OBJECT_UNKNOWN').slice('OBJECT_'.length).replace(/_/g, ' ')}`);
+    onlyless(s.relation, 'ALTER TABLE ONLY');
+    const commands = (s.cmds ?? EMPTY).map((c) => this.alterTableCmd(body<PgAlterTableCmd>(c, 'AlterTableCmd')));
+    return { kind: 'AlterTable', table: tableName(s.relation), ifExists: s.missing_ok ?? false, commands };
+  }
+
+  private alterTableCmd(c: PgAlterTableCmd): AlterTableCmd {
+    const column = c.name ?? '';
+    const cascade = c.behavior === 'DROP_CASCADE';
+    switch (c.subtype) {
+      case 'AT_AddColumn':
+        return { kind: 'AddColumn', column: this.columnDef(body<PgColumnDef>(req(c.def), 'ColumnDef')), ifNotExists: c.missing_ok ?? false };
+      case 'AT_DropColumn':
+        return { kind: 'DropColumn', column, ifExists: c.missing_ok ?? false, cascade };
+      case 'AT_ColumnDefault':
+        return { kind: 'SetDefault', column, default: this.optExpr(c.def) };
+      case 'AT_SetNotNull':
+      case 'AT_DropNotNull':
+        return { kind: 'SetNotNull', column, notNull: c.subtype === 'AT_SetNotNull' };
+      case 'AT_AlterColumnType': {
+        const def = body<PgColumnDef>(req(c.def), 'ColumnDef');
+        if (def.collClause !== undefined) throw unimplemented('ALTER COLUMN TYPE … COLLATE');
+        return { kind: 'AlterColumnType', column, type: typeName(req(def.typeName)), using: this.optExpr(def.raw_default) };
+      }
+      case 'AT_AddConstraint':
+        return { kind: 'AddConstraint', constraint: this.tableConstraint(body<Constraint>(req(c.def), 'Constraint')) };
+      case 'AT_DropConstraint':
+        return { kind: 'DropConstraint', name: column, ifExists: c.missing_ok ?? false, cascade };
+      default:
+        throw unimplemented(`ALTER TABLE ${(c.subtype ?? 'AT_Unknown').slice('AT_'.length)}`);
+    }
+  }
+
+  private createView(v: ViewStmt): Statement {
+    assert(v.view !== undefined && v.query !== undefined, 'parser: CREATE VIEW without a name or query');
+    if (v.view.relpersistence === 't') throw unimplemented('CREATE TEMPORARY VIEW');
+    if (v.options !== undefined) throw unimplemented('CREATE VIEW … WITH (options)');
+    if (v.withCheckOption !== undefined && v.withCheckOption !== 'NO_CHECK_OPTION') throw unimplemented('WITH CHECK OPTION');
+    return { kind: 'CreateView', view: tableName(v.view), columns: strs(v.aliases), query: this.select(body<SelectStmt>(v.query, 'SelectStmt')), orReplace: v.replace ?? false };
+  }
+
+  private copy(c: CopyStmt): Statement {
+    if (c.is_program === true || c.filename !== undefined) throw unimplemented('COPY to or from a file or program');
+    if (c.whereClause !== undefined) throw unimplemented('COPY … WHERE');
+    const options = (c.options ?? EMPTY).map((o) => {
+      const d = body<DefElem>(o, 'DefElem');
+      const v = defElemValue(d);
+      return { name: (d.defname ?? '').toLowerCase(), value: v === undefined ? undefined : String(v) };
+    });
+    return {
+      kind: 'Copy',
+      table: c.relation === undefined ? undefined : tableName(onlyless(c.relation, 'COPY ONLY')),
+      columns: strs(c.attlist),
+      query: c.query === undefined ? undefined : this.statement(c.query),
+      direction: c.is_from === true ? 'from' : 'to',
+      options,
+    };
   }
 
   // -------------------------------------------------------------------------
@@ -1130,6 +1213,47 @@ function constraintName(t: string | undefined): string {
     default:
       return `constraint ${t ?? 'unknown'}`;
   }
+}
+
+/** `rv`, unless it is written with ONLY (inheritance is not a Cairn concept). */
+function onlyless(rv: RangeVar, construct: string): RangeVar {
+  if (rv.inh !== true) throw unimplemented(construct);
+  return rv;
+}
+
+const RENAME_TARGETS: Readonly<Record<string, RenameStatement['target']>> = {
+  OBJECT_TABLE: 'table',
+  OBJECT_COLUMN: 'column',
+  OBJECT_TABCONSTRAINT: 'constraint',
+  OBJECT_INDEX: 'index',
+  OBJECT_VIEW: 'view',
+  OBJECT_SEQUENCE: 'sequence',
+  OBJECT_DATABASE: 'database',
+};
+
+function rename(r: RenameStmt): Statement {
+  const target = RENAME_TARGETS[r.renameType ?? ''];
+  if (target === undefined) throw unimplemented(`ALTER ${(r.renameType ?? 'OBJECT_UNKNOWN').slice('OBJECT_'.length).replace(/_/g, ' ')} … RENAME`);
+  if (target === 'column' && r.relationType !== 'OBJECT_TABLE') throw unimplemented('RENAME COLUMN of a view');
+  const ifExists = r.missing_ok ?? false;
+  if (target === 'database') return { kind: 'Rename', target, object: { name: r.subname ?? '' }, from: undefined, to: r.newname ?? '', ifExists };
+  const rel = tableName(onlyless(req(r.relation), 'ALTER … ONLY'));
+  return { kind: 'Rename', target, object: rel, from: target === 'column' || target === 'constraint' ? r.subname : undefined, to: r.newname ?? '', ifExists };
+}
+
+const SEQUENCE_OPTIONS: ReadonlySet<string> = new Set(['increment', 'minvalue', 'maxvalue', 'start', 'cache', 'cycle']);
+
+function createSequence(s: CreateSeqStmt): Statement {
+  const seq = req(s.sequence);
+  if (seq.relpersistence === 't') throw unimplemented('CREATE TEMPORARY SEQUENCE');
+  const options = (s.options ?? EMPTY).map((o) => {
+    const d = body<DefElem>(o, 'DefElem');
+    const name = d.defname ?? '';
+    if (!SEQUENCE_OPTIONS.has(name)) throw unimplemented(`sequence option ${name.toUpperCase().replace(/_/g, ' ')}`);
+    const v = defElemValue(d);
+    return { name, value: typeof v === 'number' ? String(v) : v };
+  });
+  return { kind: 'CreateSequence', sequence: tableName(seq), ifNotExists: s.if_not_exists ?? false, options };
 }
 
 export function tableName(rv: RangeVar): TableName {

@@ -16,6 +16,7 @@
 import { assertNever } from '../../src/util/assert.js';
 import type {
   Alias,
+  AlterTableCmd,
   ColumnDef,
   Expr,
   FrameBound,
@@ -27,6 +28,7 @@ import type {
   SetClause,
   SortBy,
   Statement,
+  TableConstraint,
   TableExpr,
   TableName,
   TransactionModes,
@@ -447,6 +449,34 @@ function formatRoleOptions(o: { password: string | null | undefined; login: bool
   return parts.length === 0 ? '' : ` WITH ${parts.join(' ')}`;
 }
 
+function formatAlterTableCmd(c: AlterTableCmd): string {
+  switch (c.kind) {
+    case 'AddColumn':
+      return `ADD COLUMN ${c.ifNotExists ? 'IF NOT EXISTS ' : ''}${formatColumnDef(c.column)}`;
+    case 'DropColumn':
+      return `DROP COLUMN ${c.ifExists ? 'IF EXISTS ' : ''}${quoteIdent(c.column)}${c.cascade ? ' CASCADE' : ''}`;
+    case 'SetDefault':
+      return `ALTER COLUMN ${quoteIdent(c.column)} ${c.default === undefined ? 'DROP DEFAULT' : `SET DEFAULT ${formatExpr(c.default)}`}`;
+    case 'SetNotNull':
+      return `ALTER COLUMN ${quoteIdent(c.column)} ${c.notNull ? 'SET' : 'DROP'} NOT NULL`;
+    case 'AlterColumnType':
+      return `ALTER COLUMN ${quoteIdent(c.column)} TYPE ${formatTypeName(c.type)}${c.using === undefined ? '' : ` USING ${formatExpr(c.using)}`}`;
+    case 'AddConstraint':
+      return `ADD ${formatTableConstraint(c.constraint)}`;
+    case 'DropConstraint':
+      return `DROP CONSTRAINT ${c.ifExists ? 'IF EXISTS ' : ''}${quoteIdent(c.name)}${c.cascade ? ' CASCADE' : ''}`;
+    default:
+      return assertNever(c, 'format: unknown ALTER TABLE command');
+  }
+}
+
+/** `CONSTRAINT name PRIMARY KEY (a, b)`, `UNIQUE (…)`, `CHECK (…)`. */
+export function formatTableConstraint(k: TableConstraint): string {
+  const name = k.name === undefined ? '' : `CONSTRAINT ${quoteIdent(k.name)} `;
+  if (k.kind === 'Check') return `${name}CHECK (${formatExpr(k.expr)})`;
+  return `${name}${k.kind === 'PrimaryKey' ? 'PRIMARY KEY' : 'UNIQUE'} (${k.columns.map(quoteIdent).join(', ')})`;
+}
+
 /** An EXPLAIN option value: a bare word or number when PostgreSQL reads it back as the same text, else a string. */
 function formatOptionValue(v: string): string {
   if (v === 'true' || v === 'false' || v === 'on' || v === 'off' || /^\d+(\.\d+)?$/.test(v)) return v;
@@ -482,12 +512,7 @@ export function formatStatement(s: Statement): string {
       return out + formatReturning(s.returning);
     }
     case 'CreateTable': {
-      const elems = s.columns.map(formatColumnDef);
-      for (const k of s.constraints) {
-        const name = k.name === undefined ? '' : `CONSTRAINT ${quoteIdent(k.name)} `;
-        if (k.kind === 'Check') elems.push(`${name}CHECK (${formatExpr(k.expr)})`);
-        else elems.push(`${name}${k.kind === 'PrimaryKey' ? 'PRIMARY KEY' : 'UNIQUE'} (${k.columns.map(quoteIdent).join(', ')})`);
-      }
+      const elems = [...s.columns.map(formatColumnDef), ...s.constraints.map(formatTableConstraint)];
       return `CREATE TABLE ${s.ifNotExists ? 'IF NOT EXISTS ' : ''}${formatTableName(s.table)} (${elems.join(', ')})`;
     }
     case 'DropTable':
@@ -509,6 +534,43 @@ export function formatStatement(s: Statement): string {
     case 'DropIndex': {
       const names = s.indexes.map((i) => (i.table === undefined ? formatTableName(i.index) : `${formatTableName(i.table)}@${formatTableName(i.index)}`));
       return `DROP INDEX ${s.ifExists ? 'IF EXISTS ' : ''}${names.join(', ')}${s.cascade ? ' CASCADE' : ''}`;
+    }
+    case 'AlterTable':
+      return `ALTER TABLE ${s.ifExists ? 'IF EXISTS ' : ''}${formatTableName(s.table)} ${s.commands.map(formatAlterTableCmd).join(', ')}`;
+    case 'Rename': {
+      const obj = s.target === 'database' ? quoteIdent(s.object.name) : formatTableName(s.object);
+      const what = s.target === 'column' || s.target === 'constraint' ? 'TABLE' : s.target.toUpperCase();
+      const head = `ALTER ${what} ${s.ifExists ? 'IF EXISTS ' : ''}${obj} RENAME`;
+      if (s.target === 'column' || s.target === 'constraint') return `${head} ${s.target.toUpperCase()} ${quoteIdent(s.from ?? '')} TO ${quoteIdent(s.to)}`;
+      return `${head} TO ${quoteIdent(s.to)}`;
+    }
+    case 'CreateView':
+      return `CREATE ${s.orReplace ? 'OR REPLACE ' : ''}VIEW ${formatTableName(s.view)}${s.columns.length > 0 ? ` (${s.columns.map(quoteIdent).join(', ')})` : ''} AS ${formatSelect(s.query)}`;
+    case 'DropView':
+      return `DROP VIEW ${s.ifExists ? 'IF EXISTS ' : ''}${s.views.map(formatTableName).join(', ')}${s.cascade ? ' CASCADE' : ''}`;
+    case 'CreateSequence': {
+      const opts = s.options.map((o) => {
+        switch (o.name) {
+          case 'increment':
+            return `INCREMENT BY ${String(o.value)}`;
+          case 'start':
+            return `START WITH ${String(o.value)}`;
+          case 'cycle':
+            return o.value === true ? 'CYCLE' : 'NO CYCLE';
+          default:
+            return o.value === undefined ? `NO ${o.name.toUpperCase()}` : `${o.name.toUpperCase()} ${String(o.value)}`;
+        }
+      });
+      return `CREATE SEQUENCE ${s.ifNotExists ? 'IF NOT EXISTS ' : ''}${formatTableName(s.sequence)}${opts.map((o) => ` ${o}`).join('')}`;
+    }
+    case 'DropSequence':
+      return `DROP SEQUENCE ${s.ifExists ? 'IF EXISTS ' : ''}${s.sequences.map(formatTableName).join(', ')}${s.cascade ? ' CASCADE' : ''}`;
+    case 'Truncate':
+      return `TRUNCATE ${s.tables.map(formatTableName).join(', ')}${s.restartIdentity ? ' RESTART IDENTITY' : ''}${s.cascade ? ' CASCADE' : ''}`;
+    case 'Copy': {
+      const source = s.query !== undefined ? `(${formatStatement(s.query)})` : `${formatTableName(s.table as TableName)}${s.columns.length > 0 ? ` (${s.columns.map(quoteIdent).join(', ')})` : ''}`;
+      const opts = s.options.map((o) => (o.value === undefined ? o.name.toUpperCase() : `${o.name.toUpperCase()} ${formatOptionValue(o.value)}`));
+      return `COPY ${source} ${s.direction === 'from' ? 'FROM STDIN' : 'TO STDOUT'}${opts.length > 0 ? ` WITH (${opts.join(', ')})` : ''}`;
     }
     case 'CreateDatabase':
       return `CREATE DATABASE ${s.ifNotExists ? 'IF NOT EXISTS ' : ''}${quoteIdent(s.name)}`;
