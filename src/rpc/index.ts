@@ -10,6 +10,6 @@ export { RpcError } from './errors.js';
 export { type FaultCounters, FaultHook, type FaultSpec, InvalidFaultSpecError } from './fault-hook.js';
 export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
 export { Connection } from './connection.js';
-export type { CallOptions, RpcCallContext, RpcHandler, RpcTransport } from './transport.js';
+export { type CallOptions, ConnectionClass, CONNECTION_CLASSES, type RpcCallContext, type RpcHandler, type RpcTransport } from './transport.js';
 export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';
 export { isOffsetHealthy, measureOffset, type OffsetMeasurement, PING_METHOD } from './clock-offset.js';

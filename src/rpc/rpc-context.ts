@@ -9,14 +9,16 @@
  *                   responses ◄──── same connection ◄──┘
  *   handler m' ◄─ RpcServer ◄── TCP (n2 dialed) ── pool[n1] ◄─ send(1, m', p)
  *
- * Connections: one outgoing connection per (this node → peer), dialed on
+ * Connections: one outgoing connection per (this node → peer, class), dialed on
  * first use to the peer's advertised address (setPeerAddress, or the resolve
  * option), optionally from a fixed local address (localAddress: a 127.0.0.x
  * alias, so iptables can partition nodes on one machine). Requests and
  * one-ways travel on the connection the sender dialed; responses return on
  * the connection the request came in on. So each unordered pair uses two TCP
  * connections, one per direction of initiative, and never races to
- * deduplicate simultaneous dials.
+ * deduplicate simultaneous dials. Classes (transport.ts: default, system,
+ * raft) are separate connections so that bulk traffic (a snapshot) never
+ * queues heartbeats and liveness behind it (CockroachDB's connection classes).
  *
  * Reconnect: a connection that closes after its handshake is redialed on the
  * next use at once. A failed dial or handshake starts exponential backoff
@@ -45,7 +47,7 @@ import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import { isOffsetHealthy, measureOffset, type OffsetMeasurement, PING_METHOD, pingHandler } from './clock-offset.js';
 import { Connection, type ConnectionHost } from './connection.js';
-import type { CallOptions, RpcHandler, RpcTransport } from './transport.js';
+import { type CallOptions, ConnectionClass, CONNECTION_CLASSES, type RpcHandler, type RpcTransport } from './transport.js';
 import { RpcError, unavailableError } from './errors.js';
 import { FaultHook } from './fault-hook.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './frame.js';
@@ -118,6 +120,10 @@ export function backoffDelay(attempt: number, b: BackoffOptions, prng: Prng): nu
 
 const EMPTY_PAYLOAD = Buffer.alloc(0);
 
+function slotKey(nodeId: number, cls: ConnectionClass): number {
+  return nodeId * CONNECTION_CLASSES + cls;
+}
+
 function newSlot(label: string, nodeId: number, fixedAddress: PeerAddress | undefined): PeerSlot {
   return { label, nodeId, fixedAddress, conn: null, attempt: 0, backoffUntil: 0, lastError: null, everConnected: false, closingLocally: false };
 }
@@ -184,7 +190,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   private readonly prng: Prng;
   private readonly backoff: BackoffOptions;
   private readonly handlers = new Map<number, RpcHandler>();
-  /** Dial state by node id, and by address for calls to a join address. */
+  /** Dial state by (node id, connection class) — see slotKey — and by address for calls to a join address. */
   private readonly peers = new Map<number, PeerSlot>();
   private readonly addressPeers = new Map<string, PeerSlot>();
   private readonly addresses = new Map<number, PeerAddress>();
@@ -242,7 +248,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
    */
   async ping(nodeId: number, opts?: CallOptions): Promise<OffsetMeasurement> {
     const t0 = this.clock.physicalNow();
-    const res = await this.call(nodeId, PING_METHOD, EMPTY_PAYLOAD, opts);
+    const res = await this.call(nodeId, PING_METHOD, EMPTY_PAYLOAD, { connectionClass: ConnectionClass.System, ...opts });
     const m = measureOffset(res, t0, this.clock.physicalNow());
     this.offsets.set(nodeId, m);
     return m;
@@ -304,7 +310,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
    */
   call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
     assert(nodeId > 0, 'rpc: call needs a node id; use callAddress while joining');
-    const conn = this.connectionTo(this.slotFor(nodeId));
+    const conn = this.connectionTo(this.slotFor(nodeId, opts?.connectionClass ?? ConnectionClass.Default));
     if (!(conn instanceof Connection)) return Promise.reject(conn);
     return conn.call(method, payload, opts);
   }
@@ -326,8 +332,8 @@ export class RpcContext implements ConnectionHost, RpcTransport {
    * Sends a one-way message (Raft); never blocks. False when it was dropped
    * here (peer in backoff, no address, queue full): a lossy network.
    */
-  send(nodeId: number, method: number, payload: Uint8Array): boolean {
-    const conn = this.connectionTo(this.slotFor(nodeId));
+  send(nodeId: number, method: number, payload: Uint8Array, cls: ConnectionClass = ConnectionClass.Default): boolean {
+    const conn = this.connectionTo(this.slotFor(nodeId, cls));
     if (!(conn instanceof Connection)) {
       this.metrics.peer(nodeId).oneWayDropped++;
       return false;
@@ -335,9 +341,9 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     return conn.send(method, payload);
   }
 
-  /** True if an outgoing connection to nodeId has completed its handshake. */
-  isConnected(nodeId: number): boolean {
-    return this.peers.get(nodeId)?.conn?.state === 'ready';
+  /** True if the outgoing connection of that class to nodeId has completed its handshake. */
+  isConnected(nodeId: number, cls: ConnectionClass = ConnectionClass.Default): boolean {
+    return this.peers.get(slotKey(nodeId, cls))?.conn?.state === 'ready';
   }
 
   /** Calls waiting for a response, over all outgoing connections. */
@@ -348,12 +354,14 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     return n;
   }
 
-  /** Closes the outgoing connection to nodeId (it is redialed on next use). */
+  /** Closes the outgoing connections to nodeId, of every class (redialed on next use). */
   disconnect(nodeId: number): void {
-    const slot = this.peers.get(nodeId);
-    if (slot?.conn == null) return;
-    slot.closingLocally = true; // our choice, not the peer's failure: no backoff
-    slot.conn.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
+    for (let cls = 0; cls < CONNECTION_CLASSES; cls++) {
+      const slot = this.peers.get(slotKey(nodeId, cls as ConnectionClass));
+      if (slot?.conn == null) continue;
+      slot.closingLocally = true; // our choice, not the peer's failure: no backoff
+      slot.conn.close(unavailableError(`n${nodeId}`, 'disconnected locally'));
+    }
   }
 
   /** Stops the listener, closes every connection; later calls fail with rpc.closed. */
@@ -366,12 +374,13 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     await this.server.close();
   }
 
-  private slotFor(nodeId: number): PeerSlot {
-    let slot = this.peers.get(nodeId);
+  private slotFor(nodeId: number, cls: ConnectionClass): PeerSlot {
+    const key = slotKey(nodeId, cls);
+    let slot = this.peers.get(key);
     if (slot === undefined) {
       assert(nodeId > 0, 'rpc: peer node ids are positive');
       slot = newSlot(`n${nodeId}`, nodeId, undefined);
-      this.peers.set(nodeId, slot);
+      this.peers.set(key, slot);
     }
     return slot;
   }

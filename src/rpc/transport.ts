@@ -33,10 +33,27 @@ export interface RpcCallContext {
  */
 export type RpcHandler = (payload: Buffer, ctx: RpcCallContext) => Uint8Array | void | Promise<Uint8Array | void>;
 
+/**
+ * Traffic that must not wait behind other traffic gets its own connection
+ * (CockroachDB's rpc.ConnectionClass): a multi-megabyte snapshot on the
+ * default class cannot delay a liveness heartbeat on the system class.
+ */
+export const ConnectionClass = {
+  Default: 0,
+  /** Node liveness, system ranges, clock-offset pings. */
+  System: 1,
+  /** Raft messages and snapshots. */
+  Raft: 2,
+} as const;
+export type ConnectionClass = (typeof ConnectionClass)[keyof typeof ConnectionClass];
+export const CONNECTION_CLASSES = 3;
+
 export interface CallOptions {
   /** Deadline in ms from now; none if absent or 0 (then the call waits until answered or the connection closes). */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** Which connection to the peer carries it; ConnectionClass.Default if absent. */
+  readonly connectionClass?: ConnectionClass;
 }
 
 export interface RpcTransport {
@@ -53,5 +70,5 @@ export interface RpcTransport {
    */
   call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer>;
   /** Queues a one-way message (Raft); never blocks; false if it was dropped here. */
-  send(nodeId: number, method: number, payload: Uint8Array): boolean;
+  send(nodeId: number, method: number, payload: Uint8Array, cls?: ConnectionClass): boolean;
 }

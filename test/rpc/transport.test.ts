@@ -9,6 +9,7 @@ import { createLogger } from '../../src/util/log.js';
 import { Clock, ClockOffsetError, compareTimestamps, ManualPhysical } from '../../src/util/hlc.js';
 import { Prng } from '../../src/util/prng.js';
 import { RpcContext } from '../../src/rpc/rpc-context.js';
+import { ConnectionClass } from '../../src/rpc/transport.js';
 import { encodeFrame, FrameDecoder } from '../../src/rpc/frame.js';
 import { decodeHandshake, encodeHandshake } from '../../src/rpc/handshake.js';
 import { BufReader, BufWriter } from '../../src/rpc/codec.js';
@@ -517,6 +518,31 @@ describe('backpressure', () => {
     const e = await rejection(n1.ctx.call(6, 1, Buffer.alloc(1)));
     expect([e.code, e.retryable, e.ambiguous]).toEqual(['rpc.backpressure', true, false]);
     expect(n1.ctx.metrics.peer(6).oneWayDropped).toBe(1);
+  });
+});
+
+describe('connection classes', () => {
+  it('a small system-class call overtakes a bulk transfer on the default class', async () => {
+    const big = 48 * 1024 * 1024;
+    const n1 = await nodes.start(1, { maxFrameBytes: 2 * big });
+    const n2 = await nodes.start(2, { maxFrameBytes: 2 * big });
+    const order: string[] = [];
+    n2.ctx.register(3, (p) => {
+      order.push(`served ${p.length}`);
+      return Buffer.alloc(0);
+    });
+    await n1.ctx.call(2, 3, Buffer.alloc(1));
+    await n1.ctx.call(2, 3, Buffer.alloc(2), { connectionClass: ConnectionClass.System });
+    expect(n1.ctx.isConnected(2, ConnectionClass.System)).toBe(true);
+    expect(n2.ctx.incomingConnections).toBe(2);
+    order.length = 0;
+    const bulk = n1.ctx.call(2, 3, Buffer.alloc(big)).then(() => order.push('bulk done'));
+    const small = n1.ctx.call(2, 3, Buffer.alloc(3), { connectionClass: ConnectionClass.System }).then(() => order.push('small done'));
+    await Promise.all([bulk, small]);
+    expect(order.indexOf('small done')).toBeLessThan(order.indexOf(`served ${big}`));
+    n1.ctx.disconnect(2); // every class
+    expect(n1.ctx.isConnected(2)).toBe(false);
+    expect(n1.ctx.isConnected(2, ConnectionClass.System)).toBe(false);
   });
 });
 
