@@ -155,6 +155,8 @@ export class PgConn {
   private session: SessionBackend | undefined;
   private processId = 0;
   private skipToSync = false;
+  /** An ErrorResponse was sent since the last Sync (told to the session at Sync). */
+  private failedSinceSync = false;
   private readonly statements = new Map<string, PreparedStatement>();
   private readonly portals = new Map<string, PortalEntry>();
   /** A pump is processing messages (possibly awaiting the session). */
@@ -456,6 +458,7 @@ export class PgConn {
           if (!isCairnError(e) || e instanceof ProtocolViolationError) throw e;
           this.out.errorResponse(errorFields(e));
           this.skipToSync = true;
+          this.failedSinceSync = true;
         }
         return;
     }
@@ -478,8 +481,10 @@ export class PgConn {
 
   private async sync(session: SessionBackend): Promise<void> {
     this.skipToSync = false;
+    const failed = this.failedSinceSync;
+    this.failedSinceSync = false;
     try {
-      await session.sync();
+      await session.sync(failed);
     } catch (e) {
       if (!isCairnError(e) || e instanceof ProtocolViolationError) throw e;
       this.out.errorResponse(errorFields(e));

@@ -173,8 +173,14 @@ export interface SessionBackend<S extends PreparedStatement = PreparedStatement,
   execute(portal: P, maxRows: number, sink: RowSink): Promise<ExecuteResult>;
   closeStatement(statement: S): void;
   closePortal(portal: P): void;
-  /** Sync: ends the implicit transaction of the extended protocol (commit, or rollback after an error). */
-  sync(): Promise<void>;
+  /**
+   * Sync: ends the implicit transaction of the extended protocol. `failed`
+   * is true when an ErrorResponse was sent since the previous Sync — raised by
+   * the session or by pgwire itself (unknown statement, parameter count, …) —
+   * so the implicit transaction must roll back and an explicit one becomes
+   * failed ('E'), as after any error in PostgreSQL.
+   */
+  sync(failed: boolean): Promise<void>;
   /** Cancels the running statement, if any; it should then fail with 57014. May be called at any time. */
   cancel(): void;
   /** The connection is gone: roll back and release everything. */

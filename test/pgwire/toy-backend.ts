@@ -378,8 +378,9 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
   closeStatement(_stmt: ToyStatement): void {}
   closePortal(_portal: ToyPortal): void {}
 
-  async sync(): Promise<void> {
-    this.calls.push('sync');
+  async sync(failed: boolean): Promise<void> {
+    this.calls.push(failed ? 'sync failed' : 'sync');
+    if (failed && this.txn === 'T') this.txn = 'E';
   }
 
   cancel(): void {
