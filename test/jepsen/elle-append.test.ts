@@ -183,6 +183,22 @@ describe('elle list-append: real-time and process order (strict serializability)
     expect(checkElleAppend(b.build()).anomalyTypes).toEqual(['G0-realtime']);
   });
 
+  it('keeps the verdict sound when the cycle-search budget is exhausted', () => {
+    // With no budget the G-single search gives up, but the component is still reported.
+    const h = txnHistory(
+      [
+        [0, 'ok', [R('x', []), R('y', [1])]],
+        [1, 'ok', [A('x', 1), A('y', 1)]],
+        [2, 'ok', [R('x', [1])]],
+      ],
+      true,
+    );
+    const r = checkElleAppend(h, { cycleSearchBudget: -1 });
+    expect(r.valid).toBe(false);
+    expect(r.stats['cycleSearchTruncated']).toBe(1);
+    expect(r.anomalyTypes.length).toBeGreaterThan(0);
+  });
+
   it('reports a nonunique append as unknown rather than valid', () => {
     const r = verdict(txnHistory([[0, 'ok', [A('x', 1)]], [1, 'ok', [A('x', 1)]]], false));
     expect(r.valid).toBe('unknown');
