@@ -523,7 +523,7 @@ describe('backpressure', () => {
 
 describe('connection classes', () => {
   it('a small system-class call overtakes a bulk transfer on the default class', async () => {
-    const big = 48 * 1024 * 1024;
+    const big = 16 * 1024 * 1024;
     const n1 = await nodes.start(1, { maxFrameBytes: 2 * big });
     const n2 = await nodes.start(2, { maxFrameBytes: 2 * big });
     const order: string[] = [];
