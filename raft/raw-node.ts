@@ -48,10 +48,16 @@
  *   the commit index) and stops ticking; followers stop ticking when they
  *   receive the cluster layer's quiesce message and wake on any traffic.
  *
- * ## Bootstrapping
- *   A new group starts from a Storage whose snapshot carries the initial
- *   ConfState (MemoryStorage.applySnapshot / the store's initial state);
- *   a replica added later starts empty and is caught up by its leader.
+ * ## Bootstrapping and restart
+ *   A new group starts from a Storage whose initial state carries the initial
+ *   ConfState (MemoryStorage.setConfState or applySnapshot / the store's
+ *   initial state); a replica added later starts empty and is caught up by
+ *   its leader. On restart, Config.applied is the applied index of the
+ *   durable state machine, and Storage.initialState().confState must be the
+ *   configuration as of that index (persist the ConfState returned by
+ *   applyConfChange atomically with the applied index): entries up to
+ *   `applied` are not handed out again, so their conf changes are not
+ *   replayed.
  */
 import { assert } from '../src/util/assert.js';
 import { encodeConfChange } from './conf-change-codec.js';

@@ -81,6 +81,11 @@ class SnapOverrideStorage extends MemoryStorage {
   override snapshot(): Snapshot {
     return this.override !== null ? this.override() : super.snapshot();
   }
+
+  /** The snapshot recorded in storage (not the override). */
+  stored(): Snapshot {
+    return super.snapshot();
+  }
 }
 
 interface EnvNode {
@@ -428,7 +433,12 @@ export class InteractionEnv {
    * in the network.
    */
   private restart(node: EnvNode): void {
-    const applied = (node.history[node.history.length - 1] as Snapshot).metadata.index;
+    const last = node.history[node.history.length - 1] as Snapshot;
+    const applied = last.metadata.index;
+    // The state machine and its configuration are durable at `applied`:
+    // record them as the storage's snapshot, so that initialState() returns
+    // the ConfState as of `applied`.
+    if (applied > node.storage.stored().metadata.index) node.storage.createSnapshot(applied, last.metadata.confState, last.data);
     const config: Config = { ...node.config, applied };
     this.nodes[node.id - 1] = { ...node, config, rawNode: new RawNode(config) };
   }

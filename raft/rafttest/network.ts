@@ -23,6 +23,7 @@ import {
   type Entry,
   type Message,
   type ReadState,
+  type Snapshot,
 } from '../types.js';
 
 export interface NetworkNode {
@@ -43,7 +44,26 @@ export interface NetworkOptions {
   readonly maxSizePerMsg?: number;
   readonly maxInflightMsgs?: number;
   readonly maxCommittedSizePerReady?: number;
+  readonly stepDownOnRemoval?: boolean;
   readonly seed?: number;
+}
+
+/**
+ * Storage whose snapshot is generated on demand at the node's applied index,
+ * as a real replica does when it must send one (so it always carries the
+ * current configuration and state).
+ */
+class OnDemandSnapshotStorage extends MemoryStorage {
+  refresh: (() => void) | null = null;
+  override snapshot(): Snapshot {
+    this.refresh?.();
+    return super.snapshot();
+  }
+
+  /** The last recorded snapshot, without refreshing it. */
+  stored(): Snapshot {
+    return super.snapshot();
+  }
 }
 
 export class Network {
@@ -66,9 +86,10 @@ export class Network {
   ) {
     this.prng = new Prng(opts.seed ?? 1);
     for (const id of voters) {
-      const storage = new MemoryStorage();
+      const storage = new OnDemandSnapshotStorage();
       storage.applySnapshot({ data: new Uint8Array(0), metadata: { index: 1, term: 1, confState: { ...EMPTY_CONF_STATE, voters } } });
       this.nodes.set(id, { id, rawNode: new RawNode(this.config(id, storage, 1)), storage, applied: [], readStates: [] });
+      storage.refresh = () => this.snapshotAtApplied(id);
     }
   }
 
@@ -86,6 +107,7 @@ export class Network {
       maxSizePerMsg: o.maxSizePerMsg ?? Number.MAX_SAFE_INTEGER,
       maxInflightMsgs: o.maxInflightMsgs ?? 256,
       maxCommittedSizePerReady: o.maxCommittedSizePerReady ?? Number.MAX_SAFE_INTEGER,
+      stepDownOnRemoval: o.stepDownOnRemoval ?? false,
       prng: new Prng((this.opts.seed ?? 1) * 1000 + id),
     };
   }
@@ -203,16 +225,21 @@ export class Network {
     this.dropRate = 0;
   }
 
-  /**
-   * Snapshots node `id` at its applied index (the snapshot data carries its
-   * applied entries) and discards the log up to there.
-   */
-  compact(id: number): void {
+  /** Records a snapshot of node `id` at its applied index (data = its applied entries). */
+  private snapshotAtApplied(id: number): void {
     const n = this.node(id);
     const r = n.rawNode.raft;
     const applied = r.raftLog.applied;
-    if (applied <= n.storage.firstIndex() - 1) return;
+    if (applied <= (n.storage as OnDemandSnapshotStorage).stored().metadata.index) return;
     n.storage.createSnapshot(applied, r.trk.confState(), encodeApplied(n.applied));
+  }
+
+  /** Snapshots node `id` at its applied index and discards the log up to there. */
+  compact(id: number): void {
+    const n = this.node(id);
+    const applied = n.rawNode.raft.raftLog.applied;
+    if (applied <= n.storage.firstIndex() - 1) return;
+    this.snapshotAtApplied(id);
     n.storage.compact(applied);
   }
 
@@ -220,16 +247,23 @@ export class Network {
   restart(id: number): void {
     const n = this.node(id);
     const applied = n.rawNode.raft.raftLog.applied;
+    // The state machine and its configuration are durable at `applied`
+    // (Storage.initialState must return the ConfState as of `applied`).
+    this.snapshotAtApplied(id);
     n.rawNode = new RawNode(this.config(id, n.storage, applied));
   }
 
-  /** The id of a leader whose term no node has passed (a current leader), else 0. */
+  /**
+   * The id of a current leader: a voter of its own configuration whose term
+   * no member of that configuration has passed; 0 when there is none.
+   */
   leader(): number {
-    let maxTerm = 0;
-    for (const n of this.nodes.values()) maxTerm = Math.max(maxTerm, n.rawNode.raft.term);
     for (const n of this.nodes.values()) {
       const r = n.rawNode.raft;
-      if (r.state === StateType.Leader && r.term === maxTerm) return n.id;
+      if (r.state !== StateType.Leader || !r.trk.isVoter(r.id)) continue;
+      let current = true;
+      for (const id of r.trk.ids()) if ((this.nodes.get(id)?.rawNode.raft.term ?? 0) > r.term) current = false;
+      if (current) return n.id;
     }
     return 0;
   }

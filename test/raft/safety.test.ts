@@ -5,8 +5,10 @@
 // library's own invariants on every change.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { Changer, InvalidConfChangeError } from '../../raft/confchange/confchange.js';
+import { confChangesFromString } from '../../raft/conf-change-codec.js';
 import { Network } from '../../raft/rafttest/network.js';
-import { StateType, type Entry } from '../../raft/types.js';
+import { ConfChangeTransition, StateType, type Entry } from '../../raft/types.js';
 
 function sameEntry(a: Entry, b: Entry): boolean {
   return a.index === b.index && a.term === b.term && Buffer.from(a.data).equals(Buffer.from(b.data));
@@ -51,7 +53,41 @@ const action = fc.oneof(
   fc.record({ kind: fc.constant('restart' as const), id: fc.integer({ min: 1, max: 5 }) }),
   fc.record({ kind: fc.constant('drop' as const), rate: fc.constantFrom(0, 0.1, 0.3) }),
   fc.record({ kind: fc.constant('compact' as const), id: fc.integer({ min: 1, max: 5 }) }),
+  fc.record({
+    kind: fc.constant('conf' as const),
+    changes: fc.constantFrom('r1', 'r2', 'r3', 'l2', 'l4', 'v1', 'v2', 'v3', 'v4', 'v5', 'v4 r1', 'v5 r2 l3', 'v1 v2 v3'),
+  }),
 );
+
+/**
+ * Proposes a membership change on the current leader if it is valid for the
+ * leader's configuration (which is the one it will apply to: the leader
+ * accepts one conf change at a time, only once all earlier ones are applied).
+ */
+function proposeConfChange(net: Network, changes: string): void {
+  const lead = net.leader();
+  if (lead === 0) return;
+  const r = net.raft(lead);
+  const ccs = confChangesFromString(changes);
+  try {
+    const c = new Changer(r.trk.config, r.trk.progress, r.raftLog.lastIndex(), 4, 0);
+    if (r.trk.config.voters.joint) c.leaveJoint();
+    else if (ccs.length > 1) c.enterJoint(true, ccs);
+    else c.simple(ccs);
+  } catch (e) {
+    if (e instanceof InvalidConfChangeError) return;
+    throw e;
+  }
+  const cc = r.trk.config.voters.joint
+    ? { transition: ConfChangeTransition.Auto, changes: [], context: new Uint8Array(0) }
+    : { transition: ConfChangeTransition.Auto, changes: ccs, context: new Uint8Array(0) };
+  try {
+    net.node(lead).rawNode.proposeConfChange(cc);
+  } catch (e) {
+    if (!(e instanceof Error && 'code' in e)) throw e;
+  }
+  net.deliverAll();
+}
 
 describe('randomized safety', () => {
   for (const [size, preVote] of [
@@ -62,7 +98,7 @@ describe('randomized safety', () => {
       fc.assert(
         fc.property(fc.integer({ min: 1, max: 1 << 30 }), fc.array(action, { minLength: 20, maxLength: 120 }), (seed, actions) => {
           const ids = Array.from({ length: size }, (_, i) => i + 1);
-          const net = new Network(ids, { seed, preVote, checkQuorum: preVote, electionTick: 5, maxInflightMsgs: 4, maxSizePerMsg: 64 });
+          const net = new Network(ids, { seed, preVote, checkQuorum: preVote, stepDownOnRemoval: true, electionTick: 5, maxInflightMsgs: 4, maxSizePerMsg: 64 });
           net.reorder = true;
           const leaders = new Map<number, number>();
           let proposals = 0;
@@ -95,6 +131,9 @@ describe('randomized safety', () => {
               case 'compact':
                 net.compact(id(a.id));
                 break;
+              case 'conf':
+                if (size === 5) proposeConfChange(net, a.changes);
+                break;
             }
             checkSafety(net, leaders);
           }
@@ -107,9 +146,15 @@ describe('randomized safety', () => {
             for (let i = 0; i < 200 && net.leader() === 0; i++) net.tickAll(1);
             const lead = net.leader();
             expect(lead).not.toBe(0);
-            net.propose(lead, 'final');
+            try {
+              net.propose(lead, 'final');
+            } catch (e) {
+              if (!(e instanceof Error && 'code' in e)) throw e;
+            }
             for (let i = 0; i < 20; i++) net.tickAll(1);
-            done = [...net.nodes.values()].every((n) => n.applied.some((e) => Buffer.from(e.data).toString() === 'final'));
+            // Every member of the leader's configuration applies it.
+            const members = net.raft(net.leader() || lead).trk.ids();
+            done = members.every((m) => net.node(m).applied.some((e) => Buffer.from(e.data).toString() === 'final'));
           }
           checkSafety(net, leaders);
           expect(done, 'a proposal commits on every node once the network heals').toBe(true);
