@@ -75,49 +75,61 @@ describe('varint golden bytes (protobuf layout)', () => {
 });
 
 describe('varint round trips, 10,000 cases each', () => {
-  it('unsigned numbers: fast path agrees with the bigint path', () => {
-    fc.assert(
-      fc.property(fc.oneof(fc.nat(300), fc.nat(), fc.maxSafeNat()), (v) => {
-        const a = enc((b, o) => putUvarint(b, o, v));
-        assert.equal(a, enc((b, o) => putUvarintBig(b, o, BigInt(v))));
-        assert.deepEqual(getUvarint(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
-        assert.equal(uvarintSize(v), a.length / 2);
-      }),
-      { numRuns: RUNS },
-    );
-  });
+  interface Codec {
+    readonly name: string;
+    readonly numbers: fc.Arbitrary<number>;
+    readonly bigints: fc.Arbitrary<bigint>;
+    readonly put: (b: Uint8Array, o: number, v: number) => number;
+    readonly putBig: (b: Uint8Array, o: number, v: bigint) => number;
+    readonly get: (b: Uint8Array, o: number) => { value: number; next: number };
+    readonly getBig: (b: Uint8Array, o: number) => { value: bigint; next: number };
+    readonly size: (v: number) => number;
+  }
+  const codecs: Codec[] = [
+    {
+      name: 'unsigned',
+      numbers: fc.oneof(fc.nat(300), fc.nat(), fc.maxSafeNat()),
+      bigints: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      put: putUvarint,
+      putBig: putUvarintBig,
+      get: getUvarint,
+      getBig: getUvarintBig,
+      size: uvarintSize,
+    },
+    {
+      name: 'signed',
+      numbers: fc.oneof(fc.integer({ min: -300, max: 300 }), fc.integer(), fc.maxSafeInteger()),
+      bigints: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      put: putVarint,
+      putBig: putVarintBig,
+      get: getVarint,
+      getBig: getVarintBig,
+      size: varintSize,
+    },
+  ];
+  for (const c of codecs) {
+    it(`${c.name} numbers: the fast path agrees with the bigint path`, () => {
+      fc.assert(
+        fc.property(c.numbers, (v) => {
+          const a = enc((b, o) => c.put(b, o, v));
+          assert.equal(a, enc((b, o) => c.putBig(b, o, BigInt(v))));
+          assert.deepEqual(c.get(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
+          assert.equal(c.size(v), a.length / 2);
+        }),
+        { numRuns: RUNS },
+      );
+    });
 
-  it('unsigned bigints over the full uint64 range', () => {
-    fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (v) => {
-        const a = enc((b, o) => putUvarintBig(b, o, v));
-        assert.deepEqual(getUvarintBig(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
-      }),
-      { numRuns: RUNS },
-    );
-  });
-
-  it('signed numbers: fast path agrees with the bigint path', () => {
-    fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: -300, max: 300 }), fc.integer(), fc.maxSafeInteger()), (v) => {
-        const a = enc((b, o) => putVarint(b, o, v));
-        assert.equal(a, enc((b, o) => putVarintBig(b, o, BigInt(v))));
-        assert.deepEqual(getVarint(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
-        assert.equal(varintSize(v), a.length / 2);
-      }),
-      { numRuns: RUNS },
-    );
-  });
-
-  it('signed bigints over the full int64 range', () => {
-    fc.assert(
-      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (v) => {
-        const a = enc((b, o) => putVarintBig(b, o, v));
-        assert.deepEqual(getVarintBig(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
-      }),
-      { numRuns: RUNS },
-    );
-  });
+    it(`${c.name} bigints over the full 64-bit range`, () => {
+      fc.assert(
+        fc.property(c.bigints, (v) => {
+          const a = enc((b, o) => c.putBig(b, o, v));
+          assert.deepEqual(c.getBig(Buffer.from(a, 'hex'), 0), { value: v, next: a.length / 2 });
+        }),
+        { numRuns: RUNS },
+      );
+    });
+  }
 
   it('KeyWriter.appendUvarint/appendVarint and KeyReader.readUvarint/readVarint', () => {
     const w = new KeyWriter();

@@ -178,6 +178,21 @@ const NULL: KeyDatum = { kind: 'null' };
 const nullable = (arb: fc.Arbitrary<KeyDatum>): fc.Arbitrary<KeyDatum> =>
   fc.oneof({ arbitrary: arb, weight: 9 }, { arbitrary: fc.constant(NULL), weight: 1 });
 
+interface Column {
+  readonly kind: keyof typeof datumArb;
+  readonly dir: Direction;
+}
+
+/** A schema of 1..maxCols columns, two rows of it, and a column count in [minCount, columns]. */
+function schemaAndRows(maxCols: number, minCount: number): fc.Arbitrary<[Column[], KeyDatum[], KeyDatum[], number]> {
+  const kinds = Object.keys(datumArb) as (keyof typeof datumArb)[];
+  const column = fc.record({ kind: fc.constantFrom(...kinds), dir: fc.constantFrom<Direction>('asc', 'desc') });
+  return fc.array(column, { minLength: 1, maxLength: maxCols }).chain((cols) => {
+    const row = fc.tuple(...cols.map((c) => nullable(datumArb[c.kind])));
+    return fc.tuple(fc.constant(cols), row, row, fc.integer({ min: minCount, max: cols.length }));
+  });
+}
+
 // ---- Golden vectors ------------------------------------------------------------
 
 const i = (value: number | bigint): KeyDatum => ({ kind: 'int', value });
@@ -271,18 +286,9 @@ describe('tuple encoding: round trip, order and the reference encoder, 10,000 ca
   }
 
   it('mixed tuples of several columns compare column by column, each in its direction', () => {
-    const kinds = Object.keys(datumArb) as (keyof typeof datumArb)[];
-    const schema = fc.array(fc.record({ kind: fc.constantFrom(...kinds), dir: fc.constantFrom<Direction>('asc', 'desc') }), {
-      minLength: 1,
-      maxLength: 4,
-    });
-    const tuplePair = schema.chain((cols) => {
-      const row = fc.tuple(...cols.map((c) => nullable(datumArb[c.kind])));
-      // Rows sharing a prefix test the later columns too.
-      return fc.tuple(fc.constant(cols), row, row, fc.nat(cols.length));
-    });
     fc.assert(
-      fc.property(tuplePair, ([cols, a, b0, shared]) => {
+      // Rows sharing a prefix test the later columns too.
+      fc.property(schemaAndRows(4, 0), ([cols, a, b0, shared]) => {
         const bRow = [...a.slice(0, shared), ...b0.slice(shared)];
         const dirs = cols.map((c) => c.dir);
         const ea = encodeTuple(a, dirs);
@@ -299,17 +305,8 @@ describe('tuple encoding: round trip, order and the reference encoder, 10,000 ca
 describe('tuple encoding: prefix spans', () => {
   const TABLE_INDEX = encodeTuple([i(52), i(1)]);
   it('[enc(p), prefixEnd(enc(p))) holds exactly the tuples whose first columns are p (index spans)', () => {
-    const kinds = Object.keys(datumArb) as (keyof typeof datumArb)[];
-    const cols = fc.array(fc.record({ kind: fc.constantFrom(...kinds), dir: fc.constantFrom<Direction>('asc', 'desc') }), {
-      minLength: 1,
-      maxLength: 3,
-    });
-    const input = cols.chain((cs) => {
-      const row = fc.tuple(...cs.map((c) => nullable(datumArb[c.kind])));
-      return fc.tuple(fc.constant(cs), row, row, fc.integer({ min: 1, max: cs.length }));
-    });
     fc.assert(
-      fc.property(input, ([cs, t, u, k]) => {
+      fc.property(schemaAndRows(3, 1), ([cs, t, u, k]) => {
         const dirs = cs.map((c) => c.dir);
         // Keys carry a table/index prefix; without one, a key made only of 0xFF bytes (a descending
         // NULL) would have no prefix end at all (see prefixEnd).
