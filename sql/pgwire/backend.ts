@@ -34,6 +34,7 @@
  * never touches it again.
  */
 import { assert } from '../../src/util/index.js';
+import type { PgErrorFields } from './errors.js';
 import type { FormatCode } from './frontend.js';
 
 export type TxnStatus = 'I' | 'T' | 'E';
@@ -57,22 +58,11 @@ export interface ColumnDescriptor {
 export type Severity = 'ERROR' | 'FATAL' | 'PANIC' | 'WARNING' | 'NOTICE' | 'DEBUG' | 'INFO' | 'LOG';
 
 /** The fields of an ErrorResponse or NoticeResponse. */
-export interface ErrorFields {
+export interface ErrorFields extends PgErrorFields {
   readonly severity: Severity;
   /** SQLSTATE, five characters. */
   readonly code: string;
   readonly message: string;
-  readonly detail?: string;
-  readonly hint?: string;
-  readonly position?: number;
-  readonly internalPosition?: number;
-  readonly internalQuery?: string;
-  readonly where?: string;
-  readonly schema?: string;
-  readonly table?: string;
-  readonly column?: string;
-  readonly dataType?: string;
-  readonly constraint?: string;
   readonly file?: string;
   readonly line?: number;
   readonly routine?: string;
