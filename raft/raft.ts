@@ -159,8 +159,7 @@ export class Raft {
     this.prng = c.prng;
     this.logger = c.logger ?? SILENT;
     this.debugOn = c.logger?.isLevelEnabled?.('debug') ?? false;
-    const maxMsgSize = c.maxSizePerMsg ?? 0;
-    this.maxMsgSize = maxMsgSize === 0 ? 0 : maxMsgSize;
+    this.maxMsgSize = c.maxSizePerMsg ?? 0;
     this.raftLog = new RaftLog(c.storage, c.maxCommittedSizePerReady ?? NO_LIMIT);
     this.maxUncommittedSize = c.maxUncommittedEntriesSize ?? 0;
     this.trk = new ProgressTracker(c.maxInflightMsgs ?? 256, c.maxInflightBytes ?? 0);
