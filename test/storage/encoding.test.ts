@@ -484,6 +484,28 @@ describe('KeyWriter', () => {
     expect(keys.map(hex)).toEqual(want);
   });
 
+  it('any slab size and any mix of keys: every finished key equals its one-off encoding, unchanged by later keys', () => {
+    // STYLE.md §9: randomize internal knobs (here the slab size) so correctness never depends on one value.
+    const rows = fc.array(fc.tuple(fc.array(nullable(datumArb.string), { maxLength: 3 }), nullable(datumArb.int), nullable(datumArb.bytes)), {
+      maxLength: 40,
+    });
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 300 }), rows, (slab, rs) => {
+        const w = new KeyWriter(slab);
+        const keys: Buffer[] = [];
+        const want: string[] = [];
+        for (const [strs, n, b] of rs) {
+          const row = [...strs, n, b];
+          for (const d of row) w.appendDatum(d, 'desc');
+          keys.push(w.finish());
+          want.push(hex(encodeTuple(row, row.map(() => 'desc'))));
+        }
+        assert.deepEqual(keys.map(hex), want);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('reset() drops the key being built; appendRaw/appendUint64 write raw bytes', () => {
     const w = new KeyWriter();
     w.appendInt(5).reset();
