@@ -27,11 +27,15 @@
  * A truncated or malformed repr raises CorruptionError (`storage.corruption`).
  *
  * Contracts:
- *   - Reads are synchronous (getSync); iteration is asynchronous in batches
- *     (nextBatch(n)), never one await per key.
+ *   - Point reads are synchronous (getSync) or batched (getMany: one trip to
+ *     the LevelDB thread pool for many keys); iteration is asynchronous in
+ *     chunks (nextBatch(n)), never one await per key.
+ *   - WriteBatch.prefetch(keys) reads keys ahead with one getMany so that a
+ *     batch of commands evaluates without a getSync per key.
  *   - An iterator sees a consistent view as of its creation (LevelDB's
  *     implicit snapshot); a Snapshot sees the engine as of snapshot() until
- *     closed. Buffers returned by reads are owned by the caller.
+ *     closed. Buffers returned by reads must be treated as read-only (the
+ *     memory engine and batches return the buffers they store).
  *   - Bounds are [gte, lt); a reverse iterator yields the same entries in
  *     descending order.
  *   - Buffers passed to put/delete must not be mutated afterwards (batches

@@ -38,8 +38,23 @@
  *     delta (pass emptyStats() to get the delta of one op).
  *
  * All functions are synchronous except those that iterate a span (scan,
- * delete-range, ranged resolve, ranged GC). None does I/O beyond its Reader /
- * ReadWriter; none reads a clock.
+ * delete-range, ranged resolve, ranged GC) and mvccPrefetch. None does I/O
+ * beyond its Reader / ReadWriter; none reads a clock.
+ *
+ * API (rw: a WriteBatch from engine.newBatch(); r: an engine, snapshot or batch):
+ *   mvccGet(r, key, ts, {txn?, uncertaintyLimit?, inconsistent?, tombstones?})
+ *   mvccScan(r, start, end, ts, {…, reverse?, maxKeys?, targetBytes?})      async
+ *   mvccPut / mvccDelete(rw, key, ts, [value,] {txn?, stats?})
+ *   mvccConditionalPut(rw, key, ts, value|null, expected|null, {txn?, stats?, allowIfDoesNotExist?})
+ *   mvccDeleteRange(rw, start, end, ts, {txn?, stats?, max?})               async
+ *   mvccResolveIntent(rw, key, lockUpdate, stats?)
+ *   mvccResolveIntentRange(rw, start, end, lockUpdate, {max?, stats?})      async
+ *   mvccGarbageCollect(rw, keys, threshold, stats?)
+ *   mvccGarbageCollectRange(rw, start, end, threshold, stats?)              async
+ *   mvccPrefetch(batch, keys)                                               async
+ *   computeStats(r, start, end)                                             async
+ * Errors: WriteTooOldError, WriteIntentError, ReadWithinUncertaintyIntervalError,
+ * ConditionFailedError (mvcc.*), CorruptionError (storage.corruption).
  */
 import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
