@@ -204,6 +204,11 @@ export class PgConn {
     return this.state === 'closed';
   }
 
+  /** Authentication finished and the session started (ReadyForQuery was sent). */
+  get isReady(): boolean {
+    return this.state === 'ready';
+  }
+
   /** Bytes from the client. Returns false when the owner should pause input until resumeInput(). */
   feed(chunk: Buffer): boolean {
     if (this.state === 'closed') return true;

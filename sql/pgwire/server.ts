@@ -9,6 +9,8 @@
  *   SSLRequest   ──► 'S', then the socket is wrapped in a server TLSSocket
  *                    and input flows through it (only with a secureContext)
  *   'end' / 'error' / 'close' ──► conn.inputEnded()
+ *   not ready after authTimeoutMs ──► closed (a client that connects and
+ *                    never finishes startup does not hold a socket forever)
  *
  * Ownership: the returned PgConn and the socket are the caller's to observe;
  * the adapter ends the socket when the connection closes (after a FATAL
@@ -51,7 +53,15 @@ export interface PgConnectionOptions extends Omit<ConnOptions, 'random' | 'tlsAv
   readonly secureContext?: SecureContext;
   /** Random source; crypto.randomBytes by default. */
   readonly random?: (n: number) => Buffer;
+  /**
+   * Closes a connection that has not finished startup and authentication
+   * within this many milliseconds (PostgreSQL's authentication_timeout,
+   * 60 s by default there); 0 disables it.
+   */
+  readonly authTimeoutMs?: number;
 }
+
+const DEFAULT_AUTH_TIMEOUT_MS = 60_000;
 
 export function handlePgConnection(socket: Socket, options: PgConnectionOptions): PgConn {
   let current: Socket = socket;
@@ -125,5 +135,15 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
     s.off('close', onEnd);
   }
   attach(socket);
+  const authTimeoutMs = options.authTimeoutMs ?? DEFAULT_AUTH_TIMEOUT_MS;
+  if (authTimeoutMs > 0) {
+    const timer = setTimeout(() => {
+      if (conn.isReady) return;
+      conn.inputEnded();
+      current.destroy();
+    }, authTimeoutMs);
+    timer.unref();
+    void conn.closed.then(() => clearTimeout(timer));
+  }
   return conn;
 }

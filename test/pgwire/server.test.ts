@@ -336,6 +336,20 @@ describe('pgwire over TCP, passwords and TLS', () => {
     }
   });
 
+  it('a client that never finishes authentication is disconnected after authTimeoutMs', async () => {
+    const quick = await startServer({ users }, { authTimeoutMs: 50 });
+    try {
+      const c = await RawClient.open(quick.port);
+      c.socket.write(serialize.startup({ user: 'alice' })); // then never answers the SASL request
+      await c.readUntil(() => c.ended);
+      expect(c.ended).toBe(true);
+      await quick.conns[0]!.closed;
+      expect(quick.factory.openSessions).toBe(0);
+    } finally {
+      await quick.close();
+    }
+  });
+
   it('pg: SCRAM-SHA-256 with the right password works; a wrong one gets 28P01 and the server closes', async () => {
     const ok = new pg.Client({ host: '127.0.0.1', port: srv.port, user: 'alice', password: 'wonderland', database: 'db' });
     await ok.connect();
