@@ -7,6 +7,7 @@
  *
  *   npx tsc -p . && node dist/bench/rpc.js [--seconds 5] [--inflight 64] [--payload 1024] [--oneway-seconds 2]
  *                                          [--no-coalesce]   (one socket write per message, for comparison)
+ *                                          [--server-process] (server in a child process; round trips only)
  *
  * The machine is shared: the rate per CPU-second (process CPU time, both
  * endpoints) is the steadier figure when other work competes for the cores.
@@ -14,6 +15,8 @@
  * DESIGN.md §4 reference: ~650,000 round trips/s coalesced, ~50,000/s with
  * one write() per message; target here ≥ 200,000 round trips/s.
  */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Clock, systemPhysicalMicros } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
 import { RpcContext } from '../src/rpc/rpc-context.js';
@@ -62,17 +65,43 @@ async function roundTrips(a: RpcContext, payload: Buffer, ms: number): Promise<n
   return done;
 }
 
-async function main(): Promise<void> {
-  const n1 = await node(1);
-  const n2 = await node(2);
-  n1.ctx.setPeerAddress(2, { host: '127.0.0.1', port: n2.port });
-  n2.ctx.setPeerAddress(1, { host: '127.0.0.1', port: n1.port });
+/** Registers the benchmark's methods: 1 echoes a fixed response, 2 counts one-ways. */
+function serve(ctx: RpcContext): { oneWays: () => number } {
   const response = Buffer.alloc(payloadBytes, 0x5a);
-  n2.ctx.register(1, () => response);
+  ctx.register(1, () => response);
   let oneWays = 0;
-  n2.ctx.register(2, () => {
+  ctx.register(2, () => {
     oneWays++;
   });
+  return { oneWays: () => oneWays };
+}
+
+/** --server-process: the server runs in a child process (one core each, as between real nodes). */
+async function childServer(): Promise<void> {
+  const n2 = await node(2);
+  serve(n2.ctx);
+  process.send?.({ port: n2.port });
+  process.on('disconnect', () => void n2.ctx.close().then(() => process.exit(0)));
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--child')) return childServer();
+  const separate = process.argv.includes('--server-process');
+  const n1 = await node(1);
+  let n2: { ctx: RpcContext; port: number } | null = null;
+  let oneWays: () => number;
+  let child: ChildProcess | null = null;
+  if (separate) {
+    child = fork(fileURLToPath(import.meta.url), [...process.argv.slice(2), '--child']);
+    const port = await new Promise<number>((resolve) => child?.once('message', (m: { port: number }) => resolve(m.port)));
+    n1.ctx.setPeerAddress(2, { host: '127.0.0.1', port });
+    oneWays = () => -1;
+  } else {
+    n2 = await node(2);
+    n1.ctx.setPeerAddress(2, { host: '127.0.0.1', port: n2.port });
+    n2.ctx.setPeerAddress(1, { host: '127.0.0.1', port: n1.port });
+    oneWays = serve(n2.ctx).oneWays;
+  }
   const payload = Buffer.alloc(payloadBytes, 0xa5);
 
   await roundTrips(n1.ctx, payload, 500); // warm up
@@ -87,7 +116,8 @@ async function main(): Promise<void> {
       `(${inflight} in flight, ${payloadBytes} B each way, ${elapsed.toFixed(1)} s, ` +
       `cpu ${((cpu.user + cpu.system) / 1e6 / elapsed).toFixed(2)} cores = ` +
       `${Math.round(n / ((cpu.user + cpu.system) / 1e6)).toLocaleString('en-US')} per cpu-second, ` +
-      `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent${uncoalesced ? ', NOT coalesced' : ''})`,
+      `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent${uncoalesced ? ', NOT coalesced' : ''}` +
+      `${separate ? ', server in another process: cpu is the client only' : ''})`,
   );
 
   // Latency with one call in flight: percentiles over sequential round trips.
@@ -106,18 +136,19 @@ async function main(): Promise<void> {
   const small = Buffer.alloc(64);
   const t1 = performance.now();
   let sent = 0;
-  while (performance.now() - t1 < oneWaySeconds * 1000) {
+  while (!separate && performance.now() - t1 < oneWaySeconds * 1000) {
     for (let i = 0; i < 1000; i++) n1.ctx.send(2, 2, small);
     sent += 1000;
     const target = sent;
-    while (oneWays < target) await new Promise((r) => setImmediate(r));
+    while (oneWays() < target) await new Promise((r) => setImmediate(r));
   }
   const el2 = (performance.now() - t1) / 1000;
   if (sent > 0)
     console.log(`rpc one-way messages: ${Math.round(sent / el2).toLocaleString('en-US')}/s (64 B, 1,000 per turn)`);
 
   await n1.ctx.close();
-  await n2.ctx.close();
+  await n2?.ctx.close();
+  child?.disconnect();
 }
 
 void main();
