@@ -149,7 +149,6 @@ export class Raft {
   /** ReadIndex requests received before this leader committed an entry of its term. */
   pendingReadIndexMessages: Message[] = [];
   readonly logger: RaftLogger;
-  private readonly debugOn: boolean;
   private readonly prng: Prng;
   private readonly readOnlyOption: ReadOnlyOption;
 
@@ -158,7 +157,6 @@ export class Raft {
     this.id = c.id;
     this.prng = c.prng;
     this.logger = c.logger ?? SILENT;
-    this.debugOn = c.logger?.isLevelEnabled?.('debug') ?? false;
     this.maxMsgSize = c.maxSizePerMsg ?? 0;
     this.raftLog = new RaftLog(c.storage, c.maxCommittedSizePerReady ?? NO_LIMIT);
     this.maxUncommittedSize = c.maxUncommittedEntriesSize ?? 0;
@@ -184,6 +182,11 @@ export class Raft {
     this.logger.info(
       `${this.id} newRaft [peers: [${this.trk.voterNodes().join(',')}], term: ${this.term}, commit: ${this.raftLog.committed}, applied: ${this.raftLog.applied}, lastindex: ${this.raftLog.lastIndex()}, lastterm: ${this.raftLog.lastTerm()}]`,
     );
+  }
+
+  /** Whether debug lines should be built (asked each time: the level may change). Only on rare paths. */
+  private get debugOn(): boolean {
+    return this.logger.isLevelEnabled?.('debug') ?? false;
   }
 
   hasLeader(): boolean {
