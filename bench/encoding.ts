@@ -4,24 +4,29 @@
  * shape of a YCSB primary-key lookup, plus the Raft log key and value
  * varints. Prints ops/s; never asserted.
  *
- *   npm run build && node dist/bench/encoding.js [--seconds 1]
+ *   npm run build && node dist/bench/encoding.js [--seconds 0.5]   (per round; best of 3)
  */
 import { KeyReader, KeyWriter, getUvarint, putUvarint } from '../storage/encoding/index.js';
 import { appendTableIndexPrefix, decodeTableIndexPrefix, prettyKey, raftLogKey } from '../storage/keys.js';
 
-const seconds = Number(process.argv[process.argv.indexOf('--seconds') + 1] ?? 1) || 1;
+const secondsAt = process.argv.indexOf('--seconds');
+const seconds = secondsAt > 0 ? Number(process.argv[secondsAt + 1]) || 0.5 : 0.5;
 
+/** Best of three rounds: the machines are shared, and the best round is the least disturbed. */
 function measure(name: string, fn: (i: number) => void): void {
   for (let i = 0; i < 20_000; i++) fn(i); // warm up the JIT
-  let n = 0;
-  const start = performance.now();
-  const deadline = start + seconds * 1000;
-  while (performance.now() < deadline) {
-    for (let i = 0; i < 1000; i++) fn(n + i);
-    n += 1000;
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    let n = 0;
+    const start = performance.now();
+    const deadline = start + seconds * 1000;
+    while (performance.now() < deadline) {
+      for (let i = 0; i < 1000; i++) fn(n + i);
+      n += 1000;
+    }
+    best = Math.max(best, n / ((performance.now() - start) / 1000));
   }
-  const rate = n / ((performance.now() - start) / 1000);
-  console.log(`${name.padEnd(44)} ${Math.round(rate).toLocaleString('en-US').padStart(12)} ops/s`);
+  console.log(`${name.padEnd(44)} ${Math.round(best).toLocaleString('en-US').padStart(12)} ops/s`);
 }
 
 const strings = Array.from({ length: 1024 }, (_, i) => `user${String(i * 7919).padStart(16, '0')}`); // 20 bytes
