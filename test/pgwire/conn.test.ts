@@ -352,6 +352,14 @@ describe('extended query', () => {
     expect(h.transport.closed).toBe(true);
   });
 
+  it('a message above maxMessageSize is a protocol violation, detected from its header', async () => {
+    const h = await started({ insecure: true }, { maxMessageSize: 1024 });
+    expect(names(await h.send(serialize.query(`select ${'1'.repeat(900)}`)))).toContain('readyForQuery');
+    const big = serialize.query(`select ${'1'.repeat(2000)}`);
+    expect(await h.send(big.subarray(0, 5))).toMatchObject([{ name: 'error', severity: 'FATAL', code: '08P01' }]);
+    expect(h.transport.closed).toBe(true);
+  });
+
   it('Terminate closes the connection and the session', async () => {
     const h = await started();
     await h.send(serialize.end());
