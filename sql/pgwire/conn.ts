@@ -20,9 +20,12 @@
  *   - an error in Parse/Bind/Describe/Execute/Close sends one ErrorResponse
  *     and discards every message up to the next Sync; Sync then answers
  *     ReadyForQuery (§55.2.3);
- *   - Sync ends the implicit transaction (SessionBackend.sync) and answers
- *     ReadyForQuery with the session's transaction status; output is flushed
- *     at ReadyForQuery, at Flush, and whenever `flushBytes` accumulate;
+ *   - Sync ends the implicit transaction (SessionBackend.sync, told whether
+ *     an error was sent since the previous Sync) and answers ReadyForQuery
+ *     with the session's transaction status; output is flushed at
+ *     ReadyForQuery, at Flush, and whenever `flushBytes` accumulate;
+ *   - a Bind whose parameter or format-code counts do not match the
+ *     statement is an ordinary (non-fatal) 08P01 error, as in PostgreSQL;
  *   - unnamed statements/portals are replaced by the next Parse/Bind (and
  *     dropped by a simple Query); named ones must be closed before reuse
  *     (42P05 / 42P03); Close of a missing name is not an error;
@@ -35,6 +38,11 @@
  *   - COPY FROM STDIN: the session iterates sink.copyIn(), which answers
  *     CopyInResponse and pulls CopyData from the decoder until CopyDone
  *     (CopyFail → 57014); COPY TO STDOUT: copyOut/copyData/copyDone.
+ *
+ * Invariants: messages are handled one at a time, in order; calls into the
+ * session never overlap (only `cancel()` may come concurrently); the session
+ * is closed exactly once, after its last call settled; every path that ends
+ * the connection goes through close().
  *
  * Backpressure: rows accumulate in one BackendWriter buffer; at `flushBytes`
  * it is handed to the transport, and while the transport holds more than
