@@ -52,23 +52,33 @@ function trimEnd(text: string, start: number, end: number): number {
  */
 const CAIRN_HINT = /^\s*(upsert|show\s+(ranges|cluster|all\s+cluster)|set\s+cluster)\s/i;
 
+/** A leading `UPSERT INTO` (YCSB's write): rewritten in place to INSERT, no lexer pass needed. */
+const LEADING_UPSERT = /^\s*upsert\s+into\s/i;
+
 /** Parses every statement of `text`. Empty statements (`;;`, comments only) are skipped. */
 export function parseSql(text: string): readonly ParsedStatement[] {
   // PostgreSQL answers an empty string with EmptyQueryResponse, not an error.
   if (EMPTY_TEXT.test(text)) return [];
+  if (LEADING_UPSERT.test(text)) {
+    const viaUpsert = parseLeadingUpsert(text);
+    if (viaUpsert !== undefined) return viaUpsert;
+  }
   if (CAIRN_HINT.test(text)) {
     const viaCairn = parseWithCairnLayer(text, undefined);
     if (viaCairn !== undefined) return viaCairn;
   }
-  let raws: readonly RawStmt[];
   try {
-    raws = pgParse(text).stmts ?? [];
+    return convertAll(text, pgParse(text).stmts ?? []);
   } catch (e) {
-    if (!(e instanceof SqlError)) throw e;
+    if (!(e instanceof SqlError) || e.sqlState !== '42601') throw e;
     const viaCairn = parseWithCairnLayer(text, e);
     if (viaCairn === undefined) throw e;
     return viaCairn;
   }
+}
+
+/** Converts libpg-query's statements of `text`, keeping each one's span. */
+function convertAll(text: string, raws: readonly RawStmt[]): ParsedStatement[] {
   const bi = new ByteIndex(text);
   const out: ParsedStatement[] = [];
   for (const raw of raws) {
@@ -79,6 +89,27 @@ export function parseSql(text: string): readonly ParsedStatement[] {
     out.push(statementOf(text, start, trimEnd(text, start, end), raw.stmt, new Converter()));
   }
   return out;
+}
+
+/**
+ * `UPSERT INTO …[; more PostgreSQL statements]`: UPSERT is overwritten by
+ * INSERT (same length, so offsets hold) and the whole string parsed once.
+ * Undefined when that does not simply work (a syntax error, ON CONFLICT, more
+ * Cairn syntax later on): the general path then decides, with its errors.
+ */
+function parseLeadingUpsert(text: string): readonly ParsedStatement[] | undefined {
+  const at = text.search(/\S/);
+  let stmts: ParsedStatement[];
+  try {
+    stmts = convertAll(text, pgParse(`${text.slice(0, at)}INSERT${text.slice(at + 6)}`, text).stmts ?? []);
+  } catch (e) {
+    if (e instanceof SqlError) return undefined;
+    throw e;
+  }
+  const first = stmts[0];
+  if (first === undefined || first.ast.kind !== 'Insert' || first.ast.onConflict !== undefined) return undefined;
+  stmts[0] = { ...first, ast: { ...first.ast, upsert: true } };
+  return stmts;
 }
 
 /**
