@@ -87,6 +87,9 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
       }),
     startTls: () => {
       detach(socket);
+      // NB: keep an error listener on the raw socket: an 'error' event with
+      // no listener would be thrown by the emitter and crash the process.
+      socket.on('error', onError);
       const tls = new TLSSocket(socket, { isServer: true, secureContext: options.secureContext });
       current = tls;
       attach(tls);
