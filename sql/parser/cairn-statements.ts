@@ -16,7 +16,9 @@
  *   CREATE DATABASE|USER|ROLE IF NOT EXISTS …     (PostgreSQL lacks IF NOT EXISTS)
  *   (SHOW TABLES / SHOW DATABASES parse as PostgreSQL SHOW; convert.ts maps them.)
  *
- * How: only when libpg-query rejects a string does parse.ts come here. The
+ * How: parse.ts comes here when libpg-query rejects a string (or, as a
+ * shortcut, when it starts with a Cairn keyword; a leading UPSERT it handles
+ * itself). The
  * string is cut into statements with libpg-query's own lexer (scanSync), so
  * quotes, comments, dollar quoting and `;` inside strings are handled exactly
  * as PostgreSQL does; each statement is recognised by its leading tokens (a

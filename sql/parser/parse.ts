@@ -7,6 +7,8 @@
  *
  * Path of a string:
  *
+ *   "  UPSERT INTO …" ──► UPSERT overwritten by INSERT ──parseSync──► ok ──► Insert{upsert}
+ *                                                            │ (else: general path)
  *   text ──parseSync──► ok ──► convert each RawStmt ──► ParsedStatement[]
  *              │
  *              └─ syntax error ──► scanSync, split at top-level ';'
@@ -14,9 +16,11 @@
  *                                          yes ─► each statement alone: Cairn layer
  *                                                 (cairn-statements.ts) or masked parseSync
  *
- * The common case costs one parseSync plus the conversion; the lexer runs
- * only for strings PostgreSQL rejects. Errors are SqlError: 42601 with
- * PostgreSQL's message and 1-based position, or 0A000 `unimplemented: …`.
+ * (Strings starting with SHOW RANGES / SHOW CLUSTER / SET CLUSTER go to the
+ * lexer first, skipping a parseSync that would fail.) The common case costs
+ * one parseSync plus the conversion; the lexer runs only for strings
+ * PostgreSQL rejects. Errors are SqlError: 42601 with PostgreSQL's message
+ * and 1-based position, or 0A000 `unimplemented: …`.
  *
  * Requires `await initParser()` once per process (pg-query-module.ts).
  * Pure otherwise: no I/O, no clock; results are immutable and may be cached
