@@ -371,6 +371,16 @@ describe('pgwire over TCP, passwords and TLS', () => {
     expect(bad.stderr).toContain('password authentication failed for user "alice"');
   });
 
+  it("TLS: garbage instead of a handshake after 'S' closes the connection without a crash or a session", async () => {
+    const c = await RawClient.open(tlsSrv.port);
+    c.socket.write(serialize.requestSsl());
+    expect((await c.readUntil((b) => b.length >= 1)).toString()).toBe('S');
+    c.socket.write(Buffer.from('this is not a TLS ClientHello, just some bytes\r\n'));
+    await c.readUntil(() => c.ended);
+    await tlsSrv.conns.at(-1)!.closed;
+    expect(tlsSrv.factory.openSessions).toBe(0);
+  });
+
   it('TLS after SSLRequest: pg with cleartext password over TLS, psql with sslmode=require', async () => {
     const client = new pg.Client({ host: '127.0.0.1', port: tlsSrv.port, user: 'alice', password: 'wonderland', database: 'db', ssl: { rejectUnauthorized: false } });
     await client.connect();
