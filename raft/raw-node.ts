@@ -151,7 +151,11 @@ export class RawNode {
     this.raft.step(newMessage({ type: MessageType.MsgHup }));
   }
 
-  /** Proposes `data` for the log. Throws ProposalDroppedError when nothing was proposed. */
+  /**
+   * Proposes `data` for the log. Throws ProposalDroppedError when nothing was
+   * proposed. Each call appends and sends at once (a MsgApp per follower):
+   * for throughput, gather the proposals of a Ready cycle into proposeBatch.
+   */
   propose(data: Uint8Array): void {
     this.raft.step(
       newMessage({ type: MessageType.MsgProp, from: this.raft.id, entries: [{ term: 0, index: 0, type: EntryType.Normal, data }] }),
