@@ -84,7 +84,7 @@ describe('YCSB against PostgreSQL', () => {
     const out = new Capture(true);
     const res = await initYcsb({ urls: [url], drop: true, insertCount: 300, concurrency: 2, batchSize: 50 }, { output: out });
     expect(res.rows).toBe(300);
-    expect(out.text).toMatch(/\r\[#{30}\] 100\.0% 300\/300 rows +[\d,]+ rows\/s +ETA 0s\n/);
+    expect(out.text).toMatch(/\r\[#{30}\] 100\.0% 300\/300 rows +[\d,]+ rows\/s +ETA 0s\x1b\[K\n/);
     const [row] = await query<{ n: string }>('SELECT count(*) AS n FROM bar.usertable');
     expect(Number(row!.n)).toBe(300);
   });

@@ -87,6 +87,8 @@ function batchSeed(seed: number, batch: number): number {
 }
 
 const BAR_WIDTH = 30;
+/** ANSI "erase to end of line": a shorter redraw leaves no stale characters. */
+const CLEAR_TO_EOL = '\x1b[K';
 
 function progressLine(rows: number, total: number, elapsedSec: number, tty: boolean): string {
   const rate = elapsedSec > 0 ? rows / elapsedSec : 0;
@@ -181,7 +183,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
     });
     lastSecondRows = loaded;
     lastSecond = t;
-    if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}`);
+    if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}${CLEAR_TO_EOL}`);
     else if (t - lastPlain >= plainEvery) {
       lastPlain = t;
       print(progressLine(loaded, total, elapsedSec, false));
@@ -218,7 +220,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
   }
   const elapsedMs = performance.now() - start;
   const elapsedSec = elapsedMs / 1000;
-  if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}\n`);
+  if (tty) out?.write(`\r${progressLine(loaded, total, elapsedSec, true)}${CLEAR_TO_EOL}\n`);
   const tenth = Math.max(1, Math.floor(total / 10));
   const firstTenth = rateBetween(marks, 0, tenth);
   const lastTenth = rateBetween(marks, total - tenth, total);
