@@ -25,7 +25,9 @@
  *                          to that key (an intermediate version);
  *   - internal           — a transaction's read disagrees with its own earlier reads and
  *                          appends of that key, or lists one of its own later appends;
- *   - incompatible-order — two reads of a key where neither is a prefix of the other;
+ *   - incompatible-order — two reads of a key where neither is a prefix of the other, or
+ *                          a read listing a txn's appends to the key out of its order or
+ *                          without its earlier ones;
  *   - lost-update        — two committed transactions read the same version of a key
  *                          and both appended to it;
  *   - nonunique-append   — the generator appended a value twice (the history cannot be
@@ -34,9 +36,12 @@
  * Dependency edges (graph.ts) between graph nodes, from each key's version order
  * (the longest read) and each transaction's *external* read of a key (its first read
  * of the key before appending to it):
- *   ww  writer(order[i]) → writer(order[i+1]);
+ *   ww  writer(order[i]) → writer(order[i+1]), and writer(last of order) → every
+ *       committed txn whose append to the key no read observed (lists only grow, so an
+ *       unobserved committed append was installed after every observed version);
  *   wr  writer(last element read) → reader;
- *   rw  reader → writer(order[len(read)]), the version after the one it read;
+ *   rw  reader → writer(order[len(read)]), the version after the one it read, and
+ *       reader → every committed txn whose append to the key no read observed;
  *   process   each ok txn → the next txn of the same process;
  *   realtime  ok T1 → T2 when T1 completed before T2 was invoked (transitively reduced:
  *             only edges from the "frontier" of latest completions).
@@ -90,6 +95,8 @@ interface Txn {
 
 interface Writer {
   readonly txn: Txn;
+  /** Position among the txn's appends to the key (0 = its first). */
+  readonly seq: number;
   /** Whether this is the txn's last append to the key. */
   final: boolean;
 }
@@ -165,8 +172,8 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
         log.add('nonunique-append', { message: `${nameOf(t)} appended ${String(m[2])} to ${String(m[1])}, as another txn did`, txn: describe(t) });
         continue;
       }
-      const w: Writer = { txn: t, final: true };
       const prev = lastOfKey.get(m[1]);
+      const w: Writer = { txn: t, seq: prev === undefined ? 0 : prev.seq + 1, final: true };
       if (prev !== undefined) prev.final = false;
       lastOfKey.set(m[1], w);
       ki.writers.set(m[2], w);
@@ -176,6 +183,7 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
   // 2. Per-read checks of committed transactions; version orders from the longest reads.
   const committed = txns.filter((t) => t.op.type === 'ok');
   const observed = new Set<Txn>();
+  const allReads: { t: Txn; key: AppendKey; list: readonly AppendValue[] }[] = [];
   for (const t of committed) {
     const ownState = new Map<AppendKey, { read: readonly AppendValue[] | undefined; appended: AppendValue[] }>();
     const ownSoFar = new Map<AppendKey, Set<AppendValue>>();
@@ -209,6 +217,7 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       }
       st.read = list;
       st.appended = [];
+      allReads.push({ t, key: m[1], list });
       if (list.length > ki.longest.length) ki.longest = list;
     }
   }
@@ -216,6 +225,14 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
     ki.longest.forEach((v, i) => {
       if (!ki.position.has(v)) ki.position.set(v, i);
     });
+  }
+  // Every read must be a prefix of the key's longest read: one version order for all.
+  const incompatible = new Set<readonly AppendValue[]>();
+  for (const { t, key, list } of allReads) {
+    const longest = keys.get(key)!.longest;
+    if (isPrefix(list, longest)) continue;
+    incompatible.add(list);
+    log.add('incompatible-order', { message: `${nameOf(t)} read ${String(key)} = ${fmtList(list)}, not a prefix of another read ${fmtList(longest)}`, txn: describe(t) });
   }
 
   // 3. Graph nodes: committed txns and observed indeterminate ones.
@@ -231,13 +248,20 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
     return ki.writers.get(v)?.txn.node ?? -1;
   };
 
-  // ww edges along each version order.
-  for (const ki of keys.values()) {
+  // ww edges along each version order. A committed append that no read observed was
+  // installed after every observed version (lists only grow): it follows the last one.
+  const unobserved = new Map<AppendKey, number[]>();
+  for (const [k, ki] of keys) {
     for (let i = 0; i + 1 < ki.longest.length; i++) {
       const a = nodeOf(ki, ki.longest[i]);
       const b = nodeOf(ki, ki.longest[i + 1]);
       if (a >= 0 && b >= 0) g.addEdge(a, b, WW);
     }
+    const after: number[] = [];
+    for (const [v, w] of ki.writers) if (w.txn.node >= 0 && !ki.position.has(v)) after.push(w.txn.node);
+    unobserved.set(k, after);
+    const last = nodeOf(ki, ki.longest[ki.longest.length - 1]);
+    if (last >= 0) for (const b of after) g.addEdge(last, b, WW);
   }
   // wr / rw edges from external reads; incompatible orders; lost updates.
   const readersOfVersion = new Map<string, { key: AppendKey; list: readonly AppendValue[]; txns: Txn[] }>();
@@ -250,14 +274,13 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       if (m[0] !== 'r') continue;
       const ki = keys.get(m[1])!;
       const list = readList(m);
-      if (!isPrefix(list, ki.longest)) {
-        log.add('incompatible-order', { message: `${nameOf(t)} read ${String(m[1])} = ${fmtList(list)}, not a prefix of another read ${fmtList(ki.longest)}`, txn: describe(t) });
-        continue;
-      }
+      if (incompatible.has(list)) continue;
       const w = nodeOf(ki, list[list.length - 1]);
       if (w >= 0) g.addEdge(w, t.node, WR);
       const nxt = nodeOf(ki, ki.longest[list.length]);
       if (nxt >= 0) g.addEdge(t.node, nxt, RW);
+      // Unobserved committed appends came after this version too.
+      for (const b of unobserved.get(m[1])!) g.addEdge(t.node, b, RW);
       if (appendedKeys.has(m[1])) {
         const id = `${typeof m[1]}:${String(m[1])}@${list.length}`;
         const v = readersOfVersion.get(id) ?? { key: m[1], list, txns: [] };
@@ -312,11 +335,24 @@ function checkReadElements(t: Txn, m: MicroOp, list: readonly AppendValue[], ki:
   const k = String(m[1]);
   const r = `${nameOf(t)} read ${k} = ${fmtList(list)}`;
   if (new Set(list).size !== list.length) log.add('duplicate-elements', { message: `${r}, listing a value twice`, txn: describe(t) });
+  const seenOf = new Map<Txn, number>(); // appends of each other writer seen so far
+  const listed = new Set<AppendValue>();
   for (const v of list) {
+    if (listed.has(v)) continue; // a duplicate-elements anomaly, reported above
+    listed.add(v);
     const w = ki.writers.get(v);
     if (w === undefined) {
       log.add('garbage-read', { message: `${r}, but no txn appended ${String(v)} to ${k}`, txn: describe(t) });
       continue;
+    }
+    if (w.txn !== t) {
+      // A txn's appends to one key enter the list together and in its order.
+      const seen = seenOf.get(w.txn) ?? 0;
+      if (w.seq !== seen) {
+        const how = w.seq > seen ? 'without its earlier append(s) to' : 'out of the order it appended to';
+        log.add('incompatible-order', { message: `${r}, listing ${nameOf(w.txn)}'s append of ${String(v)} ${how} ${k}`, txn: describe(t) });
+      }
+      seenOf.set(w.txn, Math.max(seen, w.seq) + 1);
     }
     if (w.txn.op.type === 'fail') {
       log.add('G1a', { message: `${r}, with ${String(v)} from failed ${nameOf(w.txn)}`, reader: describe(t), writer: describe(w.txn) });
@@ -381,6 +417,13 @@ function externalReads(t: Txn): Map<AppendKey, readonly AppendValue[]> {
   return out;
 }
 
+/** A value `t` appended to `key` that no read observed, if any. */
+function unobservedAppend(t: Txn, key: AppendKey, keys: Map<AppendKey, KeyInfo>): AppendValue | undefined {
+  const ki = keys.get(key)!;
+  for (const m of t.mops) if (m[0] === 'append' && m[1] === key && !ki.position.has(m[2])) return m[2];
+  return undefined;
+}
+
 function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>): string {
   const [an, bn] = [nameOf(a), nameOf(b)];
   switch (rel) {
@@ -392,6 +435,10 @@ function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>)
         const next = i === undefined ? undefined : ki.longest[i + 1];
         if (next !== undefined && ki.writers.get(next)?.txn === b) {
           return `${an} appended ${String(m[2])} to ${String(m[1])}, and ${bn} appended ${String(next)} right after it`;
+        }
+        const later = unobservedAppend(b, m[1], keys);
+        if (i === ki.longest.length - 1 && later !== undefined) {
+          return `${an}'s append of ${String(m[2])} ends the longest read of ${String(m[1])}, and ${bn}'s committed append of ${String(later)} was never read, so came later`;
         }
       }
       break;
@@ -409,6 +456,10 @@ function explainStep(a: Txn, b: Txn, rel: number, keys: Map<AppendKey, KeyInfo>)
         const next = ki.longest[list.length];
         if (next !== undefined && isPrefix(list, ki.longest) && ki.writers.get(next)?.txn === b) {
           return `${an} read ${String(k)} = ${fmtList(list)}, and ${bn}'s append of ${String(next)} came next`;
+        }
+        const later = unobservedAppend(b, k, keys);
+        if (later !== undefined) {
+          return `${an} read ${String(k)} = ${fmtList(list)}, and ${bn}'s committed append of ${String(later)} was never read, so came later`;
         }
       }
       break;
