@@ -264,7 +264,7 @@ describe('check-quorum and leader stickiness (Raft thesis §6.2, §9.6)', () => 
   });
 });
 
-describe('ReadIndex (Raft thesis §6.4)', () => {
+describe('ReadIndex (Raft §8: read-only operations; thesis §6.4)', () => {
   it('a new leader defers reads until it committed an entry of its term', () => {
     const net = new Network([1, 2, 3]);
     net.campaign(1);
