@@ -591,6 +591,7 @@ export interface DeleteStatement {
  *   notNull:    NOT NULL was written (PRIMARY KEY columns are NOT NULL too,
  *               which the planner derives).
  *   nullable:   NULL was written explicitly.
+ *   collation:  `COLLATE "name"` (possibly schema-qualified), else undefined.
  */
 export interface ColumnDef {
   readonly name: string;

@@ -460,8 +460,7 @@ export class Converter {
     const tag = tagOf(n);
     switch (tag) {
       case 'RangeVar': {
-        const rv = body<RangeVar>(n, tag);
-        if (rv.inh !== true) throw unimplemented('ONLY');
+        const rv = onlyless(body<RangeVar>(n, tag), 'ONLY');
         return { kind: 'TableRef', table: tableName(rv), alias: alias(rv.alias) };
       }
       case 'RangeSubselect': {
@@ -603,7 +602,7 @@ export class Converter {
 
   private update(s: UpdateStmt): Statement {
     assert(s.relation !== undefined, 'parser: UPDATE without a table');
-    if (s.relation.inh !== true) throw unimplemented('UPDATE ONLY');
+    onlyless(s.relation, 'UPDATE ONLY');
     return {
       kind: 'Update',
       with: this.withClause(s.withClause),
@@ -618,7 +617,7 @@ export class Converter {
 
   private delete(s: DeleteStmt): Statement {
     assert(s.relation !== undefined, 'parser: DELETE without a table');
-    if (s.relation.inh !== true) throw unimplemented('DELETE ONLY');
+    onlyless(s.relation, 'DELETE ONLY');
     return {
       kind: 'Delete',
       with: this.withClause(s.withClause),
@@ -698,8 +697,8 @@ export class Converter {
           throw unimplemented(constraintName(k.contype));
       }
     }
-    if (c.collClause !== undefined) throw unimplemented('column COLLATE');
-    return { name: c.colname ?? '', type, serial, notNull, nullable, default: dflt, primaryKey, unique, checks, collation: undefined };
+    const collation = c.collClause === undefined ? undefined : strs(c.collClause.collname);
+    return { name: c.colname ?? '', type, serial, notNull, nullable, default: dflt, primaryKey, unique, checks, collation };
   }
 
   private checkIndexConstraint(k: Constraint): void {

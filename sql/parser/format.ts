@@ -87,6 +87,11 @@ export function formatTypeName(t: TypeName): string {
   return s;
 }
 
+/** A collation name, always quoted (collation names are case-sensitive: "C", "en-US"). */
+function formatCollation(parts: readonly string[]): string {
+  return parts.map((c) => `"${c.replace(/"/g, '""')}"`).join('.');
+}
+
 // ---------------------------------------------------------------------------
 // Expressions
 
@@ -275,7 +280,7 @@ export function formatExpr(e: Expr): string {
       );
     }
     case 'Collate':
-      return `${operand(e.arg)} COLLATE ${e.collation.map((c) => `"${c.replace(/"/g, '""')}"`).join('.')}`;
+      return `${operand(e.arg)} COLLATE ${formatCollation(e.collation)}`;
     case 'SqlValueFunction':
       return e.name.toUpperCase() + (e.precision === undefined ? '' : `(${e.precision})`);
     case 'Default':
@@ -397,6 +402,7 @@ function formatOnConflict(oc: OnConflict): string {
 /** `a int4 NOT NULL DEFAULT 0 PRIMARY KEY` — one column of CREATE TABLE / SHOW CREATE TABLE. */
 export function formatColumnDef(c: ColumnDef): string {
   let s = `${quoteIdent(c.name)} ${c.serial ?? formatTypeName(c.type)}`;
+  if (c.collation !== undefined) s += ` COLLATE ${formatCollation(c.collation)}`;
   if (c.notNull) s += ' NOT NULL';
   if (c.nullable) s += ' NULL';
   if (c.default !== undefined) s += ` DEFAULT ${formatExpr(c.default)}`;

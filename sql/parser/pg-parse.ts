@@ -71,8 +71,9 @@ export function positionOf(text: string, index: number): number {
   let cp = 0;
   for (let i = 0; i < index && i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (!(c >= 0xd800 && c <= 0xdbff)) cp++;
-    else cp++, i++;
+    // A high surrogate starts a two-unit code point.
+    if (c >= 0xd800 && c <= 0xdbff) i++;
+    cp++;
   }
   return cp + 1;
 }
