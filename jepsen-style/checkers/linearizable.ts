@@ -25,7 +25,11 @@
  * operations and reached an equal model state; a state seen before is never explored
  * again (Lowe). The set is a bitset (Uint32Array) whose identity is hashed incrementally
  * with Zobrist keys (two random 32-bit words per operation, XORed in and out), combined
- * with the model's state hash to key a Map of buckets compared exactly.
+ * with the model's state hash to key a Map of chains compared exactly (LinearizationCache).
+ *
+ * Pruning: a model may drop indeterminate operations that provably need not be placed
+ * (the register models drop timed-out writes of values nothing observed), which keeps
+ * histories with many timeouts from exploding.
  *
  * P-compositionality (Herlihy & Wing): a history is linearizable iff each key's
  * sub-history is, so checkLinearizable splits by `op.key` and checks each separately.

@@ -16,7 +16,7 @@
  *                            and completed before write i was invoked (an info or failed
  *                            write j may legitimately be absent);
  *   - stale-read          — !present[i] although write i completed (ok) before the read
- *                            was invoked;
+ *                            was invoked (CockroachDB promises no stale reads);
  *   - failed-but-present  — present[i] for a write that failed;
  *   - garbage-read        — present[i] for a key nobody wrote.
  * No ok read → 'unknown'.
