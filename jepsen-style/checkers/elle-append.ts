@@ -118,8 +118,10 @@ function nameOf(t: Txn): string {
   return `T${t.op.invokeIndex}`;
 }
 
+/** A list for messages; long ones keep their ends: `[6 14 … 357 358] (72 values)`. */
 function fmtList(l: readonly AppendValue[]): string {
-  return `[${l.join(' ')}]`;
+  if (l.length <= 8) return `[${l.join(' ')}]`;
+  return `[${l.slice(0, 2).join(' ')} … ${l.slice(-3).join(' ')}] (${l.length} values)`;
 }
 
 /** `r x [1 2] append y 3`, as the transcripts and reports print micro-ops. */
