@@ -158,14 +158,14 @@ function num(n: number, width: number, digits: number): string {
 
 export function formatInterval(p: SeriesPoint, op: string): string {
   return (
-    `${num(p.elapsedSec, 7, 1)}s${num(p.errors, 9, 0)}${num(p.opsPerSecInst, 16, 1)}${num(p.opsPerSecCum, 15, 1)}` +
+    `${num(p.elapsedSec, 7, 1)}s${num(p.errors, 9, 0)}${num(p.opsPerSecInst, 15, 1)}${num(p.opsPerSecCum, 15, 1)}` +
     `${num(p.p50Ms, 9, 1)}${num(p.p95Ms, 9, 1)}${num(p.p99Ms, 9, 1)}${num(p.pMaxMs, 9, 1)} ${op}`
   );
 }
 
 export function formatTotals(elapsedSec: number, t: OpTotals, op: string): string {
   return (
-    `${num(elapsedSec, 7, 1)}s${num(t.errors, 9, 0)}${num(t.count, 15, 0)}${num(t.opsPerSec, 16, 1)}` +
+    `${num(elapsedSec, 7, 1)}s${num(t.errors, 9, 0)}${num(t.count, 15, 0)}${num(t.opsPerSec, 15, 1)}` +
     `${num(t.meanMs, 9, 1)}${num(t.p50Ms, 9, 1)}${num(t.p95Ms, 9, 1)}${num(t.p99Ms, 9, 1)}${num(t.maxMs, 9, 1)}  ${op}`
   );
 }
