@@ -81,6 +81,7 @@ export type Expr =
   | Between
   | Like
   | SubLink
+  | ArrayOp
   | ArrayExpr
   | RowExpr
   | Coalesce
@@ -262,6 +263,19 @@ export interface SubLink {
   readonly test: Expr | undefined;
   readonly op: string | undefined;
   readonly query: SelectStatement;
+}
+
+/**
+ * `left op ANY|SOME (array)` / `left op ALL (array)` over an array value
+ * (PostgreSQL's ScalarArrayOpExpr), e.g. `id = ANY($1)`. The subquery forms
+ * are SubLinks.
+ */
+export interface ArrayOp {
+  readonly kind: 'ArrayOp';
+  readonly op: string;
+  readonly quantifier: 'any' | 'all';
+  readonly left: Expr;
+  readonly right: Expr;
 }
 
 /** `ARRAY[e1, e2, …]`. */

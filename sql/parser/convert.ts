@@ -1079,7 +1079,7 @@ export class Converter {
       }
       case 'AEXPR_OP_ANY':
       case 'AEXPR_OP_ALL':
-        throw unimplemented(`${a.kind === 'AEXPR_OP_ANY' ? 'ANY' : 'ALL'} (array)`);
+        return { kind: 'ArrayOp', op: opName(), quantifier: a.kind === 'AEXPR_OP_ANY' ? 'any' : 'all', left: this.expr(req(a.lexpr)), right: this.expr(req(a.rexpr)) };
       case 'AEXPR_DISTINCT':
       case 'AEXPR_NOT_DISTINCT':
         return { kind: 'IsDistinctFrom', left: this.expr(req(a.lexpr)), right: this.expr(req(a.rexpr)), not: a.kind === 'AEXPR_NOT_DISTINCT' };

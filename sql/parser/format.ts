@@ -260,6 +260,8 @@ export function formatExpr(e: Expr): string {
           return assertNever(type, 'format: unknown sublink');
       }
     }
+    case 'ArrayOp':
+      return `${operand(e.left)} ${e.op} ${e.quantifier.toUpperCase()} (${formatExpr(e.right)})`;
     case 'Array':
       return `ARRAY[${list(e.elements)}]`;
     case 'Row':

@@ -59,6 +59,7 @@ export function exprChildren(e: Expr): Expr[] {
     case 'Default':
       break;
     case 'BinaryOp':
+    case 'ArrayOp':
     case 'IsDistinctFrom':
     case 'NullIf':
       out.push(e.left, e.right);
@@ -167,6 +168,7 @@ export function mapExpr(e: Expr, fn: (e: Expr) => Expr): Expr {
       r = e;
       break;
     case 'BinaryOp':
+    case 'ArrayOp':
     case 'IsDistinctFrom':
     case 'NullIf': {
       const left = m(e.left);

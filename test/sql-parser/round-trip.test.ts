@@ -149,6 +149,10 @@ function exprOfDepth(depth: number): fc.Arbitrary<Expr> {
         const tested = type === 'in' || type === 'any' || type === 'all';
         return { kind: 'SubLink', type, test: tested ? test : undefined, op: type === 'any' || type === 'all' ? op : undefined, query };
       }),
+    // `x = ANY ((SELECT …))` reads as the subquery form.
+    fc
+      .record({ kind: fc.constant('ArrayOp' as const), op: fc.constantFrom('=', '<>', '<', '@>'), quantifier: fc.constantFrom('any', 'all' as const), left: sub, right: sub })
+      .filter((e) => !(e.right.kind === 'SubLink' && e.right.type === 'scalar')),
     fc.record({ kind: fc.constant('Array' as const), elements: subs(0, 3) }),
     fc.record({ kind: fc.constant('Row' as const), args: subs(0, 3), explicit: fc.boolean() }).map((r): Expr => ({ ...r, explicit: r.explicit || r.args.length < 2 })),
     fc.record({ kind: fc.constant('Coalesce' as const), args: subs(1, 3) }),
