@@ -13,6 +13,8 @@
  */
 import { assert } from '../../src/util/index.js';
 import type { Op, OpType } from './history.js';
+import { outcomeOfError, sqlStateOf } from './outcome.js';
+import type { OutcomeContext } from './outcome.js';
 
 export interface RecorderOptions {
   /** Monotonic time in ns; default process.hrtime.bigint relative to construction. */
@@ -62,6 +64,16 @@ export class HistoryRecorder {
       ...(invocation.key === undefined ? {} : { key: invocation.key }),
       ...(error === undefined ? {} : { error }),
     });
+  }
+
+  /**
+   * Records the outcome of an operation that threw: `fail` only when the error proves it
+   * did not take effect, else `info` (outcome.ts). The error field holds the SQLSTATE or
+   * the message.
+   */
+  completeWithError(invocation: Op, e: unknown, ctx: OutcomeContext = {}): Op {
+    const error = sqlStateOf(e) ?? (e instanceof Error ? e.message : String(e));
+    return this.complete(invocation, outcomeOfError(e, ctx), invocation.value, error);
   }
 
   /** Records a harness event (nemesis start/stop) that is not a client operation. */

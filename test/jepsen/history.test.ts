@@ -187,6 +187,14 @@ describe('HistoryRecorder', () => {
     expect(h[4]!.error).toBe('timeout');
   });
 
+  it('records a thrown error as fail only when it proves nothing happened', () => {
+    const rec = new HistoryRecorder({ now: () => 0 });
+    const a = rec.invoke(0, 'txn', [['append', 'x', 1]]);
+    const b = rec.invoke(1, 'txn', [['append', 'x', 2]]);
+    expect(rec.completeWithError(a, Object.assign(new Error('restart'), { code: '40001' }))).toMatchObject({ type: 'fail', error: '40001' });
+    expect(rec.completeWithError(b, new Error('socket hang up'))).toMatchObject({ type: 'info', error: 'socket hang up' });
+  });
+
   it('asserts one open operation per process', () => {
     const rec = new HistoryRecorder();
     rec.invoke(0, 'read', null);
