@@ -17,6 +17,12 @@
  * without a copy; the writer continues in a second buffer and takes the first
  * back when the socket is done with it.
  *
+ * Reading: a dialed socket reads into one reused 256 KiB buffer (net's onread)
+ * and the decoder copies each frame out of it — one allocation per frame
+ * instead of one per read plus one per frame (+20 % round trips per
+ * CPU-second on the caller's side). Accepted sockets cannot use onread and
+ * get one buffer per read from net; frames inside a read are views of it.
+ *
  * HLC: each flush takes one clock.now() and stamps it on every message of the
  * write. That timestamp is at least every timestamp the payloads could carry
  * (they were produced before the flush), strictly advances the sender's clock
@@ -169,29 +175,15 @@ export class Connection {
     private readonly host: ConnectionHost,
     private readonly socket: Socket,
     private readonly role: ConnectionRole,
+    reusedReadBuffer = false,
   ) {
     this.peerId = role.kind === 'dialer' ? role.expectNodeId : 0;
     this.metrics = host.metrics.peer(this.peerId);
-    this.decoder = new FrameDecoder(host.maxFrameBytes);
+    this.decoder = new FrameDecoder(host.maxFrameBytes, reusedReadBuffer);
     socket.setNoDelay(true);
     // Finds peers that vanished without a FIN (power loss, iptables drop) on idle connections.
     socket.setKeepAlive(true, KEEPALIVE_MS);
-    socket.on('data', (chunk: Buffer) => {
-      if (this.state === 'closed') return;
-      try {
-        this.decoder.push(chunk, this.onFrameBound);
-      } catch (e) {
-        if (e instanceof AssertionError) throw e; // a bug of ours, not bad input
-        this.onBadInput(e);
-        return;
-      }
-      // Read-side backpressure: a peer that sends requests but does not read
-      // our responses stops being read until the socket drains.
-      if (socket.writableLength > host.maxQueuedBytes && !socket.isPaused()) {
-        socket.pause();
-        socket.once('drain', () => socket.resume());
-      }
-    });
+    if (!reusedReadBuffer) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (e: Error) => this.close(unavailableError(this.describePeer(), `socket error: ${e.message}`, e)));
     socket.on('close', () => this.close(unavailableError(this.describePeer(), 'connection closed')));
     socket.on('end', () => this.close(unavailableError(this.describePeer(), 'peer ended the connection')));
@@ -209,6 +201,25 @@ export class Connection {
       };
       // Written as soon as the socket connects (net queues writes until then).
       this.writeRaw(encodeFrame(encodeHandshake(hello)));
+    }
+  }
+
+  /** Bytes read from the socket (a 'data' event, or the onread callback of a reused read buffer). */
+  onData(chunk: Buffer): void {
+    if (this.state === 'closed') return;
+    try {
+      this.decoder.push(chunk, this.onFrameBound);
+    } catch (e) {
+      if (e instanceof AssertionError) throw e; // a bug of ours, not bad input
+      this.onBadInput(e);
+      return;
+    }
+    // Read-side backpressure: a peer that sends requests but does not read
+    // our responses stops being read until the socket drains.
+    const socket = this.socket;
+    if (socket.writableLength > this.host.maxQueuedBytes && !socket.isPaused()) {
+      socket.pause();
+      socket.once('drain', () => socket.resume());
     }
   }
 

@@ -12,9 +12,10 @@
  *
  * FrameDecoder is incremental: it accepts the stream cut into chunks at any
  * offsets and emits each complete body exactly once, in order. A body wholly
- * inside one chunk is emitted as a view of that chunk (no copy); a body that
- * spans chunks is assembled into one fresh buffer of exactly its size (one
- * copy). A length above the configured maximum throws RpcCodecError
+ * inside one chunk is emitted as a view of that chunk (no copy) — unless the
+ * caller reuses its chunk buffers (copyBodies: the dialer's socket reads into
+ * one reused buffer), then it is copied out; a body that spans chunks is
+ * assembled into one fresh buffer of exactly its size (one copy). A length above the configured maximum throws RpcCodecError
  * (`rpc.frame_too_large`) before anything is allocated; after any throw the
  * decoder is poisoned and the connection must be closed.
  *
@@ -52,7 +53,14 @@ export class FrameDecoder {
   private bodyFilled = 0;
   private poisoned = false;
 
-  constructor(readonly maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES) {
+  /**
+   * @param copyBodies the chunks given to push() are reused by the caller (a
+   *   socket reading into one buffer): every body is copied out, none is a view.
+   */
+  constructor(
+    readonly maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
+    private readonly copyBodies = false,
+  ) {
     assert(maxFrameBytes > 0 && maxFrameBytes <= 0xffffffff, 'rpc: max frame size out of range');
   }
 
@@ -101,7 +109,8 @@ export class FrameDecoder {
         this.checkLength(len);
         if (n - off >= len) {
           // Fast path: the whole body is in this chunk.
-          const whole = chunk.subarray(off, off + len);
+          let whole = chunk.subarray(off, off + len);
+          if (this.copyBodies) whole = Buffer.from(whole);
           off += len;
           onFrame(whole);
           continue;

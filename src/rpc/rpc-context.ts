@@ -119,6 +119,7 @@ export function backoffDelay(attempt: number, b: BackoffOptions, prng: Prng): nu
 }
 
 const EMPTY_PAYLOAD = Buffer.alloc(0);
+const READ_BUFFER_BYTES = 256 * 1024;
 
 function slotKey(nodeId: number, cls: ConnectionClass): number {
   return nodeId * CONNECTION_CLASSES + cls;
@@ -404,8 +405,24 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     const m = this.metrics.peer(slot.nodeId);
     m.dials++;
     if (slot.everConnected) m.reconnects++;
-    const socket = connect({ host: addr.host, port: addr.port, localAddress: this.opts.localAddress });
-    const conn = new Connection(this, socket, { kind: 'dialer', expectNodeId: slot.nodeId });
+    // The socket reads into one reused buffer (no allocation per read); the
+    // frame decoder copies each frame out of it.
+    let target: Connection | null = null;
+    const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+    const socket = connect({
+      host: addr.host,
+      port: addr.port,
+      localAddress: this.opts.localAddress,
+      onread: {
+        buffer: readBuffer,
+        callback: (n: number) => {
+          target?.onData(readBuffer.subarray(0, n));
+          return true;
+        },
+      },
+    });
+    const conn = new Connection(this, socket, { kind: 'dialer', expectNodeId: slot.nodeId }, true);
+    target = conn;
     slot.conn = conn;
     let established = false;
     conn.onEstablished = () => {

@@ -50,6 +50,19 @@ describe('FrameDecoder', () => {
     }
   });
 
+  it('copies every body out when the caller reuses its chunk buffer', () => {
+    const dec = new FrameDecoder(1024, true);
+    const reused = Buffer.alloc(64);
+    const bodies: Buffer[] = [];
+    for (const body of ['ab', 'cd']) {
+      const frame = encodeFrame(Buffer.from(body));
+      frame.copy(reused);
+      dec.push(reused.subarray(0, frame.length), (b) => bodies.push(b));
+      reused.fill(0x7a); // the next read overwrites the buffer
+    }
+    expect(bodies.map((b) => b.toString())).toEqual(['ab', 'cd']);
+  });
+
   it('decodes the stream fed one byte at a time', () => {
     const chunks: Buffer[] = [];
     for (let i = 0; i < stream.length; i++) chunks.push(stream.subarray(i, i + 1));
