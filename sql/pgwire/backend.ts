@@ -112,6 +112,12 @@ export class BackendWriter {
     return out;
   }
 
+  /** Drops everything written after `length` (a rewind to an earlier length()). */
+  truncate(length: number): void {
+    assert(length >= 0 && length <= this.len, 'pgwire: truncate beyond the written bytes');
+    this.len = length;
+  }
+
   private ensure(n: number): void {
     if (this.len + n <= this.buf.length) return;
     let cap = this.buf.length * 2;

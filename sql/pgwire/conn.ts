@@ -52,7 +52,7 @@
  * runs and unread input exceeds `inputHighWaterMark`; the owner pauses the
  * socket until `resumeInput()` is called.
  */
-import { AssertionError, isCairnError, CairnError, type Logger } from '../../src/util/index.js';
+import { AssertionError, assert, isCairnError, CairnError, type Logger } from '../../src/util/index.js';
 import { BackendWriter, sslResponse, type ColumnDescriptor, type ErrorFields, type TxnStatus } from './backend.js';
 import type { CancelRegistry } from './cancel-registry.js';
 import { PgError, ProtocolViolationError } from './errors.js';
@@ -181,6 +181,10 @@ export class PgConn {
   private readonly simpleSink: SimpleQuerySink;
   private executeLimit = 0;
   private executeRows = 0;
+  /** Writer length where the current statement's output starts. */
+  private statementStart = 0;
+  /** Nothing after statementStart has been flushed (see RowSink.canRewind). */
+  private rewindable = true;
 
   constructor(
     private readonly transport: ConnTransport,
@@ -202,9 +206,17 @@ export class PgConn {
       copyOut: (overall, formats) => this.out.copyOutResponse(overall, formats),
       copyData: (data) => this.sendCopyData(data),
       copyDone: () => this.out.copyDone(),
+      canRewind: () => this.rewindable,
+      rewind: () => this.rewind(),
       rowDescription: (columns) => this.out.rowDescription(columns),
-      commandComplete: (tag) => this.out.commandComplete(tag),
-      emptyQuery: () => this.out.emptyQueryResponse(),
+      commandComplete: (tag) => {
+        this.out.commandComplete(tag);
+        this.markStatementStart();
+      },
+      emptyQuery: () => {
+        this.out.emptyQueryResponse();
+        this.markStatementStart();
+      },
     };
   }
 
@@ -483,6 +495,7 @@ export class PgConn {
       this.out.emptyQueryResponse();
     } else {
       try {
+        this.markStatementStart();
         await session.simpleQuery(sql, this.simpleSink);
       } catch (e) {
         if (!isCairnError(e) || e instanceof ProtocolViolationError) throw e;
@@ -563,6 +576,7 @@ export class PgConn {
         this.executeRows = 0;
         let result: ExecuteResult;
         try {
+          this.markStatementStart();
           result = await session.execute(portal, msg.maxRows, this.simpleSink);
         } finally {
           this.executeLimit = 0;
@@ -705,8 +719,21 @@ export class PgConn {
     });
   }
 
+  private markStatementStart(): void {
+    this.statementStart = this.out.length;
+    this.rewindable = true;
+  }
+
+  private rewind(): void {
+    assert(this.rewindable, 'pgwire: rewind after output of the statement reached the socket');
+    this.out.truncate(this.statementStart);
+    this.executeRows = 0;
+  }
+
   private flush(): void {
     const n = this.out.length;
+    if (n > this.statementStart) this.rewindable = false;
+    this.statementStart = 0;
     if (n === 0) return;
     const buffered = this.transport.bufferedBytes() + n;
     if (buffered > this.stats.maxBufferedBytes) this.stats.maxBufferedBytes = buffered;

@@ -125,6 +125,17 @@ export interface RowSink {
   /** One CopyData message, with the same backpressure contract as row(). */
   copyData(data: Uint8Array): Promise<void> | undefined;
   copyDone(): void;
+  /**
+   * True while nothing this statement produced has been handed to the
+   * socket: its rows are still in the connection's buffer, so a retryable
+   * error (40001) can be retried transparently after rewind() — the "retry
+   * implicit transactions while no rows reached the client" rule of
+   * DESIGN.md §3. A statement starts at each Execute, at each simple Query,
+   * and after each commandComplete/emptyQuery of a simple Query.
+   */
+  canRewind(): boolean;
+  /** Discards everything this statement produced; only while canRewind(). */
+  rewind(): void;
   /** Sends a NoticeResponse (e.g. a WARNING) now, between rows or results. */
   notice(fields: NoticeFields): void;
   /** Reports a changed session parameter (SET TimeZone …) as ParameterStatus. */

@@ -5,7 +5,7 @@
 // Verbs:
 //   connect                               a new trust connection as root (startup output not shown)
 //   send                                  one frontend message per input line; prints the backend messages
-//   state                                 whether the connection is closed, and the open sessions
+//   state                                 whether the connection is closed, open sessions, retries made
 //
 // Input lines of `send` (values: bare words, "quoted strings" with \t \n \\ escapes, (a,b) lists, NULL):
 //   Query sql="…"                         Parse [name=s] sql="…" [types=(23,…)]
@@ -95,6 +95,23 @@ function show(m: PeerMessage): string {
   }
 }
 
+/** Long runs of DataRows show their first three and a count. */
+function elideRows(lines: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; ) {
+    let j = i;
+    while (j < lines.length && lines[j]!.startsWith('DataRow ')) j++;
+    if (j - i > 6) {
+      out.push(...lines.slice(i, i + 3), `… ${j - i - 3} more DataRows`);
+      i = j;
+    } else {
+      out.push(lines[i]!);
+      i++;
+    }
+  }
+  return out;
+}
+
 async function runTranscript(file: string): Promise<void> {
   let h: Harness | undefined;
   await runDataDriven(join(import.meta.dirname, 'testdata', file), async (tc: TestCase) => {
@@ -105,12 +122,12 @@ async function runTranscript(file: string): Promise<void> {
       case 'send': {
         if (!h) tc.fail('connect first');
         const msgs = await h.send(...tc.input.split('\n').filter((l) => l.trim() !== '').map(frontendMessage));
-        return msgs.length === 0 ? '(nothing)' : msgs.map(show).join('\n');
+        return msgs.length === 0 ? '(nothing)' : elideRows(msgs.map(show)).join('\n');
       }
       case 'state':
         if (!h) tc.fail('connect first');
         await h.conn.whenIdle();
-        return `closed=${h.transport.closed} open-sessions=${h.factory.openSessions}`;
+        return `closed=${h.transport.closed} open-sessions=${h.factory.openSessions} transparent-retries=${h.factory.retries}`;
       default:
         return tc.fail('unknown verb');
     }

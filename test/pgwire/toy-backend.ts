@@ -11,6 +11,8 @@
  *   select * from t [where id = $1]   the fixed table t(id int4, name text, score float8, ok bool, data bytea, big int8)
  *   select * from generate_series(1, N)   N int4 rows, produced lazily
  *   select pg_sleep(S)                waits S seconds or until cancelled (57014)
+ *   select * from flaky(N)            N rows, then a retryable error (40001) on the first
+ *                                     attempt: retried transparently while sink.canRewind()
  *   select 1/0                        22012 division by zero
  *   select notice()                   a WARNING notice, then one row
  *   select boom()                     throws a plain Error: a bug, not an expected failure
@@ -117,7 +119,7 @@ interface ToyPlan {
   /** Rows for the given parameters: count and row(i). */
   rows(args: readonly Value[]): { readonly count: number; row(i: number): readonly Value[] };
   readonly sleepSeconds?: number;
-  readonly effect?: 'begin' | 'commit' | 'rollback' | 'notice' | 'error' | 'set-timezone' | 'empty' | 'copy-in' | 'copy-out';
+  readonly effect?: 'begin' | 'commit' | 'rollback' | 'notice' | 'error' | 'set-timezone' | 'empty' | 'copy-in' | 'copy-out' | 'flaky';
   readonly setting?: string;
 }
 
@@ -162,6 +164,10 @@ function plan(sql: string): ToyPlan {
   if ((m = /^select \* from generate_series\(1, ?(\d+)\)$/.exec(s))) {
     const n = Number(m[1]);
     return { tag: 'SELECT', params: [], columns: [['generate_series', 'int4']], rows: () => ({ count: n, row: (i) => [i + 1] }) };
+  }
+  if ((m = /^select \* from flaky\((\d+)\)$/.exec(s))) {
+    const n = Number(m[1]);
+    return { tag: 'SELECT', params: [], columns: [['flaky', 'int4']], rows: () => ({ count: n, row: (i) => [i + 1] }), effect: 'flaky' };
   }
   if ((m = /^select pg_sleep\((\d+(?:\.\d+)?)\)$/.exec(s))) {
     return { tag: 'SELECT', params: [], columns: [['pg_sleep', 'text']], rows: () => ({ count: 1, row: () => [''] }), sleepSeconds: Number(m[1]) };
@@ -210,6 +216,8 @@ export interface ToyOptions {
 /** Server-wide toy: counts open sessions so tests can check none leak. */
 export class ToyFactory implements SessionFactory {
   openSessions = 0;
+  /** Transparent retries made by the flaky statement. */
+  retries = 0;
   /** Lines received by COPY FROM STDIN. */
   readonly copied: string[] = [];
   sessionsStarted = 0;
@@ -264,9 +272,11 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
           continue;
         }
         const columns = describe(p, () => 0);
-        if (columns) sink.rowDescription(columns);
         const portal = new ToyPortal(new ToyStatement(p), [], []);
-        const r = await this.run(portal, 0, sink);
+        const r = await this.withRetry(portal, sink, (retry) => {
+          if (columns) sink.rowDescription(columns);
+          return this.run(portal, 0, sink, retry);
+        });
         if (r.kind === 'complete') sink.commandComplete(r.tag);
       }
     } catch (e) {
@@ -297,7 +307,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
   async execute(portal: ToyPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
     this.checkNotAborted(portal.stmt.plan.tag);
     try {
-      return await this.run(portal, maxRows, sink);
+      return await this.withRetry(portal, sink, (retry) => this.run(portal, maxRows, sink, retry));
     } catch (e) {
       if (this.txn === 'T') this.txn = 'E';
       throw e;
@@ -310,7 +320,24 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     }
   }
 
-  private async run(portal: ToyPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
+  /**
+   * Runs a statement's attempt; the flaky statement fails its first attempt
+   * with 40001 and is retried once if its output can still be rewound.
+   */
+  private async withRetry<T>(portal: ToyPortal, sink: RowSink, attempt: (retry: boolean) => Promise<T>): Promise<T> {
+    if (portal.stmt.plan.effect !== 'flaky') return attempt(false);
+    try {
+      return await attempt(false);
+    } catch (e) {
+      if (!(e instanceof PgError) || e.sqlState !== '40001' || !sink.canRewind()) throw e;
+      sink.rewind();
+      this.factory.retries++;
+      portal.next = 0;
+      return attempt(true);
+    }
+  }
+
+  private async run(portal: ToyPortal, maxRows: number, sink: RowSink, retry = false): Promise<ExecuteResult> {
     const p = portal.stmt.plan;
     this.running = true;
     this.cancelRequested = false;
@@ -340,6 +367,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
           sink.copyDone();
           return { kind: 'complete', tag: `COPY ${TABLE_T.length}` };
         }
+        case 'flaky':
         case undefined: break;
       }
       if (p.sleepSeconds !== undefined) await this.sleep(p.sleepSeconds);
@@ -353,6 +381,9 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
         sent++;
         const wait = sink.row(r.map((v, i) => encodeValue(v, columns[i]![1], portal.formats[i] ?? 0)));
         if (wait) await wait;
+      }
+      if (p.effect === 'flaky' && !retry) {
+        throw new PgError('toy.retry', '40001', 'restart transaction: toy conflict', {}, { retryable: true });
       }
       const tag = p.tag === 'SELECT' ? `SELECT ${sent}` : p.tag;
       return { kind: 'complete', tag };
