@@ -87,8 +87,8 @@ function isTransferCtx(ctx: Uint8Array | null): boolean {
 const SILENT: RaftLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const EMPTY_DATA = new Uint8Array(0);
 
-/** Shared empty entry list of messages without entries (never mutated). */
-const NO_ENTRIES: Entry[] = [];
+/** Shared empty entry list of messages without entries (frozen: a push throws). */
+const NO_ENTRIES = Object.freeze([]) as unknown as Entry[];
 
 /** The hot-path message constructor (one allocation; from and term are stamped by send()). */
 function replicationMsg(
