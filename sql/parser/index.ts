@@ -9,3 +9,4 @@ export { exprChildren, walkExpr, mapExpr } from './walk.js';
 export { formatExpr, formatStatement, formatSelect, formatTypeName, formatColumnDef, formatTableName, quoteIdent, quoteString } from './format.js';
 export { StatementCache, type StatementCacheStats } from './statement-cache.js';
 export { SqlError, syntaxError, unimplemented, type SqlErrorOptions } from './sql-error.js';
+export { statementTag, statementReturnType, type StatementReturnType } from './statement-info.js';

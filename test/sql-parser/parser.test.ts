@@ -9,11 +9,12 @@
  *   ast     like parse, but prints each statement's AST as compact JSON.
  *   expr    the input is one expression (parseExpr); prints formatExpr.
  *   split   prints each statement's original text span `[start,end) sql`.
+ *   info    prints each statement's command tag and return type.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { formatExpr, formatStatement, initParser, parseExpr, parseSql, SqlError, type ParsedStatement } from '../../sql/parser/index.js';
+import { formatExpr, formatStatement, initParser, parseExpr, parseSql, SqlError, statementReturnType, statementTag, type ParsedStatement } from '../../sql/parser/index.js';
 import { runDataDriven, type TestCase } from '../support/datadriven.js';
 
 const dir = join(import.meta.dirname, '../../sql/testdata/parser');
@@ -81,6 +82,10 @@ function handle(tc: TestCase): string {
         return errorText(e);
       }
     }
+    case 'info':
+      return parseSql(tc.input)
+        .map((p) => `${p.ast.kind}: ${statementTag(p.ast)} / ${statementReturnType(p.ast)}`)
+        .join('\n');
     default:
       return tc.fail(`unknown verb ${tc.cmd}`);
   }
