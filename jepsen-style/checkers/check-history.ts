@@ -6,13 +6,15 @@
  * Reads the history (jsonl by default; `--format edn|jepsen-log` for Jepsen's own
  * files), runs the workload's checker, prints the result as JSON and exits 0 only when
  * the verdict is exactly `true` — 'unknown' (budget exhausted, nothing verified) and a
- * checker that throws are failures (exit 1); unusable arguments exit 2.
+ * checker that throws are failures (exit 1); unusable arguments or an unreadable
+ * history exit 2.
  *
  * `runCheckHistory` holds the logic with injected output so tests run it in-process.
  */
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
+import { CairnError } from '../../src/util/index.js';
 import type { History } from '../history/history.js';
 import { parseHistoryJsonl } from '../history/history.js';
 import { parseEdnHistory, parseJepsenLog } from '../history/jepsen-formats.js';
@@ -48,7 +50,7 @@ function checkerFor(o: CliOptions): Checker {
     case 'cas-register':
       return linearizableChecker(casRegister, budget);
     case 'bank':
-      if (o.total === undefined) throw new Error('check-history: --total is required for bank');
+      if (o.total === undefined) throw new CairnError('checkers.bad_argument', 'check-history: --total is required for bank');
       return bankChecker({ total: Number(o.total) });
     case 'sets':
       return setsChecker;
@@ -59,7 +61,7 @@ function checkerFor(o: CliOptions): Checker {
     case 'g2':
       return g2Checker;
     default:
-      throw new Error(`check-history: unknown workload ${o.workload} (one of ${WORKLOADS.join(', ')})`);
+      throw new CairnError('checkers.bad_argument', `check-history: unknown workload ${o.workload} (one of ${WORKLOADS.join(', ')})`);
   }
 }
 
@@ -67,7 +69,7 @@ function parse(text: string, format: string): History {
   if (format === 'edn') return parseEdnHistory(text);
   if (format === 'jepsen-log') return parseJepsenLog(text);
   if (format === 'jsonl') return parseHistoryJsonl(text);
-  throw new Error(`check-history: unknown format ${format}`);
+  throw new CairnError('checkers.bad_argument', `check-history: unknown format ${format}`);
 }
 
 /** Runs the CLI; returns the exit status. */
@@ -81,19 +83,17 @@ export async function runCheckHistory(argv: readonly string[], out: (s: string) 
     .option('--time-limit <ms>', 'register: search budget in ms (exhausted → unknown)')
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err });
-  let file: string;
-  let opts: CliOptions;
   let checker: Checker;
+  let history: History;
   try {
     cmd.parse([...argv], { from: 'user' });
-    file = cmd.args[0]!;
-    opts = cmd.opts<CliOptions>();
+    const opts = cmd.opts<CliOptions>();
     checker = checkerFor(opts);
+    history = parse(await readFile(cmd.args[0]!, 'utf8'), opts.format);
   } catch (e) {
     if (!(e instanceof CommanderError)) err(`${e instanceof Error ? e.message : String(e)}\n`);
     return 2;
   }
-  const history = parse(await readFile(file, 'utf8'), opts.format);
   const result = checkAll([checker], history);
   out(JSON.stringify(result, (_k, v: unknown) => (v === Infinity ? 'Infinity' : v), 2) + '\n');
   return exitStatus(result);

@@ -24,7 +24,7 @@
  * No final read → only the ok incs are checked; no ok inc and no read → 'unknown'.
  */
 import type { Timestamp } from '../../src/util/index.js';
-import { compareTimestamps } from '../../src/util/index.js';
+import { CairnError, compareTimestamps } from '../../src/util/index.js';
 import type { History } from '../history/history.js';
 import { pairHistory } from '../history/history.js';
 import { AnomalyLog } from './check-result.js';
@@ -51,7 +51,7 @@ export function compareCommitTs(a: CommitTs, b: CommitTs): number {
     return fa < fb ? -1 : fa > fb ? 1 : 0;
   }
   if (typeof a === 'object' && typeof b === 'object') return compareTimestamps(a, b);
-  throw new TypeError(`monotonic: cannot compare timestamps ${String(a)} and ${String(b)}`);
+  throw new CairnError('checkers.bad_timestamp', `monotonic: cannot compare timestamps ${JSON.stringify(a)} and ${JSON.stringify(b)}`);
 }
 
 export function checkMonotonic(history: History): CheckResult {

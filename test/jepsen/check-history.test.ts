@@ -49,5 +49,7 @@ describe('check-history', () => {
     expect((await run('--workload', 'nope', 'x')).code).toBe(2);
     expect((await run('--workload', 'bank', 'x')).code).toBe(2);
     expect((await run('x')).code).toBe(2);
+    expect((await run('--workload', 'g2', '/nonexistent/history.jsonl')).code).toBe(2);
+    expect((await run('--workload', 'g2', '--format', 'xml', etcd('000'))).code).toBe(2);
   });
 });
