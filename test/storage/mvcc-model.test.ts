@@ -1,7 +1,9 @@
 // MVCC against a plain model (issue 2; STYLE.md "a fast version and a simple
 // version"): random operation sequences (fast-check, ≥ 500 per run) run on
 // MVCC over the memory engine, MVCC over LevelDB, and a model that keeps each
-// key's versions in a sorted array. After every operation all three must give
+// key's versions in a sorted array. Runs of ops are randomly evaluated into
+// one pending batch (reads then go through the batch: its own writes merged
+// over the engine) before being written. After every operation all three must give
 // the same result (value, rows, resume key, or error code); after every
 // sequence the incrementally maintained stats must equal a full recount on
 // both engines, and full scans at several timestamps must agree.
@@ -12,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
-import type { Engine, ReadWriter } from '../../storage/engine.js';
+import type { Engine, ReadWriter, Reader, WriteBatch } from '../../storage/engine.js';
 import {
   addStats,
   computeStats,
@@ -272,7 +274,9 @@ type Op =
   | { t: 'ignore'; txn: number; start: number; len: number }
   | { t: 'push'; txn: number; k: string }
   | { t: 'finish'; txn: number; status: 'committed' | 'aborted'; ranged: boolean }
-  | { t: 'gc'; threshold: Timestamp };
+  | { t: 'gc'; threshold: Timestamp }
+  | { t: 'batchBegin' }
+  | { t: 'flush' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), k: keyArb, v: fc.option(valArb, { nil: null, freq: 4 }), ts: tsArb, txn: maybeTxn }) },
@@ -291,6 +295,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('push' as const), txn: txnIdx, k: keyArb }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('finish' as const), txn: txnIdx, status: fc.constantFrom('committed' as const, 'aborted' as const), ranged: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('gc' as const), threshold: tsArb }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('batchBegin' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('flush' as const) }) },
 );
 
 // ---------------------------------------------------------------------------
@@ -300,6 +306,8 @@ interface Ctx {
   engine: Engine;
   prefix: string;
   stats: MvccStats;
+  /** When set, ops evaluate into this batch (reading their own writes) until a flush. */
+  pending: WriteBatch | null;
 }
 
 function txnOf(m: MTxn, prefix: string): Txn {
@@ -322,13 +330,20 @@ function errCode(e: unknown): string {
 }
 
 async function withBatch(c: Ctx, fn: (rw: ReadWriter, d: MvccStats) => unknown): Promise<unknown> {
-  const b = c.engine.newBatch();
+  const b = c.pending ?? c.engine.newBatch();
   const d = emptyStats();
   const r = await fn(b, d);
-  await c.engine.write(b);
+  if (c.pending === null) await c.engine.write(b);
   addStats(c.stats, d);
   return r;
 }
+
+async function flush(c: Ctx): Promise<void> {
+  if (c.pending !== null) await c.engine.write(c.pending);
+  c.pending = null;
+}
+
+const reader = (c: Ctx): Reader => c.pending ?? c.engine;
 
 const strip = (c: Ctx, k: Buffer): string => k.toString('latin1').slice(c.prefix.length);
 const K = (c: Ctx, k: string): Buffer => Buffer.from(c.prefix + k, 'latin1');
@@ -350,13 +365,13 @@ async function runOnEngine(c: Ctx, op: Op, txns: MTxn[]): Promise<string> {
       case 'get': {
         const ts = wts(op.ts);
         const unc = uncOf(ts, op.unc);
-        const r = mvccGet(c.engine, K(c, op.k), ts, { ...(txn === undefined ? {} : { txn }), ...(unc === undefined ? {} : { uncertaintyLimit: unc }), inconsistent: op.inconsistent });
+        const r = mvccGet(reader(c), K(c, op.k), ts, { ...(txn === undefined ? {} : { txn }), ...(unc === undefined ? {} : { uncertaintyLimit: unc }), inconsistent: op.inconsistent });
         return `${r.value === null ? 'none' : `${r.value.value?.toString()}@${fmt(r.value.ts)}`} intent=${r.intent !== null}`;
       }
       case 'scan': {
         const ts = wts(op.ts);
         const unc = uncOf(ts, op.unc);
-        const r = await mvccScan(c.engine, K(c, op.lo), K(c, op.hi), ts, {
+        const r = await mvccScan(reader(c), K(c, op.lo), K(c, op.hi), ts, {
           ...(txn === undefined ? {} : { txn }),
           ...(unc === undefined ? {} : { uncertaintyLimit: unc }),
           inconsistent: op.inconsistent,
@@ -389,6 +404,12 @@ async function runOnEngine(c: Ctx, op: Op, txns: MTxn[]): Promise<string> {
       }
       case 'gc':
         await withBatch(c, (rw, d) => mvccGarbageCollectRange(rw, K(c, ''), K(c, 'z'), op.threshold, d));
+        return 'ok';
+      case 'batchBegin':
+        c.pending ??= c.engine.newBatch();
+        return 'ok';
+      case 'flush':
+        await flush(c);
         return 'ok';
       default:
         return 'ok';
@@ -505,8 +526,8 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 15, maxLength: 40 }), async (ops) => {
         const prefix = `r${run++}/`;
-        const mem: Ctx = { engine: memory, prefix, stats: emptyStats() };
-        const lvl: Ctx = { engine: level, prefix, stats: emptyStats() };
+        const mem: Ctx = { engine: memory, prefix, stats: emptyStats(), pending: null };
+        const lvl: Ctx = { engine: level, prefix, stats: emptyStats(), pending: null };
         const model = new Model();
         const txns: MTxn[] = [
           { id: 'T0', epoch: 0, ts: { wall: 6, logical: 0 }, seq: 0, ignored: [] },
@@ -523,6 +544,8 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
           seen.set(kind, (seen.get(kind) ?? 0) + 1);
           advanceTxns(op, txns, nextId);
         }
+        await flush(mem);
+        await flush(lvl);
         const span: [Buffer, Buffer] = [K(mem, ''), K(mem, 'z')];
         expect(mem.stats).toEqual(await computeStats(memory, ...span));
         expect(lvl.stats).toEqual(await computeStats(level, ...span));
@@ -531,7 +554,7 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
       { numRuns: 500, verbose: 1 },
     );
     // The generator must reach the interesting outcomes, or agreement proves little.
-    for (const kind of ['error mvcc.write_too_old', 'error mvcc.write_intent', 'error mvcc.read_within_uncertainty_interval', 'error mvcc.condition_failed', 'error mvcc.sequence_replay', 'get:value', 'get:intent', 'scan:rows', 'scan:resume', 'finish:some', 'delRange:some', 'push:true']) {
+    for (const kind of ['error mvcc.write_too_old', 'error mvcc.write_intent', 'error mvcc.read_within_uncertainty_interval', 'error mvcc.condition_failed', 'error mvcc.sequence_replay', 'get:value', 'get:intent', 'scan:rows', 'scan:resume', 'finish:some', 'delRange:some', 'push:true', 'flush:ok']) {
       expect(seen.get(kind) ?? 0, `${kind} in ${JSON.stringify([...seen])}`).toBeGreaterThan(3);
     }
     if (process.env['MVCC_MODEL_VERBOSE'] === '1') console.log([...seen].sort());
