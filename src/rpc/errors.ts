@@ -19,6 +19,9 @@
  *   rpc.internal            no         no         the remote handler failed with a non-Cairn error
  *   rpc.closed              no         no         this RpcContext was closed
  *   rpc.listen_failed       no         no         the listen address is taken or invalid
+ *   hlc.clock_offset        no         no         the peer refused our request (our clock is too far ahead)
+ *   hlc.clock_offset        no         yes        we refused the peer's response (its clock is too far ahead)
+ *   rpc.invalid_fault_spec  no         no         FaultHook.setFaults got an impossible spec
  *
  * Errors raised by a remote handler travel as (code, message, retryable,
  * ambiguous, sqlState) and are re-raised unchanged as CairnError.
