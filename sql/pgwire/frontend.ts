@@ -110,9 +110,14 @@ class BodyReader {
     private readonly buf: Buffer,
     start: number,
     private readonly end: number,
-    private readonly what: string,
+    /** The message's type byte, or its name; only read to word an error. */
+    private readonly type: number | string,
   ) {
     this.off = start;
+  }
+
+  private get what(): string {
+    return typeof this.type === 'string' ? this.type : messageName(this.type);
   }
 
   private need(n: number): void {
@@ -307,7 +312,7 @@ export class FrontendDecoder {
     if (this.total < len + 1) return undefined;
     const buf = this.contiguous(len + 1);
     const start = this.head + 5;
-    const msg = decodeTagged(type, new BodyReader(buf, start, start + len - 4, messageName(type)));
+    const msg = decodeTagged(type, new BodyReader(buf, start, start + len - 4, type));
     this.consume(len + 1);
     return msg;
   }
