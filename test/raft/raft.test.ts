@@ -189,6 +189,16 @@ describe('pre-vote (Raft thesis §9.6)', () => {
   });
 });
 
+/** A group led by 1 that started a transfer to 3, which it cannot reach. */
+function transferToUnreachable3(): Network {
+  const net = new Network([1, 2, 3]);
+  net.campaign(1);
+  net.isolate(3);
+  net.node(1).rawNode.transferLeader(3);
+  net.deliverAll();
+  return net;
+}
+
 describe('leader transfer (Raft thesis §3.10)', () => {
   it('to an up-to-date follower: immediate', () => {
     const net = new Network([1, 2, 3]);
@@ -232,11 +242,7 @@ describe('leader transfer (Raft thesis §3.10)', () => {
   });
 
   it('is abandoned after an election timeout if the target does not answer', () => {
-    const net = new Network([1, 2, 3]);
-    net.campaign(1);
-    net.isolate(3);
-    net.node(1).rawNode.transferLeader(3);
-    net.deliverAll();
+    const net = transferToUnreachable3();
     expect(net.raft(1).leadTransferee).toBe(3);
     for (let i = 0; i < 10; i++) net.tick(1);
     expect(net.raft(1).leadTransferee).toBe(NONE);
@@ -245,22 +251,14 @@ describe('leader transfer (Raft thesis §3.10)', () => {
   });
 
   it('a second request for another target replaces the first', () => {
-    const net = new Network([1, 2, 3]);
-    net.campaign(1);
-    net.isolate(3);
-    net.node(1).rawNode.transferLeader(3);
-    net.deliverAll();
+    const net = transferToUnreachable3();
     net.node(1).rawNode.transferLeader(2);
     net.deliverAll();
     expect(net.leader()).toBe(2);
   });
 
   it('is abandoned when the target is removed', () => {
-    const net = new Network([1, 2, 3]);
-    net.campaign(1);
-    net.isolate(3);
-    net.node(1).rawNode.transferLeader(3);
-    net.deliverAll();
+    const net = transferToUnreachable3();
     net.raft(1).applyConfChange(cc('r3'));
     expect(net.raft(1).leadTransferee).toBe(NONE);
   });
