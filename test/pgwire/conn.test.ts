@@ -152,6 +152,41 @@ describe('authentication', () => {
     expect(h.transport.closed).toBe(true);
   });
 
+  it('hostile SASL messages end in 08P01 or 28P01 and a close, never a crash (property)', async () => {
+    const client = Buffer.from(serialize.sendSASLInitialResponseMessage('SCRAM-SHA-256', 'n,,n=*,r=clientnonce'));
+    const body = fc.oneof(
+      fc.uint8Array({ maxLength: 80 }).map((a) => {
+        const m = Buffer.alloc(5 + a.length);
+        m.write('p', 0, 'latin1');
+        m.writeInt32BE(4 + a.length, 1);
+        Buffer.from(a).copy(m, 5);
+        return m;
+      }),
+      fc.tuple(fc.nat(client.length - 1), fc.integer({ min: 0, max: 255 })).map(([at, v]) => {
+        const m = Buffer.from(client);
+        m[at] = v;
+        return m;
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(body, fc.string({ maxLength: 60 }), async (first, final) => {
+        const h = harness({ users });
+        await h.send(serialize.startup({ user: 'alice' }));
+        const msgs = [...(await h.send(first)), ...(h.transport.closed ? [] : await h.send(serialize.sendSCRAMClientFinalMessage(final)))];
+        expect(h.internalErrors).toEqual([]);
+        if (h.transport.closed) {
+          const last = msgs.at(-1) as { code?: string; severity?: string };
+          expect(last.severity).toBe('FATAL');
+          expect(['08P01', '28P01']).toContain(last.code);
+        }
+        h.conn.inputEnded();
+        await h.conn.closed;
+        expect(h.factory.openSessions).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('cleartext password over TLS when preferred', async () => {
     const h = harness({ users }, { tlsAvailable: true, preferCleartextOverTls: true });
     expect((await h.raw(serialize.requestSsl())).toString()).toBe('S');
