@@ -186,6 +186,11 @@ describe('pgwire over TCP, trust (--insecure)', () => {
 
       const multi = await sql.unsafe('select 1; select 2');
       expect(multi.length).toBe(2);
+
+      const inTxn = await sql.begin(async (tx) => [await tx`select * from t where id = ${2}`, await tx`select 7`]);
+      expect(inTxn[0]![0]).toMatchObject({ name: 'bob' });
+      await expect(sql.begin(async (tx) => tx`select 1/0`)).rejects.toMatchObject({ code: '22012' });
+      expect((await sql`select 8`)[0]).toEqual({ '?column?': 8 });
     } finally {
       await sql.end();
     }
