@@ -48,8 +48,9 @@ export interface TableName {
  * (`integer` → int4, `bigint` → int8, `real` → float4, `double precision` →
  * float8, `decimal` → numeric, `character varying` → varchar, `character` /
  * `bpchar` → char, `timestamp with time zone` → timestamptz, `boolean` →
- * bool, CockroachDB's `string` → text). Unknown names are kept lower-cased
- * (schema-qualified names joined with '.') for the planner to reject.
+ * bool, CockroachDB's `string` → text). Unknown names are kept as written
+ * (case-folded like any name; schema-qualified names joined with '.') for
+ * the planner to resolve or reject.
  *
  * `mods` are the type modifiers as written: varchar(n) → [n], char(n) → [n]
  * (bare `char` is char(1)), numeric(p, s) → [p, s], timestamp(p) → [p].
@@ -158,7 +159,7 @@ export interface BoolExpr {
 
 /**
  * A function call, aggregate or window function.
- *   name:     lower-cased, possibly schema-qualified; a leading `pg_catalog`
+ *   name:     case-folded like any name, possibly schema-qualified; a leading `pg_catalog`
  *             is dropped (`extract(year from x)` arrives as
  *             `extract('year', x)`).
  *   star:     `count(*)`; args is then empty.

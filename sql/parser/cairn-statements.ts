@@ -82,11 +82,16 @@ export function splitStatements(text: string, raw: readonly ScanToken[]): Segmen
     const src = text.slice(start, end);
     const isWord = t.keywordKind > 0 || (t.tokenType === IDENT_TOKEN && !src.startsWith('"'));
     if (src === ')' || src === ']') depth = Math.max(0, depth - 1);
-    cur.push({ start, end, text: src, word: isWord ? src.toLowerCase() : '', depth });
+    cur.push({ start, end, text: src, word: isWord ? foldIdent(src) : '', depth });
     if (src === '(' || src === '[') depth++;
   }
   flush();
   return segs;
+}
+
+/** PostgreSQL's case folding of an unquoted identifier: ASCII letters only. */
+function foldIdent(s: string): string {
+  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 }
 
 const SELECT_CLAUSE_ENDS = new Set(['where', 'group', 'having', 'window', 'order', 'limit', 'offset', 'fetch', 'for', 'union', 'intersect', 'except']);

@@ -1124,7 +1124,7 @@ export class Converter {
   }
 
   private funcCall(f: PgFuncCall): FuncCall {
-    let name = strs(f.funcname).map((s) => s.toLowerCase());
+    let name = strs(f.funcname);
     if (name.length > 1 && name[0] === 'pg_catalog') name = name.slice(1);
     if (f.agg_within_group === true) throw unimplemented('WITHIN GROUP');
     if (f.func_variadic === true) throw unimplemented('VARIADIC');
@@ -1315,7 +1315,7 @@ function numberConst(raw: string): Const {
 export function typeName(t: PgTypeName): TypeName {
   if (t.setof === true) throw unimplemented('SETOF');
   if (t.pct_type === true) throw unimplemented('%TYPE');
-  let parts = strs(t.names).map((s) => s.toLowerCase());
+  let parts = strs(t.names);
   if (parts.length > 1 && parts[0] === 'pg_catalog') parts = parts.slice(1);
   const raw = parts.join('.');
   const name = TYPE_ALIASES.get(raw) ?? raw;
