@@ -40,8 +40,9 @@
  *       committed txn whose append to the key no read observed (lists only grow, so an
  *       unobserved committed append was installed after every observed version);
  *   wr  writer(last element read) → reader;
- *   rw  reader → writer(order[len(read)]), the version after the one it read, and
- *       reader → every committed txn whose append to the key no read observed;
+ *   rw  reader → writer(order[len(read)]), the version after the one it read, and, for
+ *       a reader of the newest observed version, reader → every committed txn whose
+ *       append to the key no read observed (older readers reach those through ww);
  *   process   each ok txn → the next txn of the same process;
  *   realtime  ok T1 → T2 when T1 completed before T2 was invoked (transitively reduced:
  *             only edges from the "frontier" of latest completions).
@@ -281,8 +282,9 @@ export function checkElleAppend(history: History, options: ElleAppendOptions = {
       if (w >= 0) g.addEdge(w, t.node, WR);
       const nxt = nodeOf(ki, ki.longest[list.length]);
       if (nxt >= 0) g.addEdge(t.node, nxt, RW);
-      // Unobserved committed appends came after this version too.
-      for (const b of unobserved.get(m[1])!) g.addEdge(t.node, b, RW);
+      // Unobserved committed appends came after this version too. A reader of an older
+      // version reaches them through the ww chain; only readers of the newest need edges.
+      if (list.length === ki.longest.length) for (const b of unobserved.get(m[1])!) g.addEdge(t.node, b, RW);
       if (appendedKeys.has(m[1])) {
         const id = `${typeof m[1]}:${String(m[1])}@${list.length}`;
         const v = readersOfVersion.get(id) ?? { key: m[1], list, txns: [] };
