@@ -11,5 +11,5 @@ export { type FaultCounters, FaultHook, type FaultSpec, InvalidFaultSpecError } 
 export { type MetricsSnapshot, PeerMetrics, RpcMetrics } from './metrics.js';
 export { Connection } from './connection.js';
 export { type CallOptions, ConnectionClass, CONNECTION_CLASSES, type RpcCallContext, type RpcHandler, type RpcTransport } from './transport.js';
-export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';
+export { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, type PeerAddress, type PeerStatus, RpcContext, type RpcContextOptions, RpcServer } from './rpc-context.js';
 export { isOffsetHealthy, measureOffset, type OffsetMeasurement, PING_METHOD } from './clock-offset.js';

@@ -94,6 +94,20 @@ export interface RpcContextOptions {
   readonly onClockOffset?: (peerId: number, err: ClockOffsetError) => void;
 }
 
+/** One outgoing connection as status() reports it. */
+export interface PeerStatus {
+  readonly peer: string;
+  readonly nodeId: number;
+  /** null for a join address dialed without a node id. */
+  readonly connectionClass: ConnectionClass | null;
+  readonly state: 'handshaking' | 'ready' | 'closed' | 'backoff' | 'idle';
+  readonly pendingCalls: number;
+  /** Consecutive failed dials (0 once connected). */
+  readonly failedAttempts: number;
+  readonly backoffRemainingMs: number;
+  readonly lastError: string | null;
+}
+
 /** The dial side of one peer: its connection and backoff state. */
 interface PeerSlot {
   readonly label: string;
@@ -290,6 +304,27 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   /** Accepted (incoming) connections currently open. */
   get incomingConnections(): number {
     return this.server.connectionCount;
+  }
+
+  /** The state of every outgoing connection, for the status page and tests. */
+  status(): PeerStatus[] {
+    const now = performance.now();
+    const out: PeerStatus[] = [];
+    const add = (slot: PeerSlot, cls: ConnectionClass | null): void => {
+      out.push({
+        peer: slot.label,
+        nodeId: slot.nodeId,
+        connectionClass: cls,
+        state: slot.conn?.state ?? (now < slot.backoffUntil ? 'backoff' : 'idle'),
+        pendingCalls: slot.conn?.pendingCalls ?? 0,
+        failedAttempts: slot.attempt,
+        backoffRemainingMs: Math.max(0, Math.round(slot.backoffUntil - now)),
+        lastError: slot.lastError?.message ?? null,
+      });
+    };
+    for (const [key, slot] of this.peers) add(slot, (key % CONNECTION_CLASSES) as ConnectionClass);
+    for (const slot of this.addressPeers.values()) add(slot, null);
+    return out.sort((a, b) => a.nodeId - b.nodeId || (a.connectionClass ?? 0) - (b.connectionClass ?? 0));
   }
 
   /** Records a peer's advertised address (gossip / liveness will call this). */

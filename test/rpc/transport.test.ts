@@ -70,6 +70,18 @@ describe('round trips', () => {
     expect(res.toString()).toBe('ping!');
     expect(seen).toEqual([1, 7]);
     expect(n1.ctx.isConnected(2)).toBe(true);
+    expect(n1.ctx.status()).toEqual([
+      {
+        peer: 'n2',
+        nodeId: 2,
+        connectionClass: 0,
+        state: 'ready',
+        pendingCalls: 0,
+        failedAttempts: 0,
+        backoffRemainingMs: 0,
+        lastError: null,
+      },
+    ]);
   });
 
   it('async handlers and empty responses', async () => {
@@ -242,6 +254,10 @@ describe('connections', () => {
     const m = n1.ctx.metrics.peer(4);
     expect(m.dials).toBe(1);
     expect(m.oneWayDropped).toBe(1);
+    const [st] = n1.ctx.status();
+    expect(st).toMatchObject({ peer: 'n4', nodeId: 4, connectionClass: ConnectionClass.Default, state: 'backoff', failedAttempts: 1 });
+    expect(st?.backoffRemainingMs).toBeGreaterThan(40_000);
+    expect(st?.lastError).toMatch(/ECONNREFUSED/);
   });
 
   it('refuses a peer of another cluster with rpc.cluster_id_mismatch, on both ends', async () => {
