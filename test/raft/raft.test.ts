@@ -385,6 +385,42 @@ describe('snapshots (Raft §7)', () => {
   });
 });
 
+describe('transport feedback', () => {
+  function leaderSendingSnapshotTo3(): Network {
+    const net = new Network([1, 2, 3]);
+    net.campaign(1);
+    net.isolate(3);
+    for (let i = 0; i < 3; i++) net.propose(1, `e${i}`);
+    net.compact(1);
+    net.heal();
+    net.ignore(MessageType.MsgSnap); // the snapshot is lost (and reported failed)
+    net.tickAll(1);
+    return net;
+  }
+
+  it('a failed snapshot sends the follower back to probing, paused until the next heartbeat response', () => {
+    const net = leaderSendingSnapshotTo3();
+    const pr = net.raft(1).trk.progress.get(3);
+    expect(pr?.state).toBe(ProgressStateType.Probe);
+    expect(pr?.pendingSnapshot).toBe(0);
+    net.heal();
+    net.tickAll(1); // heartbeat response → probe → snapshot again, delivered this time
+    net.propose(1, 'after');
+    expect(applied(net, 3).at(-1)).toBe('after');
+  });
+
+  it('an unreachable follower in replicate state falls back to probing', () => {
+    const net = new Network([1, 2, 3]);
+    net.campaign(1);
+    net.propose(1, 'x');
+    const pr = net.raft(1).trk.progress.get(2);
+    expect(pr?.state).toBe(ProgressStateType.Replicate);
+    net.node(1).rawNode.reportUnreachable(2);
+    expect(pr?.state).toBe(ProgressStateType.Probe);
+    net.node(1).rawNode.reportUnreachable(9); // unknown peers are ignored
+  });
+});
+
 describe('proposals in partial clusters (Raft §5.3)', () => {
   it('commit with a majority, not without', () => {
     const cases: [voters: number, down: number[], commits: boolean][] = [
