@@ -292,6 +292,10 @@ describe('connections', () => {
     joiner.ctx.setClusterId('cluster-a');
     joiner.ctx.setNodeId(3);
     expect(joiner.ctx.clusterId).toBe('cluster-a');
+    // A node that does not know its cluster yet also accepts connections.
+    const fresh = await nodes.start(7, { clusterId: '' });
+    registerEcho(fresh.ctx);
+    expect((await n1.ctx.call(7, ECHO, Buffer.from('welcome'))).toString()).toBe('welcome');
   });
 
   it('refuses a protocol version it does not speak', async () => {
