@@ -89,7 +89,7 @@ describe('elle list-append on serial executions', () => {
       }),
       { numRuns: RUNS },
     );
-    expect(qualified).toBeGreaterThan(10);
+    expect(qualified).toBe(RUNS); // fc.pre retries until every run qualifies
   });
 
   it('flags a stale read (last element dropped) at a measured rate', () => {
