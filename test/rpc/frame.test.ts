@@ -224,3 +224,45 @@ describe('handshake', () => {
     }
   });
 });
+
+describe('decoders on arbitrary bytes (property)', () => {
+  // Bad input must surface as the typed codec error that closes one connection —
+  // never a RangeError from a Buffer read, a TypeError or an assertion (which would crash the node).
+  function onlyTypedErrors(decode: () => unknown): void {
+    try {
+      decode();
+    } catch (e) {
+      expect(e).toBeInstanceOf(CairnError);
+      expect((e as CairnError).code).toMatch(/^rpc\.(codec|version_mismatch|frame_too_large)$/);
+    }
+  }
+
+  it('envelopes, error payloads and handshakes reject garbage with typed errors only', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        const b = Buffer.from(bytes);
+        onlyTypedErrors(() => {
+          const r = new BufReader(b);
+          while (r.remaining > 0) decodeEnvelope(r);
+        });
+        onlyTypedErrors(() => decodeErrorPayload(new BufReader(b)));
+        onlyTypedErrors(() => decodeHandshake(new BufReader(b)));
+        // With a valid magic and version in front, the rest is still garbage.
+        onlyTypedErrors(() => decodeHandshake(new BufReader(Buffer.concat([Buffer.from('43524e310001', 'hex'), b]))));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the frame decoder fed garbage either waits for more, emits frames, or throws a typed error', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 6 }), (chunks) => {
+        const dec = new FrameDecoder(64);
+        onlyTypedErrors(() => {
+          for (const c of chunks) dec.push(Buffer.from(c), () => {});
+        });
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
