@@ -122,6 +122,16 @@ describe('linearizable: hand-made register histories', () => {
       { numRuns: 300 },
     );
   });
+
+  it('gives the same verdict with and without pruning indeterminate writes', () => {
+    const { prune: _prune, ...unpruned } = casRegister;
+    fc.assert(
+      fc.property(registerHistory(14), (h) => {
+        expect(checkLinearizable(casRegister, h).valid).toBe(checkLinearizable(unpruned, h).valid);
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
 
 describe('linearizable: public histories with known verdicts', () => {
@@ -163,31 +173,36 @@ describe('linearizable: public histories with known verdicts', () => {
 
 type Val = number | null;
 
-const smallHistory: fc.Arbitrary<Op[]> = fc
-  .array(
-    fc.record({
-      f: fc.constantFrom('read', 'write', 'cas'),
-      a: fc.integer({ min: 0, max: 2 }),
-      b: fc.integer({ min: 0, max: 2 }),
-      read: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null }),
-      outcome: fc.constantFrom('ok', 'ok', 'ok', 'info', 'fail'),
-      start: fc.integer({ min: 0, max: 20 }),
-      len: fc.integer({ min: 1, max: 8 }),
-    }),
-    { minLength: 1, maxLength: 7 },
-  )
-  .map((specs) => {
-    type Ev = { t: number; o: number; p: number; type: 'invoke' | 'ok' | 'fail' | 'info'; f: string; value: unknown };
-    const evs: Ev[] = [];
-    specs.forEach((s, p) => {
-      const arg = s.f === 'write' ? s.a : s.f === 'cas' ? [s.a, s.b] : null;
-      evs.push({ t: s.start, o: 0, p, type: 'invoke', f: s.f, value: arg });
-      const result = s.f === 'read' ? s.read : arg;
-      if (s.outcome !== 'info' || s.len % 2 === 0) evs.push({ t: s.start + s.len, o: 1, p, type: s.outcome as Ev['type'], f: s.f, value: result });
+const smallHistory = registerHistory(7);
+
+/** Random register histories of up to `maxOps` operations on one key. */
+function registerHistory(maxOps: number): fc.Arbitrary<Op[]> {
+  return fc
+    .array(
+      fc.record({
+        f: fc.constantFrom('read', 'write', 'cas'),
+        a: fc.integer({ min: 0, max: 2 }),
+        b: fc.integer({ min: 0, max: 2 }),
+        read: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null }),
+        outcome: fc.constantFrom('ok', 'ok', 'ok', 'info', 'fail'),
+        start: fc.integer({ min: 0, max: 20 }),
+        len: fc.integer({ min: 1, max: 8 }),
+      }),
+      { minLength: 1, maxLength: maxOps },
+    )
+    .map((specs) => {
+      type Ev = { t: number; o: number; p: number; type: 'invoke' | 'ok' | 'fail' | 'info'; f: string; value: unknown };
+      const evs: Ev[] = [];
+      specs.forEach((s, p) => {
+        const arg = s.f === 'write' ? s.a : s.f === 'cas' ? [s.a, s.b] : null;
+        evs.push({ t: s.start, o: 0, p, type: 'invoke', f: s.f, value: arg });
+        const result = s.f === 'read' ? s.read : arg;
+        if (s.outcome !== 'info' || s.len % 2 === 0) evs.push({ t: s.start + s.len, o: 1, p, type: s.outcome as Ev['type'], f: s.f, value: result });
+      });
+      evs.sort((x, y) => x.t - y.t || x.o - y.o || x.p - y.p);
+      return evs.map((e, i) => ({ index: i, time: e.t, process: e.p, type: e.type, f: e.f, value: e.value }));
     });
-    evs.sort((x, y) => x.t - y.t || x.o - y.o || x.p - y.p);
-    return evs.map((e, i) => ({ index: i, time: e.t, process: e.p, type: e.type, f: e.f, value: e.value }));
-  });
+}
 
 function bruteForce(h: readonly Op[]): boolean {
   type O = { f: string; value: unknown; inv: number; ret: number; ok: boolean };
