@@ -3,6 +3,7 @@
 // checks, deadlines and cancellation, HLC propagation and offset rejection,
 // bad input.
 import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { CairnError } from '../../src/util/errors.js';
 import { createLogger } from '../../src/util/log.js';
@@ -484,6 +485,27 @@ describe('bad input', () => {
     expect(got).toEqual(['1:1:r1', '1:2:r2', '1:3:r3']);
     expect(oneWays).toEqual(['ow']);
     s.destroy();
+  });
+
+  it('random bytes after a good handshake never disturb the node (property)', async () => {
+    const n1 = await nodes.start(1);
+    const n2 = await nodes.start(2, { maxFrameBytes: 4096 });
+    registerEcho(n2.ctx);
+    n2.ctx.register(9, () => undefined);
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 64 }), { minLength: 1, maxLength: 4 }), async (chunks) => {
+        const s = await rawClient(n2.addr.port);
+        s.resume();
+        s.on('error', () => {});
+        s.write(hello(9, 2));
+        for (const c of chunks) s.write(c);
+        s.end();
+        await closed(s);
+        expect((await n1.ctx.call(2, ECHO, Buffer.from('ok'))).toString()).toBe('ok');
+      }),
+      { numRuns: 30 },
+    );
+    await waitFor(() => n2.ctx.incomingConnections === 1, 5000, 'the raw connections to close');
   });
 
   it('an oversized frame length closes the connection before buffering', async () => {
