@@ -39,7 +39,7 @@ describe('StatementCache', () => {
     expect(cache.stats().size).toBe(3);
   });
 
-  it('never holds more than maxEntries under a random workload and returns each text's statements', () => {
+  it("never holds more than maxEntries under a random workload and returns each text's statements", () => {
     const cache = new StatementCache(16);
     let seed = 7;
     for (let i = 0; i < 2000; i++) {
