@@ -5,7 +5,9 @@
  *
  *   socket 'data' ──► conn.feed()   (false → socket.pause(); resumeInput → resume)
  *   conn output  ──► socket.write() (writableLength is the transport's buffer;
- *                                    'drain' releases a waiting executor)
+ *                                    'drain' releases a waiting executor);
+ *                    corked until setImmediate, so the writes of one turn
+ *                    of the event loop leave in one writev (DESIGN.md §4)
  *   SSLRequest   ──► 'S', then the socket is wrapped in a server TLSSocket
  *                    and input flows through it (only with a secureContext)
  *   'end' / 'error' / 'close' ──► conn.inputEnded()
@@ -68,9 +70,22 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
   let ended = false;
   socket.setNoDelay(true);
 
+  // Writes made in one turn of the event loop (say, the answers to a
+  // pipeline of Syncs that arrived in one chunk) leave in one writev.
+  let corked: Socket | undefined;
+  const uncork = (): void => {
+    corked?.uncork();
+    corked = undefined;
+  };
   const transport: ConnTransport = {
     write: (data) => {
-      if (!current.destroyed) current.write(data);
+      if (current.destroyed) return;
+      if (corked === undefined) {
+        corked = current;
+        corked.cork();
+        setImmediate(uncork);
+      }
+      current.write(data);
     },
     bufferedBytes: () => current.writableLength,
     waitForDrain: () =>
@@ -86,6 +101,7 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
         s.on('close', done);
       }),
     startTls: () => {
+      uncork(); // the 'S' must leave before the handshake
       detach(socket);
       // NB: keep an error listener on the raw socket: an 'error' event with
       // no listener would be thrown by the emitter and crash the process.
@@ -97,6 +113,7 @@ export function handlePgConnection(socket: Socket, options: PgConnectionOptions)
     resumeInput: () => current.resume(),
     close: () => {
       ended = true;
+      uncork();
       // Keep reading (and dropping) input so that the kernel does not answer
       // the client's pending bytes with a reset before our last message
       // (e.g. a FATAL ErrorResponse) is read; release the socket once our
