@@ -34,8 +34,8 @@
  * P-compositionality (Herlihy & Wing): a history is linearizable iff each key's
  * sub-history is, so checkLinearizable splits by `op.key` and checks each separately.
  *
- * Budget: `maxSteps` (per key) and `deadlineMs` measured with the injected `now`; running
- * out yields `'unknown'`, never `true`. Ownership: pure; ops are read, never mutated.
+ * Budget: `maxSteps` (per key), `maxCacheBytes` (per key) and `deadlineMs` measured with
+ * the injected `now`; running out of any yields `'unknown'`, never `true`. Ownership: pure; ops are read, never mutated.
  */
 import { Prng } from '../../src/util/index.js';
 import type { History, PairedOp } from '../history/history.js';
@@ -142,6 +142,8 @@ export const register: Model<Scalar> = registerModel('register', false);
 export interface LinearizabilityOptions {
   /** Search steps allowed per key before giving up with 'unknown'. Default 50 million. */
   readonly maxSteps?: number;
+  /** Memory for one key's search cache (linearized sets); default 512 MiB. */
+  readonly maxCacheBytes?: number;
   /** Wall-clock budget for the whole check, in ms, measured with `now`. */
   readonly deadlineMs?: number;
   /** Monotonic ms clock, injected; default performance.now. */
@@ -190,6 +192,7 @@ class LinearizationCache<S> {
   constructor(
     private readonly words: number,
     private readonly model: Model<S>,
+    private readonly maxBytes: number,
   ) {
     this.arena = new Uint32Array(1024 * words);
     this.link = new Int32Array(1024);
@@ -207,8 +210,9 @@ class LinearizationCache<S> {
       for (let w = 0; w < this.words && same; w++) same = this.arena[off + w] === bits[w];
       if (same) return false;
     }
+    if (this.size === this.link.length) this.grow();
+    if (this.full) return true;
     const e = this.size++;
-    if (e === this.link.length) this.grow();
     this.arena.set(bits, e * this.words);
     this.link[e] = head ?? -1;
     this.check[e] = h2;
@@ -217,8 +221,15 @@ class LinearizationCache<S> {
     return true;
   }
 
+  /** Set when the cache would outgrow its memory budget; the search then gives up. */
+  full = false;
+
   private grow(): void {
     const cap = this.link.length * 2;
+    if (cap * this.words * 4 > this.maxBytes) {
+      this.full = true;
+      return;
+    }
     const arena = new Uint32Array(cap * this.words);
     arena.set(this.arena);
     this.arena = arena;
@@ -242,7 +253,7 @@ const zobristPrng = new Prng(0x5eed1a);
 export function searchLinearization<S>(
   model: Model<S>,
   allOps: readonly PairedOp[],
-  opts: { maxSteps: number; deadline: number; now: () => number },
+  opts: { maxSteps: number; maxCacheBytes: number; deadline: number; now: () => number },
 ): KeySearchResult<S> {
   const candidates = allOps.filter((o) => o.type === 'ok' || (o.type === 'info' && model.mayMutate(o)));
   const ops = model.prune === undefined ? candidates : model.prune(candidates);
@@ -292,7 +303,7 @@ export function searchLinearization<S>(
   const bits = new Uint32Array(words);
   let h1 = 0;
   let h2 = 0;
-  const cache = new LinearizationCache<S>(words, model);
+  const cache = new LinearizationCache<S>(words, model, opts.maxCacheBytes);
   const flip = (i: number): void => {
     bits[i >>> 5]! ^= 1 << (i & 31);
     h1 ^= z1[i]!;
@@ -308,7 +319,7 @@ export function searchLinearization<S>(
   let entry = next[HEAD]!;
   for (;;) {
     if (done === nCompleted) return { valid: true, steps, cacheSize: cache.size };
-    if (++steps > opts.maxSteps || ((steps & 0xfff) === 1 && opts.now() > opts.deadline)) {
+    if (++steps > opts.maxSteps || cache.full || ((steps & 0xfff) === 1 && opts.now() > opts.deadline)) {
       return { valid: 'unknown', steps, cacheSize: cache.size };
     }
     if ((entry & 1) === 1) {
@@ -369,6 +380,7 @@ export function checkLinearizable<S>(model: Model<S>, history: History, options:
   const start = now();
   const deadline = options.deadlineMs === undefined ? Infinity : start + options.deadlineMs;
   const maxSteps = options.maxSteps ?? 50_000_000;
+  const maxCacheBytes = options.maxCacheBytes ?? 512 * 1024 * 1024;
   const byKey = splitByKey(pairHistory(history));
   const failures: LinearizabilityFailure[] = [];
   const unknownKeys: (string | number | undefined)[] = [];
@@ -377,7 +389,7 @@ export function checkLinearizable<S>(model: Model<S>, history: History, options:
   let ops = 0;
   for (const [key, keyOps] of byKey) {
     ops += keyOps.length;
-    const r = searchLinearization(model, keyOps, { maxSteps, deadline, now });
+    const r = searchLinearization(model, keyOps, { maxSteps, maxCacheBytes, deadline, now });
     steps += r.steps;
     cacheSize += r.cacheSize;
     if (r.valid === 'unknown') unknownKeys.push(key);

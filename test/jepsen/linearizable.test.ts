@@ -103,6 +103,14 @@ describe('linearizable: hand-made register histories', () => {
     expect(r.anomalyTypes).toEqual(['budget-exhausted']);
   });
 
+  it('returns unknown when the search cache would outgrow its memory budget', () => {
+    const b = new HistoryBuilder();
+    for (let p = 0; p < 12; p++) b.invoke(p, 'write', p);
+    for (let p = 0; p < 12; p++) b.ok(p, 'write', p);
+    b.op(0, 'ok', 'read', null, 99);
+    expect(checkLinearizable(register, b.build(), { maxCacheBytes: 64 * 1024 }).valid).toBe('unknown');
+  });
+
   it('returns unknown when the injected clock passes the deadline', () => {
     const b = new HistoryBuilder();
     for (let p = 0; p < 14; p++) b.invoke(p, 'write', p);
