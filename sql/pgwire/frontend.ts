@@ -238,12 +238,19 @@ export class FrontendDecoder {
     }
   }
 
-  /** Makes the first n buffered bytes contiguous in chunks[0]; requires total ≥ n. */
+  /**
+   * Makes the first n buffered bytes contiguous in chunks[0]; requires
+   * total ≥ n. Only the chunks covering those n bytes are merged, so a large
+   * backlog is not copied again at every message boundary.
+   */
   private contiguous(n: number): Buffer {
     const first = this.chunks[0]!;
-    if (first.length - this.head >= n) return first;
-    const merged = Buffer.concat(this.head === 0 ? this.chunks : [first.subarray(this.head), ...this.chunks.slice(1)]);
-    this.chunks = [merged];
+    let have = first.length - this.head;
+    if (have >= n) return first;
+    let k = 1;
+    while (have < n) have += this.chunks[k++]!.length;
+    const merged = Buffer.concat([first.subarray(this.head), ...this.chunks.slice(1, k)], have);
+    this.chunks.splice(0, k, merged);
     this.head = 0;
     return merged;
   }
