@@ -108,9 +108,22 @@ export function isCairnStatement(seg: Segment): boolean {
   if (a === 'create' && (b === 'index' || (b === 'unique' && c === 'index')) && findSeq(seg, 0, ['storing']) >= 0) return true;
   if (a === 'drop' && b === 'index' && seg.toks.some((t) => t.text === '@' && t.depth === 0)) return true;
   if (a === 'alter' && (b === 'table' || b === 'index' || b === 'database' || b === 'range')) {
-    return findSeq(seg, 0, ['split', 'at']) >= 0 || findSeq(seg, 0, ['configure', 'zone']) >= 0;
+    // The Cairn clause follows the target's name directly: `ALTER TABLE db.t SPLIT AT`, `ALTER INDEX t@i CONFIGURE ZONE`.
+    const i = skipName(seg, 2);
+    const [x, y] = [seg.toks[i]?.word, seg.toks[i + 1]?.word];
+    return (x === 'split' && y === 'at') || (x === 'configure' && y === 'zone');
   }
   return findSeq(seg, 0, ['as', 'of', 'system', 'time']) >= 0;
+}
+
+/** The index of the first token after a name `a[.b[.c]][@i]` starting at token i. */
+function skipName(seg: Segment, i: number): number {
+  const t = seg.toks;
+  const isName = (k: number): boolean => t[k] !== undefined && ((t[k] as Tok).word !== '' || (t[k] as Tok).text.startsWith('"'));
+  if (!isName(i)) return i;
+  i++;
+  while ((t[i]?.text === '.' || t[i]?.text === '@') && isName(i + 1)) i += 2;
+  return i;
 }
 
 /** Index of the first depth-0 occurrence of the word sequence at or after `from`, or -1. */
