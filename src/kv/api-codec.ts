@@ -1,0 +1,899 @@
+/**
+ * The binary encoding of everything the KV layer sends or stores that is not
+ * MVCC data: batches, responses, KV errors, Raft messages (coalesced per
+ * store pair), Raft commands (a proposal's payload), snapshot chunks and the
+ * replica's persisted state records (applied state, hard state, truncated
+ * state, lease, range descriptor, store ident). One module per format
+ * (STYLE.md §5): every layout is drawn here and has exactly one encoder and
+ * one decoder, built from src/rpc's BufWriter/BufReader primitives
+ * (uvarint, varint, bytes, string, timestamp = uvarint wall, uvarint logical).
+ * No JSON anywhere.
+ *
+ *   replica    = nodeId:uv storeId:uv replicaId:uv type:u8
+ *   desc       = rangeId:uv startKey:bytes endKey:bytes n:uv replica×n nextReplicaId:uv generation:uv
+ *   lease      = replica start:ts expiration:ts sequence:uv
+ *   opt(x)     = 0:u8 | 1:u8 x
+ *   txn        = id:bytes epoch:uv writeTs:ts opt(minTs:ts) seq:uv key:bytes opt(priority:uv)
+ *                n:uv (start:uv end:uv)×n                        (ignored seq ranges)
+ *   stats      = 8 × varint (liveBytes liveCount keyBytes keyCount valBytes valCount intentBytes intentCount)
+ *
+ *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) n:uv request×n
+ *   request       = tag:u8 body   (tags: REQ_* below; bodies field by field)
+ *   BatchResult   = 0:u8 now:ts ts:ts n:uv response×n    | 1:u8 error
+ *   response      = tag:u8 body
+ *   error         = tag:u8 body  (ERR_* below; unknown CairnErrors travel as
+ *                   ERR_GENERIC code:str message:str retryable:bool ambiguous:bool sqlState:str)
+ *
+ *   RaftMessageBatch = fromNode:uv fromStore:uv toStore:uv n:uv
+ *                      (rangeId:uv fromReplica:uv toReplica:uv quiesce:bool raftMsg)×n
+ *   raftMsg    = type:u8 to:uv from:uv term:uv logTerm:uv index:uv n:uv entry×n commit:uv
+ *                opt(snapshot) reject:bool rejectHint:uv opt(context:bytes)
+ *   entry      = term:uv index:uv type:u8 data:bytes
+ *   snapshot   = data:bytes index:uv term:uv confState
+ *   confState  = voters learners votersOutgoing learnersNext (each n:uv id:uv×n) autoLeave:bool
+ *
+ *   RaftCommand = cmdId:uv leaseSeq:uv maxLeaseIndex:uv flags:u8 opt(prevLease)
+ *                 repr:bytes stats opt(newLease) opt(truncIndex:uv truncTerm:uv) opt(checksumId:uv)
+ *                 (flags bit0: a lease request, checked against prevLease instead of leaseSeq/MLI)
+ *   An empty entry (data length 0) is the no-op a new Raft leader appends.
+ *
+ *   SnapshotChunk = rangeId:uv snapId:uv fromNode:uv toStore:uv n:uv (key:bytes value:bytes)×n
+ *                   final:bool [RaftMessageBatch of one message, iff final]
+ *
+ *   appliedState  = appliedIndex:uv appliedTerm:uv leaseAppliedIndex:uv stats
+ *   hardState     = term:uv vote:uv commit:uv
+ *   truncState    = index:uv term:uv
+ *   storeIdent    = clusterId:str nodeId:uv storeId:uv
+ *
+ * Decoders raise RpcCodecError (`rpc.codec`) on malformed input (BufReader's
+ * bounds checks) and never return partial objects. Decoded Buffers are views
+ * into the input (no copies): callers that keep them long-term copy.
+ *
+ * Ownership: src/kv. Encoders return buffers the caller owns.
+ */
+import { BufReader, BufWriter, RpcCodecError } from '../rpc/codec.js';
+import { AmbiguousResultError, CairnError } from '../util/errors.js';
+import { assertNever } from '../util/assert.js';
+import type { Timestamp } from '../util/hlc.js';
+import { ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type Intent, type Txn } from '../../storage/mvcc.js';
+import type { TxnMeta } from '../../storage/mvcc-value.js';
+import type { MvccStats } from '../../storage/mvcc-stats.js';
+import type { ConfState, Entry, HardState, Message, Snapshot } from '../../raft/types.js';
+import {
+  NotLeaseHolderError,
+  RangeKeyMismatchError,
+  RangeNotFoundError,
+  ProposalDroppedKvError,
+  StoreStoppedError,
+  type BatchRequest,
+  type BatchResponse,
+  type Lease,
+  type RangeAppliedState,
+  type RangeDescriptor,
+  type ReplicaDescriptor,
+  type ReplicaType,
+  type Request,
+  type Response,
+  type StoreIdent,
+  type TruncatedState,
+  type KeyValue,
+} from './api.js';
+
+const w = new BufWriter(1 << 16);
+
+function finish(): Buffer {
+  return w.copyOut();
+}
+
+function bad(what: string): never {
+  throw new RpcCodecError(`kv: ${what}`);
+}
+
+// ---- small pieces --------------------------------------------------------------
+
+function writeOpt<T>(wr: BufWriter, v: T | null | undefined, f: (wr: BufWriter, v: T) => void): void {
+  if (v === null || v === undefined) wr.u8(0);
+  else {
+    wr.u8(1);
+    f(wr, v);
+  }
+}
+
+function readOpt<T>(r: BufReader, f: (r: BufReader) => T): T | null {
+  return r.bool() ? f(r) : null;
+}
+
+function writeReplica(wr: BufWriter, d: ReplicaDescriptor): void {
+  wr.uvarint(d.nodeId);
+  wr.uvarint(d.storeId);
+  wr.uvarint(d.replicaId);
+  wr.u8(d.type);
+}
+
+function readReplica(r: BufReader): ReplicaDescriptor {
+  const nodeId = r.uvarint();
+  const storeId = r.uvarint();
+  const replicaId = r.uvarint();
+  const type = r.u8();
+  if (type > 1) bad(`unknown replica type ${type}`);
+  return { nodeId, storeId, replicaId, type: type as ReplicaType };
+}
+
+export function writeDescriptor(wr: BufWriter, d: RangeDescriptor): void {
+  wr.uvarint(d.rangeId);
+  wr.bytes(d.startKey);
+  wr.bytes(d.endKey);
+  wr.uvarint(d.replicas.length);
+  for (const rep of d.replicas) writeReplica(wr, rep);
+  wr.uvarint(d.nextReplicaId);
+  wr.uvarint(d.generation);
+}
+
+export function readDescriptor(r: BufReader): RangeDescriptor {
+  const rangeId = r.uvarint();
+  const startKey = r.bytes();
+  const endKey = r.bytes();
+  const n = r.uvarint();
+  const replicas: ReplicaDescriptor[] = [];
+  for (let i = 0; i < n; i++) replicas.push(readReplica(r));
+  return { rangeId, startKey, endKey, replicas, nextReplicaId: r.uvarint(), generation: r.uvarint() };
+}
+
+function writeLease(wr: BufWriter, l: Lease): void {
+  writeReplica(wr, l.replica);
+  wr.timestamp(l.start);
+  wr.timestamp(l.expiration);
+  wr.uvarint(l.sequence);
+}
+
+function readLease(r: BufReader): Lease {
+  return { replica: readReplica(r), start: r.timestamp(), expiration: r.timestamp(), sequence: r.uvarint() };
+}
+
+function writeTxnMeta(wr: BufWriter, t: TxnMeta): void {
+  wr.bytes(t.id);
+  wr.uvarint(t.epoch);
+  wr.timestamp(t.writeTimestamp);
+  writeOpt(wr, t.minTimestamp, (x, v) => x.timestamp(v));
+  wr.uvarint(t.sequence);
+  wr.bytes(t.key);
+  writeOpt(wr, t.priority, (x, v) => x.uvarint(v));
+}
+
+function readTxnMeta(r: BufReader): { -readonly [K in keyof TxnMeta]: TxnMeta[K] } {
+  const id = r.bytes();
+  const epoch = r.uvarint();
+  const writeTimestamp = r.timestamp();
+  const minTimestamp = readOpt(r, (x) => x.timestamp());
+  const sequence = r.uvarint();
+  const key = r.bytes();
+  const priority = readOpt(r, (x) => x.uvarint());
+  const t: { -readonly [K in keyof TxnMeta]: TxnMeta[K] } = { id, epoch, writeTimestamp, sequence, key };
+  if (minTimestamp !== null) t.minTimestamp = minTimestamp;
+  if (priority !== null) t.priority = priority;
+  return t;
+}
+
+function writeTxn(wr: BufWriter, t: Txn): void {
+  writeTxnMeta(wr, t);
+  const ign = t.ignoredSeqNums ?? [];
+  wr.uvarint(ign.length);
+  for (const s of ign) {
+    wr.uvarint(s.start);
+    wr.uvarint(s.end);
+  }
+}
+
+function readTxn(r: BufReader): Txn {
+  const meta = readTxnMeta(r);
+  const n = r.uvarint();
+  if (n === 0) return meta;
+  const ignoredSeqNums: { start: number; end: number }[] = [];
+  for (let i = 0; i < n; i++) ignoredSeqNums.push({ start: r.uvarint(), end: r.uvarint() });
+  return { ...meta, ignoredSeqNums };
+}
+
+function writeStats(wr: BufWriter, s: MvccStats): void {
+  wr.varint(s.liveBytes);
+  wr.varint(s.liveCount);
+  wr.varint(s.keyBytes);
+  wr.varint(s.keyCount);
+  wr.varint(s.valBytes);
+  wr.varint(s.valCount);
+  wr.varint(s.intentBytes);
+  wr.varint(s.intentCount);
+}
+
+function readStats(r: BufReader): MvccStats {
+  return {
+    liveBytes: r.varint(),
+    liveCount: r.varint(),
+    keyBytes: r.varint(),
+    keyCount: r.varint(),
+    valBytes: r.varint(),
+    valCount: r.varint(),
+    intentBytes: r.varint(),
+    intentCount: r.varint(),
+  };
+}
+
+function writeNullableBytes(wr: BufWriter, b: Buffer | null): void {
+  writeOpt(wr, b, (x, v) => x.bytes(v));
+}
+
+function readNullableBytes(r: BufReader): Buffer | null {
+  return readOpt(r, (x) => x.bytes());
+}
+
+// ---- requests ----------------------------------------------------------------------
+
+const REQ_TAGS: Record<Request['kind'], number> = {
+  get: 1,
+  put: 2,
+  cput: 3,
+  delete: 4,
+  deleteRange: 5,
+  scan: 6,
+  reverseScan: 7,
+  requestLease: 8,
+  transferLease: 9,
+  leaseInfo: 10,
+  computeChecksum: 11,
+  truncateLog: 12,
+};
+const REQ_KINDS = invert(REQ_TAGS);
+
+function invert<K extends string>(m: Record<K, number>): Map<number, K> {
+  const out = new Map<number, K>();
+  for (const k of Object.keys(m) as K[]) out.set(m[k], k);
+  return out;
+}
+
+function writeRequest(wr: BufWriter, q: Request): void {
+  wr.u8(REQ_TAGS[q.kind]);
+  switch (q.kind) {
+    case 'get':
+    case 'delete':
+      wr.bytes(q.key);
+      return;
+    case 'put':
+      wr.bytes(q.key);
+      wr.bytes(q.value);
+      return;
+    case 'cput':
+      wr.bytes(q.key);
+      writeNullableBytes(wr, q.value);
+      writeNullableBytes(wr, q.expected);
+      wr.bool(q.allowIfDoesNotExist);
+      return;
+    case 'deleteRange':
+      wr.bytes(q.key);
+      wr.bytes(q.endKey);
+      wr.bool(q.returnKeys);
+      return;
+    case 'scan':
+    case 'reverseScan':
+      wr.bytes(q.key);
+      wr.bytes(q.endKey);
+      wr.uvarint(q.maxKeys);
+      return;
+    case 'requestLease':
+    case 'transferLease':
+      writeLease(wr, q.lease);
+      writeOpt(wr, q.prevLease, writeLease);
+      return;
+    case 'leaseInfo':
+      return;
+    case 'computeChecksum':
+      wr.uvarint(q.checksumId);
+      return;
+    case 'truncateLog':
+      wr.uvarint(q.index);
+      return;
+    default:
+      assertNever(q);
+  }
+}
+
+function readRequest(r: BufReader): Request {
+  const tag = r.u8();
+  const kind = REQ_KINDS.get(tag) ?? bad(`unknown request tag ${tag}`);
+  switch (kind) {
+    case 'get':
+    case 'delete':
+      return { kind, key: r.bytes() };
+    case 'put':
+      return { kind, key: r.bytes(), value: r.bytes() };
+    case 'cput':
+      return { kind, key: r.bytes(), value: readNullableBytes(r), expected: readNullableBytes(r), allowIfDoesNotExist: r.bool() };
+    case 'deleteRange':
+      return { kind, key: r.bytes(), endKey: r.bytes(), returnKeys: r.bool() };
+    case 'scan':
+    case 'reverseScan':
+      return { kind, key: r.bytes(), endKey: r.bytes(), maxKeys: r.uvarint() };
+    case 'requestLease':
+    case 'transferLease':
+      return { kind, lease: readLease(r), prevLease: readOpt(r, readLease) };
+    case 'leaseInfo':
+      return { kind };
+    case 'computeChecksum':
+      return { kind, checksumId: r.uvarint() };
+    case 'truncateLog':
+      return { kind, index: r.uvarint() };
+    default:
+      return assertNever(kind);
+  }
+}
+
+export function encodeBatchRequest(ba: BatchRequest): Buffer {
+  w.reset();
+  const h = ba.header;
+  w.uvarint(h.rangeId);
+  w.uvarint(h.replicaId ?? 0);
+  w.timestamp(h.timestamp);
+  writeOpt(w, h.txn, writeTxn);
+  w.uvarint(ba.requests.length);
+  for (const q of ba.requests) writeRequest(w, q);
+  return finish();
+}
+
+export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
+  const r = new BufReader(buf);
+  const rangeId = r.uvarint();
+  const replicaId = r.uvarint();
+  const timestamp = r.timestamp();
+  const txn = readOpt(r, readTxn);
+  const n = r.uvarint();
+  const requests: Request[] = [];
+  for (let i = 0; i < n; i++) requests.push(readRequest(r));
+  r.expectEnd('batch request');
+  const header = txn === null ? { rangeId, replicaId, timestamp } : { rangeId, replicaId, timestamp, txn };
+  return { header, requests };
+}
+
+// ---- responses ---------------------------------------------------------------------
+
+function writeResponse(wr: BufWriter, p: Response): void {
+  wr.u8(REQ_TAGS[p.kind]);
+  switch (p.kind) {
+    case 'get':
+      writeNullableBytes(wr, p.value);
+      wr.timestamp(p.ts);
+      return;
+    case 'deleteRange':
+      wr.uvarint(p.keys.length);
+      for (const k of p.keys) wr.bytes(k);
+      return;
+    case 'scan':
+    case 'reverseScan':
+      wr.uvarint(p.rows.length);
+      for (const kv of p.rows) {
+        wr.bytes(kv.key);
+        wr.bytes(kv.value);
+      }
+      writeNullableBytes(wr, p.resumeKey);
+      writeNullableBytes(wr, p.resumeEndKey);
+      return;
+    case 'leaseInfo':
+      writeOpt(wr, p.lease, writeLease);
+      return;
+    default:
+      return;
+  }
+}
+
+function readResponse(r: BufReader): Response {
+  const tag = r.u8();
+  const kind = REQ_KINDS.get(tag) ?? bad(`unknown response tag ${tag}`);
+  switch (kind) {
+    case 'get':
+      return { kind, value: readNullableBytes(r), ts: r.timestamp() };
+    case 'deleteRange': {
+      const n = r.uvarint();
+      const keys: Buffer[] = [];
+      for (let i = 0; i < n; i++) keys.push(r.bytes());
+      return { kind, keys };
+    }
+    case 'scan':
+    case 'reverseScan': {
+      const n = r.uvarint();
+      const rows: KeyValue[] = [];
+      for (let i = 0; i < n; i++) rows.push({ key: r.bytes(), value: r.bytes() });
+      return { kind, rows, resumeKey: readNullableBytes(r), resumeEndKey: readNullableBytes(r) };
+    }
+    case 'leaseInfo':
+      return { kind, lease: readOpt(r, readLease) };
+    default:
+      return { kind };
+  }
+}
+
+/** A batch's outcome: its response, or the KV error it failed with. */
+export type BatchResult = { readonly ok: true; readonly response: BatchResponse } | { readonly ok: false; readonly error: CairnError };
+
+export function encodeBatchResult(res: BatchResult): Buffer {
+  w.reset();
+  if (res.ok) {
+    w.u8(0);
+    w.timestamp(res.response.now);
+    w.timestamp(res.response.timestamp);
+    w.uvarint(res.response.responses.length);
+    for (const p of res.response.responses) writeResponse(w, p);
+  } else {
+    w.u8(1);
+    writeError(w, res.error);
+  }
+  return finish();
+}
+
+export function decodeBatchResult(buf: Uint8Array): BatchResult {
+  const r = new BufReader(buf);
+  const status = r.u8();
+  let out: BatchResult;
+  if (status === 0) {
+    const now = r.timestamp();
+    const timestamp = r.timestamp();
+    const n = r.uvarint();
+    const responses: Response[] = [];
+    for (let i = 0; i < n; i++) responses.push(readResponse(r));
+    out = { ok: true, response: { now, timestamp, responses } };
+  } else if (status === 1) {
+    out = { ok: false, error: readError(r) };
+  } else {
+    bad(`unknown batch result status ${status}`);
+  }
+  r.expectEnd('batch result');
+  return out;
+}
+
+// ---- errors ------------------------------------------------------------------------
+
+const ERR_GENERIC = 0;
+const ERR_NOT_LEASE_HOLDER = 1;
+const ERR_RANGE_NOT_FOUND = 2;
+const ERR_RANGE_KEY_MISMATCH = 3;
+const ERR_AMBIGUOUS = 4;
+const ERR_WRITE_INTENT = 5;
+const ERR_WRITE_TOO_OLD = 6;
+const ERR_CONDITION_FAILED = 7;
+const ERR_UNCERTAINTY = 8;
+const ERR_PROPOSAL_DROPPED = 9;
+const ERR_STORE_STOPPED = 10;
+
+function writeIntent(wr: BufWriter, i: Intent): void {
+  wr.bytes(i.key);
+  writeTxnMeta(wr, i.txn);
+}
+
+/** Writes a KV error; any CairnError not listed travels as its code/message/flags. */
+export function writeError(wr: BufWriter, e: CairnError): void {
+  if (e instanceof NotLeaseHolderError) {
+    wr.u8(ERR_NOT_LEASE_HOLDER);
+    wr.uvarint(e.rangeId);
+    writeOpt(wr, e.lease, writeLease);
+    writeOpt(wr, e.hint, writeReplica);
+  } else if (e instanceof RangeNotFoundError) {
+    wr.u8(ERR_RANGE_NOT_FOUND);
+    wr.uvarint(e.rangeId);
+    wr.uvarint(e.storeId);
+  } else if (e instanceof RangeKeyMismatchError) {
+    wr.u8(ERR_RANGE_KEY_MISMATCH);
+    wr.bytes(e.key);
+    writeNullableBytes(wr, e.endKey);
+    wr.uvarint(e.descriptors.length);
+    for (const d of e.descriptors) writeDescriptor(wr, d);
+  } else if (e instanceof AmbiguousResultError) {
+    wr.u8(ERR_AMBIGUOUS);
+    wr.string(e.message.replace(/^result is ambiguous: /, ''));
+  } else if (e instanceof WriteIntentError) {
+    wr.u8(ERR_WRITE_INTENT);
+    wr.uvarint(e.intents.length);
+    for (const i of e.intents) writeIntent(wr, i);
+  } else if (e instanceof WriteTooOldError) {
+    wr.u8(ERR_WRITE_TOO_OLD);
+    wr.bytes(e.key);
+    wr.timestamp(e.timestamp);
+    wr.timestamp(e.actualTimestamp);
+  } else if (e instanceof ConditionFailedError) {
+    wr.u8(ERR_CONDITION_FAILED);
+    wr.bytes(e.key);
+    writeNullableBytes(wr, e.actual);
+  } else if (e instanceof ReadWithinUncertaintyIntervalError) {
+    wr.u8(ERR_UNCERTAINTY);
+    wr.bytes(e.key);
+    wr.timestamp(e.readTimestamp);
+    wr.timestamp(e.valueTimestamp);
+    wr.timestamp(e.uncertaintyLimit);
+  } else if (e instanceof ProposalDroppedKvError) {
+    wr.u8(ERR_PROPOSAL_DROPPED);
+    wr.string(e.message);
+  } else if (e instanceof StoreStoppedError) {
+    wr.u8(ERR_STORE_STOPPED);
+    wr.string(e.message);
+  } else {
+    wr.u8(ERR_GENERIC);
+    wr.string(e.code);
+    wr.string(e.message);
+    wr.bool(e.retryable);
+    wr.bool(e.ambiguous);
+    wr.string(e.sqlState);
+  }
+}
+
+/** A CairnError re-created from the wire: the same class for the kinds listed, else generic. */
+class RemoteError extends CairnError {
+  override name = 'CairnError';
+  constructor(code: string, message: string, retryable: boolean, ambiguous: boolean, sqlState: string) {
+    super(code, message, { retryable, ambiguous, sqlState });
+  }
+}
+
+function withMessage<E extends CairnError>(e: E, message: string): E {
+  Object.defineProperty(e, 'message', { value: message, enumerable: false, writable: true, configurable: true });
+  return e;
+}
+
+export function readError(r: BufReader): CairnError {
+  const tag = r.u8();
+  switch (tag) {
+    case ERR_NOT_LEASE_HOLDER:
+      return new NotLeaseHolderError(r.uvarint(), readOpt(r, readLease), readOpt(r, readReplica));
+    case ERR_RANGE_NOT_FOUND:
+      return new RangeNotFoundError(r.uvarint(), r.uvarint());
+    case ERR_RANGE_KEY_MISMATCH: {
+      const key = r.bytes();
+      const endKey = readNullableBytes(r);
+      const n = r.uvarint();
+      const descs: RangeDescriptor[] = [];
+      for (let i = 0; i < n; i++) descs.push(readDescriptor(r));
+      return new RangeKeyMismatchError(key, endKey, descs);
+    }
+    case ERR_AMBIGUOUS:
+      return new AmbiguousResultError(r.string());
+    case ERR_WRITE_INTENT: {
+      const n = r.uvarint();
+      const intents: Intent[] = [];
+      for (let i = 0; i < n; i++) intents.push({ key: r.bytes(), txn: readTxnMeta(r) });
+      return new WriteIntentError(intents);
+    }
+    case ERR_WRITE_TOO_OLD:
+      return new WriteTooOldError(r.bytes(), r.timestamp(), r.timestamp());
+    case ERR_CONDITION_FAILED:
+      return new ConditionFailedError(r.bytes(), readNullableBytes(r));
+    case ERR_UNCERTAINTY:
+      return new ReadWithinUncertaintyIntervalError(r.bytes(), r.timestamp(), r.timestamp(), r.timestamp());
+    case ERR_PROPOSAL_DROPPED:
+      return withMessage(new ProposalDroppedKvError(0, ''), r.string());
+    case ERR_STORE_STOPPED:
+      return withMessage(new StoreStoppedError(0), r.string());
+    case ERR_GENERIC:
+      return new RemoteError(r.string(), r.string(), r.bool(), r.bool(), r.string());
+    default:
+      return bad(`unknown error tag ${tag}`);
+  }
+}
+
+// ---- Raft messages -----------------------------------------------------------------
+
+function writeIds(wr: BufWriter, ids: readonly number[]): void {
+  wr.uvarint(ids.length);
+  for (const id of ids) wr.uvarint(id);
+}
+
+function readIds(r: BufReader): number[] {
+  const n = r.uvarint();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(r.uvarint());
+  return out;
+}
+
+export function writeConfState(wr: BufWriter, cs: ConfState): void {
+  writeIds(wr, cs.voters);
+  writeIds(wr, cs.learners);
+  writeIds(wr, cs.votersOutgoing);
+  writeIds(wr, cs.learnersNext);
+  wr.bool(cs.autoLeave);
+}
+
+export function readConfState(r: BufReader): ConfState {
+  return { voters: readIds(r), learners: readIds(r), votersOutgoing: readIds(r), learnersNext: readIds(r), autoLeave: r.bool() };
+}
+
+function writeSnapshot(wr: BufWriter, s: Snapshot): void {
+  wr.bytes(s.data);
+  wr.uvarint(s.metadata.index);
+  wr.uvarint(s.metadata.term);
+  writeConfState(wr, s.metadata.confState);
+}
+
+function readSnapshot(r: BufReader): Snapshot {
+  const data = r.bytes();
+  return { data, metadata: { index: r.uvarint(), term: r.uvarint(), confState: readConfState(r) } };
+}
+
+function writeRaftMessage(wr: BufWriter, m: Message): void {
+  wr.u8(m.type);
+  wr.uvarint(m.to);
+  wr.uvarint(m.from);
+  wr.uvarint(m.term);
+  wr.uvarint(m.logTerm);
+  wr.uvarint(m.index);
+  wr.uvarint(m.entries.length);
+  for (const e of m.entries) {
+    wr.uvarint(e.term);
+    wr.uvarint(e.index);
+    wr.u8(e.type);
+    wr.bytes(e.data);
+  }
+  wr.uvarint(m.commit);
+  writeOpt(wr, m.snapshot, writeSnapshot);
+  wr.bool(m.reject);
+  wr.uvarint(m.rejectHint);
+  writeOpt(wr, m.context, (x, v) => x.bytes(v));
+}
+
+function readRaftMessage(r: BufReader): Message {
+  const type = r.u8();
+  if (type > 18) bad(`unknown raft message type ${type}`);
+  const to = r.uvarint();
+  const from = r.uvarint();
+  const term = r.uvarint();
+  const logTerm = r.uvarint();
+  const index = r.uvarint();
+  const n = r.uvarint();
+  const entries: Entry[] = [];
+  for (let i = 0; i < n; i++) {
+    const et = r.uvarint();
+    const ei = r.uvarint();
+    const ty = r.u8();
+    if (ty > 1) bad(`unknown entry type ${ty}`);
+    entries.push({ term: et, index: ei, type: ty, data: r.bytes() });
+  }
+  const commit = r.uvarint();
+  const snapshot = readOpt(r, readSnapshot);
+  const reject = r.bool();
+  const rejectHint = r.uvarint();
+  const context = readOpt(r, (x) => x.bytes());
+  return { type, to, from, term, logTerm, index, entries, commit, snapshot, reject, rejectHint, context };
+}
+
+/** One Raft message of one range, addressed replica to replica. */
+export interface RaftMessageRequest {
+  readonly rangeId: number;
+  readonly fromReplicaId: number;
+  readonly toReplicaId: number;
+  /** The leader tells the follower to stop ticking (quiescence); carried on a heartbeat. */
+  readonly quiesce: boolean;
+  readonly message: Message;
+}
+
+/** All the Raft messages of one Ready round from one store to another. */
+export interface RaftMessageBatch {
+  readonly fromNodeId: number;
+  readonly fromStoreId: number;
+  readonly toStoreId: number;
+  readonly messages: readonly RaftMessageRequest[];
+}
+
+function writeRaftBatch(wr: BufWriter, b: RaftMessageBatch): void {
+  wr.uvarint(b.fromNodeId);
+  wr.uvarint(b.fromStoreId);
+  wr.uvarint(b.toStoreId);
+  wr.uvarint(b.messages.length);
+  for (const m of b.messages) {
+    wr.uvarint(m.rangeId);
+    wr.uvarint(m.fromReplicaId);
+    wr.uvarint(m.toReplicaId);
+    wr.bool(m.quiesce);
+    writeRaftMessage(wr, m.message);
+  }
+}
+
+function readRaftBatch(r: BufReader): RaftMessageBatch {
+  const fromNodeId = r.uvarint();
+  const fromStoreId = r.uvarint();
+  const toStoreId = r.uvarint();
+  const n = r.uvarint();
+  const messages: RaftMessageRequest[] = [];
+  for (let i = 0; i < n; i++) {
+    messages.push({ rangeId: r.uvarint(), fromReplicaId: r.uvarint(), toReplicaId: r.uvarint(), quiesce: r.bool(), message: readRaftMessage(r) });
+  }
+  return { fromNodeId, fromStoreId, toStoreId, messages };
+}
+
+export function encodeRaftMessageBatch(b: RaftMessageBatch): Buffer {
+  w.reset();
+  writeRaftBatch(w, b);
+  return finish();
+}
+
+export function decodeRaftMessageBatch(buf: Uint8Array): RaftMessageBatch {
+  const r = new BufReader(buf);
+  const b = readRaftBatch(r);
+  r.expectEnd('raft message batch');
+  return b;
+}
+
+// ---- Raft commands -----------------------------------------------------------------
+
+/** Replicated effects beyond the write batch, applied by every replica. */
+export interface ReplicatedSideEffects {
+  readonly newLease?: Lease;
+  readonly truncatedState?: TruncatedState;
+  readonly checksumId?: number;
+}
+
+/** A proposal's payload: what every replica applies (proposer-evaluated). */
+export interface RaftCommand {
+  /** Identifies the proposal on its proposer (never 0). */
+  readonly cmdId: number;
+  /** The lease sequence it was evaluated under. */
+  readonly leaseSeq: number;
+  /** Applies only while the lease-applied index is below it (not for lease requests). */
+  readonly maxLeaseIndex: number;
+  /** A lease request/transfer: checked against prevLease instead of leaseSeq/MLI. */
+  readonly isLeaseRequest: boolean;
+  readonly prevLease: Lease | null;
+  readonly repr: Buffer;
+  readonly stats: MvccStats;
+  readonly sideEffects: ReplicatedSideEffects;
+}
+
+export function encodeRaftCommand(c: RaftCommand): Buffer {
+  w.reset();
+  w.uvarint(c.cmdId);
+  w.uvarint(c.leaseSeq);
+  w.uvarint(c.maxLeaseIndex);
+  w.u8(c.isLeaseRequest ? 1 : 0);
+  writeOpt(w, c.prevLease, writeLease);
+  w.bytes(c.repr);
+  writeStats(w, c.stats);
+  const se = c.sideEffects;
+  writeOpt(w, se.newLease, writeLease);
+  writeOpt(w, se.truncatedState, (x, t) => {
+    x.uvarint(t.index);
+    x.uvarint(t.term);
+  });
+  writeOpt(w, se.checksumId, (x, v) => x.uvarint(v));
+  return finish();
+}
+
+export function decodeRaftCommand(buf: Uint8Array): RaftCommand {
+  const r = new BufReader(buf);
+  const cmdId = r.uvarint();
+  const leaseSeq = r.uvarint();
+  const maxLeaseIndex = r.uvarint();
+  const flags = r.u8();
+  if (flags > 1) bad(`unknown raft command flags ${flags}`);
+  const prevLease = readOpt(r, readLease);
+  const repr = r.bytes();
+  const stats = readStats(r);
+  const newLease = readOpt(r, readLease);
+  const truncatedState = readOpt(r, (x) => ({ index: x.uvarint(), term: x.uvarint() }));
+  const checksumId = readOpt(r, (x) => x.uvarint());
+  r.expectEnd('raft command');
+  const sideEffects: { -readonly [K in keyof ReplicatedSideEffects]: ReplicatedSideEffects[K] } = {};
+  if (newLease !== null) sideEffects.newLease = newLease;
+  if (truncatedState !== null) sideEffects.truncatedState = truncatedState;
+  if (checksumId !== null) sideEffects.checksumId = checksumId;
+  return { cmdId, leaseSeq, maxLeaseIndex, isLeaseRequest: flags === 1, prevLease, repr, stats, sideEffects };
+}
+
+// ---- snapshot chunks ----------------------------------------------------------------
+
+export interface SnapshotChunk {
+  readonly rangeId: number;
+  /** Unique per sending store. */
+  readonly snapId: number;
+  readonly fromNodeId: number;
+  readonly toStoreId: number;
+  /** Engine key/value pairs, in key order across chunks. */
+  readonly kvs: readonly KeyValue[];
+  /** The last chunk carries the MsgSnap to step. */
+  readonly final: RaftMessageBatch | null;
+}
+
+export function encodeSnapshotChunk(c: SnapshotChunk): Buffer {
+  w.reset();
+  w.uvarint(c.rangeId);
+  w.uvarint(c.snapId);
+  w.uvarint(c.fromNodeId);
+  w.uvarint(c.toStoreId);
+  w.uvarint(c.kvs.length);
+  for (const kv of c.kvs) {
+    w.bytes(kv.key);
+    w.bytes(kv.value);
+  }
+  writeOpt(w, c.final, writeRaftBatch);
+  return finish();
+}
+
+export function decodeSnapshotChunk(buf: Uint8Array): SnapshotChunk {
+  const r = new BufReader(buf);
+  const rangeId = r.uvarint();
+  const snapId = r.uvarint();
+  const fromNodeId = r.uvarint();
+  const toStoreId = r.uvarint();
+  const n = r.uvarint();
+  const kvs: KeyValue[] = [];
+  for (let i = 0; i < n; i++) kvs.push({ key: r.bytes(), value: r.bytes() });
+  const final = readOpt(r, readRaftBatch);
+  r.expectEnd('snapshot chunk');
+  return { rangeId, snapId, fromNodeId, toStoreId, kvs, final };
+}
+
+// ---- persisted state records ----------------------------------------------------------
+
+function encodeWith<T>(f: (wr: BufWriter, v: T) => void, v: T): Buffer {
+  w.reset();
+  f(w, v);
+  return finish();
+}
+
+function decodeWith<T>(f: (r: BufReader) => T, buf: Uint8Array, what: string): T {
+  const r = new BufReader(buf);
+  const v = f(r);
+  r.expectEnd(what);
+  return v;
+}
+
+export const encodeAppliedState = (s: RangeAppliedState): Buffer =>
+  encodeWith((x, v: RangeAppliedState) => {
+    x.uvarint(v.raftAppliedIndex);
+    x.uvarint(v.raftAppliedTerm);
+    x.uvarint(v.leaseAppliedIndex);
+    writeStats(x, v.stats);
+  }, s);
+export const decodeAppliedState = (b: Uint8Array): RangeAppliedState =>
+  decodeWith((r) => ({ raftAppliedIndex: r.uvarint(), raftAppliedTerm: r.uvarint(), leaseAppliedIndex: r.uvarint(), stats: readStats(r) }), b, 'applied state');
+
+export const encodeHardState = (s: HardState): Buffer =>
+  encodeWith((x, v: HardState) => {
+    x.uvarint(v.term);
+    x.uvarint(v.vote);
+    x.uvarint(v.commit);
+  }, s);
+export const decodeHardState = (b: Uint8Array): HardState => decodeWith((r) => ({ term: r.uvarint(), vote: r.uvarint(), commit: r.uvarint() }), b, 'hard state');
+
+export const encodeTruncatedState = (s: TruncatedState): Buffer =>
+  encodeWith((x, v: TruncatedState) => {
+    x.uvarint(v.index);
+    x.uvarint(v.term);
+  }, s);
+export const decodeTruncatedState = (b: Uint8Array): TruncatedState => decodeWith((r) => ({ index: r.uvarint(), term: r.uvarint() }), b, 'truncated state');
+
+export const encodeLease = (l: Lease): Buffer => encodeWith(writeLease, l);
+export const decodeLease = (b: Uint8Array): Lease => decodeWith(readLease, b, 'lease');
+
+export const encodeRangeDescriptor = (d: RangeDescriptor): Buffer => encodeWith(writeDescriptor, d);
+export const decodeRangeDescriptor = (b: Uint8Array): RangeDescriptor => decodeWith(readDescriptor, b, 'range descriptor');
+
+export const encodeStoreIdent = (s: StoreIdent): Buffer =>
+  encodeWith((x, v: StoreIdent) => {
+    x.string(v.clusterId);
+    x.uvarint(v.nodeId);
+    x.uvarint(v.storeId);
+  }, s);
+export const decodeStoreIdent = (b: Uint8Array): StoreIdent => decodeWith((r) => ({ clusterId: r.string(), nodeId: r.uvarint(), storeId: r.uvarint() }), b, 'store ident');
+
+/** A raft entry as stored in the log (key: raftLogKey(rangeId, index)): term:uv type:u8 data:rest. */
+export function encodeRaftEntry(e: Entry): Buffer {
+  w.reset();
+  w.uvarint(e.term);
+  w.u8(e.type);
+  w.raw(e.data);
+  return finish();
+}
+
+export function decodeRaftEntry(index: number, b: Buffer): Entry {
+  const r = new BufReader(b);
+  const term = r.uvarint();
+  const type = r.u8();
+  if (type > 1) bad(`unknown entry type ${type}`);
+  return { term, index, type, data: r.raw(r.remaining) };
+}
+
+/** The timestamp codec alone, for tests. */
+export function encodeTimestamp(t: Timestamp): Buffer {
+  return encodeWith((x, v: Timestamp) => x.timestamp(v), t);
+}

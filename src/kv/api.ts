@@ -1,0 +1,342 @@
+/**
+ * The KV API: the requests a replica serves, their responses, the batch that
+ * carries them, the range and lease descriptors, and the KV errors with the
+ * hints a router needs (CockroachDB's roachpb api.proto, reduced).
+ *
+ *   BatchRequest { header: { rangeId, replicaId?, timestamp, txn?, … }, requests[] }
+ *        │  a router (Sender, kv-client.ts / the DistSender) addresses one range;
+ *        ▼  the Store hands it to that range's Replica
+ *   BatchResponse { header: { now }, responses[] }   — aligned with requests
+ *   or a KV error (encoded as a value by api-codec.ts, never thrown through RPC)
+ *
+ * Contracts:
+ *   - Every request and response is a readonly object with a `kind` tag; the
+ *     tags of a response match its request's. Each kind has one command file
+ *     in batcheval/ (cmd-*.ts: the spans it declares and how it evaluates);
+ *     the command registry (batcheval/command.ts) is how later kinds (EndTxn,
+ *     PushTxn, AdminSplit, …) plug in: add the variant here and in
+ *     api-codec.ts, and register a Command.
+ *   - A batch is all reads or contains writes; a batch with writes is
+ *     evaluated on the leaseholder into one write batch and replicated through
+ *     Raft as one command. Admin/lease requests travel alone.
+ *   - `header.timestamp` zero means "the leaseholder's clock now".
+ *   - `header.txn` marks the batch transactional: writes become intents of
+ *     that transaction, reads see its own intents. Conflicting intents of
+ *     other transactions surface as WriteIntentError (storage/mvcc.ts).
+ *   - Keys are user keys (storage/keys.ts); values are opaque bytes.
+ *
+ * Errors (all CairnError, code prefixed `kv.`):
+ *   NotLeaseHolderError   kv.not_lease_holder  retryable: the hint names the
+ *                         lease (if known) or the replica believed to be it
+ *   RangeNotFoundError    kv.range_not_found   retryable elsewhere
+ *   RangeKeyMismatchError kv.range_key_mismatch retryable after a descriptor
+ *                         refresh; carries the store's descriptors
+ *   AmbiguousResultError  kv.ambiguous_result  (src/util/errors.ts) the
+ *                         command may or may not have applied
+ *   ProposalDroppedKvError kv.proposal_dropped retryable: never proposed
+ *   plus storage's WriteIntentError, WriteTooOldError, ConditionFailedError,
+ *   ReadWithinUncertaintyIntervalError.
+ *
+ * Ownership: src/kv. Buffers in requests and responses are shared, never
+ * mutated after construction.
+ */
+import { CairnError } from '../util/errors.js';
+import type { Timestamp } from '../util/hlc.js';
+import type { Txn } from '../../storage/mvcc.js';
+import type { MvccStats } from '../../storage/mvcc-stats.js';
+
+// ---- Descriptors -------------------------------------------------------------
+
+export const ReplicaType = { Voter: 0, Learner: 1 } as const;
+export type ReplicaType = (typeof ReplicaType)[keyof typeof ReplicaType];
+
+/** One replica of a range (CockroachDB's ReplicaDescriptor). */
+export interface ReplicaDescriptor {
+  readonly nodeId: number;
+  readonly storeId: number;
+  /** The Raft id of the replica inside its range; unique per range, never reused. */
+  readonly replicaId: number;
+  readonly type: ReplicaType;
+}
+
+/** A range: [startKey, endKey) and its replicas (CockroachDB's RangeDescriptor). */
+export interface RangeDescriptor {
+  readonly rangeId: number;
+  readonly startKey: Buffer;
+  readonly endKey: Buffer;
+  readonly replicas: readonly ReplicaDescriptor[];
+  readonly nextReplicaId: number;
+  /** Bumped by every split, merge and replica change. */
+  readonly generation: number;
+}
+
+/**
+ * A range lease (expiration-based): `replica` may serve reads and evaluate
+ * writes while its clock is below `expiration - maxOffset`. `sequence` grows
+ * with each new holder; an extension by the same holder keeps it.
+ */
+export interface Lease {
+  readonly replica: ReplicaDescriptor;
+  readonly start: Timestamp;
+  readonly expiration: Timestamp;
+  readonly sequence: number;
+}
+
+/** The Raft log truncation point: entries ≤ index are gone. */
+export interface TruncatedState {
+  readonly index: number;
+  readonly term: number;
+}
+
+/** Persisted with every applied command, atomically (replicated range-ID-local). */
+export interface RangeAppliedState {
+  readonly raftAppliedIndex: number;
+  readonly raftAppliedTerm: number;
+  /** The max lease index of the last command applied under the lease rules. */
+  readonly leaseAppliedIndex: number;
+  readonly stats: MvccStats;
+}
+
+export interface StoreIdent {
+  readonly clusterId: string;
+  readonly nodeId: number;
+  readonly storeId: number;
+}
+
+export function replicaOf(desc: RangeDescriptor, replicaId: number): ReplicaDescriptor | undefined {
+  return desc.replicas.find((r) => r.replicaId === replicaId);
+}
+
+export function replicaOnStore(desc: RangeDescriptor, storeId: number): ReplicaDescriptor | undefined {
+  return desc.replicas.find((r) => r.storeId === storeId);
+}
+
+export function leaseEqual(a: Lease | null, b: Lease | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.sequence === b.sequence &&
+    a.replica.replicaId === b.replica.replicaId &&
+    a.start.wall === b.start.wall &&
+    a.start.logical === b.start.logical &&
+    a.expiration.wall === b.expiration.wall &&
+    a.expiration.logical === b.expiration.logical
+  );
+}
+
+// ---- Requests --------------------------------------------------------------------
+
+export interface GetRequest {
+  readonly kind: 'get';
+  readonly key: Buffer;
+}
+export interface PutRequest {
+  readonly kind: 'put';
+  readonly key: Buffer;
+  readonly value: Buffer;
+}
+export interface ConditionalPutRequest {
+  readonly kind: 'cput';
+  readonly key: Buffer;
+  /** null: delete. */
+  readonly value: Buffer | null;
+  /** null: the key must be absent. */
+  readonly expected: Buffer | null;
+  readonly allowIfDoesNotExist: boolean;
+}
+export interface DeleteRequest {
+  readonly kind: 'delete';
+  readonly key: Buffer;
+}
+export interface DeleteRangeRequest {
+  readonly kind: 'deleteRange';
+  readonly key: Buffer;
+  readonly endKey: Buffer;
+  readonly returnKeys: boolean;
+}
+export interface ScanRequest {
+  readonly kind: 'scan' | 'reverseScan';
+  readonly key: Buffer;
+  readonly endKey: Buffer;
+  /** 0: no limit. */
+  readonly maxKeys: number;
+}
+/** Acquire or extend the lease for the proposing replica (built by the replica itself). */
+export interface RequestLeaseRequest {
+  readonly kind: 'requestLease';
+  readonly lease: Lease;
+  readonly prevLease: Lease | null;
+}
+/** Hand the lease to `lease.replica` (proposed by the current holder). */
+export interface TransferLeaseRequest {
+  readonly kind: 'transferLease';
+  readonly lease: Lease;
+  readonly prevLease: Lease | null;
+}
+export interface LeaseInfoRequest {
+  readonly kind: 'leaseInfo';
+}
+/** Replicated: every replica computes a checksum of the range's data at the same applied index. */
+export interface ComputeChecksumRequest {
+  readonly kind: 'computeChecksum';
+  /** Chosen by the caller; results are collected by it (Store.checksumResult). */
+  readonly checksumId: number;
+}
+/** Replicated: every replica drops its Raft log up to and including `index`. */
+export interface TruncateLogRequest {
+  readonly kind: 'truncateLog';
+  readonly index: number;
+}
+
+export type Request =
+  | GetRequest
+  | PutRequest
+  | ConditionalPutRequest
+  | DeleteRequest
+  | DeleteRangeRequest
+  | ScanRequest
+  | RequestLeaseRequest
+  | TransferLeaseRequest
+  | LeaseInfoRequest
+  | ComputeChecksumRequest
+  | TruncateLogRequest;
+
+export type RequestKind = Request['kind'];
+
+// ---- Responses -------------------------------------------------------------------
+
+export interface KeyValue {
+  readonly key: Buffer;
+  readonly value: Buffer;
+}
+
+export interface GetResponse {
+  readonly kind: 'get';
+  readonly value: Buffer | null;
+  /** The version's timestamp (zero when absent). */
+  readonly ts: Timestamp;
+}
+export interface EmptyResponse {
+  readonly kind: 'put' | 'cput' | 'delete' | 'requestLease' | 'transferLease' | 'computeChecksum' | 'truncateLog';
+}
+export interface DeleteRangeResponse {
+  readonly kind: 'deleteRange';
+  readonly keys: readonly Buffer[];
+}
+export interface ScanResponse {
+  readonly kind: 'scan' | 'reverseScan';
+  readonly rows: readonly KeyValue[];
+  /** Where to continue when maxKeys stopped the scan. */
+  readonly resumeKey: Buffer | null;
+  readonly resumeEndKey: Buffer | null;
+}
+export interface LeaseInfoResponse {
+  readonly kind: 'leaseInfo';
+  readonly lease: Lease | null;
+}
+
+export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse;
+
+// ---- Batches ---------------------------------------------------------------------------
+
+export interface BatchHeader {
+  /** The range addressed; 0 lets a router (Sender) choose. */
+  readonly rangeId: number;
+  /** The replica addressed (0: whichever the store holds). */
+  readonly replicaId?: number;
+  /** Zero: the leaseholder's clock now. */
+  readonly timestamp: Timestamp;
+  readonly txn?: Txn;
+}
+
+export interface BatchRequest {
+  readonly header: BatchHeader;
+  readonly requests: readonly Request[];
+}
+
+export interface BatchResponse {
+  /** The serving node's clock when it answered. */
+  readonly now: Timestamp;
+  /** The timestamp reads and writes were evaluated at. */
+  readonly timestamp: Timestamp;
+  readonly responses: readonly Response[];
+}
+
+/** Does the request change replicated state (so the batch goes through Raft)? */
+export function isWriteRequest(r: Request): boolean {
+  switch (r.kind) {
+    case 'get':
+    case 'scan':
+    case 'reverseScan':
+    case 'leaseInfo':
+      return false;
+    default:
+      return true;
+  }
+}
+
+// ---- RPC methods ---------------------------------------------------------------------
+
+/** The KV layer's RPC method ids (src/rpc reserves the top of the u16 space). */
+export const KvMethod = {
+  /** request: encoded BatchRequest; response: encoded BatchResponse or KV error. */
+  Batch: 100,
+  /** one-way: a coalesced RaftMessageBatch from one store to another. */
+  RaftMessages: 101,
+  /** request: one snapshot chunk; response: empty (ack). */
+  RaftSnapshot: 102,
+} as const;
+
+// ---- Errors --------------------------------------------------------------------------
+
+export class NotLeaseHolderError extends CairnError {
+  override name = 'NotLeaseHolderError';
+  constructor(
+    readonly rangeId: number,
+    /** The lease this replica knows of, if any. */
+    readonly lease: Lease | null,
+    /** A replica more likely to hold the lease (e.g. the Raft leader), if known. */
+    readonly hint: ReplicaDescriptor | null,
+    why = '',
+  ) {
+    const who = lease !== null ? `lease held by n${lease.replica.nodeId} (r${rangeId}/${lease.replica.replicaId}, seq ${lease.sequence})` : hint !== null ? `try n${hint.nodeId}` : 'leaseholder unknown';
+    super('kv.not_lease_holder', `kv: not lease holder for r${rangeId}: ${who}${why === '' ? '' : `: ${why}`}`, { retryable: true, sqlState: '40001' });
+  }
+}
+
+export class RangeNotFoundError extends CairnError {
+  override name = 'RangeNotFoundError';
+  constructor(
+    readonly rangeId: number,
+    readonly storeId: number,
+  ) {
+    super('kv.range_not_found', `kv: r${rangeId} not found on s${storeId}`, { retryable: true, sqlState: '40001' });
+  }
+}
+
+export class RangeKeyMismatchError extends CairnError {
+  override name = 'RangeKeyMismatchError';
+  constructor(
+    readonly key: Buffer,
+    readonly endKey: Buffer | null,
+    /** The descriptors the store holds that are relevant (the addressed range's, if any). */
+    readonly descriptors: readonly RangeDescriptor[],
+  ) {
+    super('kv.range_key_mismatch', `kv: key range ${key.toString('hex')}${endKey === null ? '' : `-${endKey.toString('hex')}`} outside the addressed range`, { retryable: true, sqlState: '40001' });
+  }
+}
+
+/** Raft refused the proposal (no leader known, …): nothing was proposed. */
+export class ProposalDroppedKvError extends CairnError {
+  override name = 'ProposalDroppedKvError';
+  constructor(rangeId: number, why: string) {
+    super('kv.proposal_dropped', `kv: proposal to r${rangeId} dropped: ${why}`, { retryable: true, sqlState: '40001' });
+  }
+}
+
+/** The store is shutting down or not started. */
+export class StoreStoppedError extends CairnError {
+  override name = 'StoreStoppedError';
+  constructor(storeId: number) {
+    super('kv.store_stopped', `kv: s${storeId} is stopped`, { retryable: true, sqlState: '57P01' });
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * RequestLease and TransferLease: write the new lease under the range's lease
+ * key and carry it as a replicated side effect; every replica installs it on
+ * apply if the lease it holds then still equals `prevLease` (the command is
+ * otherwise rejected — two concurrent lease requests cannot both win).
+ * The lease itself is built and checked by replica-lease.ts before proposing.
+ * Spans: the lease key, write.
+ */
+import { encodeMvccKey } from '../../../storage/mvcc-key.js';
+import { rangeLeaseKey } from '../../../storage/keys.js';
+import { encodeLease } from '../api-codec.js';
+import type { RequestLeaseRequest, TransferLeaseRequest } from '../api.js';
+import { registerCommand } from './command.js';
+
+for (const kind of ['requestLease', 'transferLease'] as const) {
+  registerCommand<RequestLeaseRequest | TransferLeaseRequest>({
+    kind,
+    isWrite: true,
+    declareKeys(h, _req, _d, out) {
+      out.push({ key: rangeLeaseKey(h.rangeId), endKey: null, write: true });
+    },
+    evaluate(ctx, rw, _h, req) {
+      rw.put(encodeMvccKey(rangeLeaseKey(ctx.rangeId)), encodeLease(req.lease));
+      ctx.sideEffects.newLease = req.lease;
+      return { kind };
+    },
+  });
+}

@@ -1,0 +1,10 @@
+/** Helpers shared by the cmd-*.ts files. */
+import type { MvccWriteOptions } from '../../../storage/mvcc.js';
+import type { EvalContext, EvalHeader } from './command.js';
+
+export { registerCommand } from './command.js';
+
+/** The MVCC write options of a batch: its transaction (if any) and the stats delta to add into. */
+export function writeOptions(ctx: EvalContext, h: EvalHeader): MvccWriteOptions {
+  return h.txn === undefined ? { stats: ctx.stats } : { txn: h.txn, stats: ctx.stats };
+}

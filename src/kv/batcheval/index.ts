@@ -1,0 +1,16 @@
+/**
+ * Registers every command (import for its side effect) and re-exports the
+ * framework. Replica imports this module once.
+ */
+import './cmd-get.js';
+import './cmd-put.js';
+import './cmd-conditional-put.js';
+import './cmd-delete.js';
+import './cmd-delete-range.js';
+import './cmd-scan.js';
+import './cmd-lease-info.js';
+import './cmd-lease.js';
+import './cmd-compute-checksum.js';
+import './cmd-truncate-log.js';
+
+export * from './command.js';
