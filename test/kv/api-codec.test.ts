@@ -35,6 +35,11 @@ const batch: fc.Arbitrary<BatchRequest> = fc.record({
   requests: fc.array(request, { maxLength: 6 }),
 });
 
+function errOf(r: codec.BatchResult): CairnError {
+  if (r.ok) throw new Error('expected an error result');
+  return r.error;
+}
+
 function expectTruncationsRejected(enc: Buffer, decode: (b: Buffer) => unknown): void {
   for (let n = 0; n < enc.length; n++) expect(() => decode(enc.subarray(0, n))).toThrow(CairnError);
 }
@@ -73,11 +78,11 @@ describe('api-codec', () => {
       fc.property(fc.integer({ min: 1, max: 1000 }), fc.option(lease), fc.option(replica), fc.array(desc, { maxLength: 3 }), (rangeId, l, hint, descs) => {
         const nlhe = codec.decodeBatchResult(codec.encodeBatchResult({ ok: false, error: new NotLeaseHolderError(rangeId, l, hint) }));
         expect(nlhe.ok).toBe(false);
-        const e = (nlhe as { error: NotLeaseHolderError }).error;
+        const e = errOf(nlhe) as NotLeaseHolderError;
         expect(e).toBeInstanceOf(NotLeaseHolderError);
         expect([e.rangeId, e.lease, e.hint, e.retryable]).toEqual([rangeId, l, hint, true]);
         const rkm = codec.decodeBatchResult(codec.encodeBatchResult({ ok: false, error: new RangeKeyMismatchError(Buffer.from('k'), null, descs) }));
-        expect((rkm as { error: RangeKeyMismatchError }).error.descriptors).toEqual(descs);
+        expect((errOf(rkm) as RangeKeyMismatchError).descriptors).toEqual(descs);
       }),
       { numRuns: 100 },
     );
@@ -90,7 +95,7 @@ describe('api-codec', () => {
     ];
     for (const err of errs) {
       const back = codec.decodeBatchResult(codec.encodeBatchResult({ ok: false, error: err }));
-      const got = (back as { error: CairnError }).error;
+      const got = errOf(back);
       expect(got.constructor).toBe(err.constructor === CairnError ? got.constructor : err.constructor);
       expect([got.code, got.message, got.retryable, got.ambiguous, got.sqlState]).toEqual([err.code, err.message, err.retryable, err.ambiguous, err.sqlState]);
     }
