@@ -101,6 +101,9 @@ describe('sets', () => {
 
 describe('monotonic', () => {
   const row = (value: number, ts: number | string) => ({ value, ts });
+  /** Two concurrent incs completing with the given rows. */
+  const concurrentIncs = (a: ReturnType<typeof row>, b: ReturnType<typeof row>) =>
+    new HistoryBuilder().invoke(0, 'inc', null).invoke(1, 'inc', null).ok(0, 'inc', a).ok(1, 'inc', b);
 
   it('accepts values increasing with commit timestamps, and an indeterminate inc in the final read', () => {
     const h = new HistoryBuilder()
@@ -116,13 +119,7 @@ describe('monotonic', () => {
   });
 
   it('flags a value that regresses in commit-timestamp order', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'inc', null)
-      .invoke(1, 'inc', null)
-      .ok(0, 'inc', row(2, 10))
-      .ok(1, 'inc', row(1, 20))
-      .build();
-    expect(checkMonotonic(h).anomalyTypes).toEqual(['regression']);
+    expect(checkMonotonic(concurrentIncs(row(2, 10), row(1, 20)).build()).anomalyTypes).toEqual(['regression']);
   });
 
   it('flags a later transaction that inserted a smaller value, even at a smaller timestamp', () => {
@@ -132,13 +129,7 @@ describe('monotonic', () => {
   });
 
   it('flags duplicate values and rows lost from the final read', () => {
-    const h = new HistoryBuilder()
-      .invoke(0, 'inc', null)
-      .invoke(1, 'inc', null)
-      .ok(0, 'inc', row(1, 10))
-      .ok(1, 'inc', row(1, 11))
-      .op(2, 'ok', 'read', null, [row(1, 10)])
-      .build();
+    const h = concurrentIncs(row(1, 10), row(1, 11)).op(2, 'ok', 'read', null, [row(1, 10)]).build();
     expect(checkMonotonic(h).anomalyTypes).toEqual(['duplicate-value', 'lost']);
   });
 
