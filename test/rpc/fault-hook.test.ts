@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FaultHook, InvalidFaultSpecError } from '../../src/rpc/fault-hook.js';
 import { Prng } from '../../src/util/prng.js';
 import { backoffDelay } from '../../src/rpc/rpc-context.js';
-import { countRuns, ECHO, Nodes, registerEcho, rejection, waitFor } from './nodes.js';
+import { collectOneWays, countRuns, ECHO, Nodes, ONE_WAY, registerEcho, rejection, waitFor } from './nodes.js';
 
 describe('FaultHook decisions', () => {
   it('passes everything untouched when no fault is set', () => {
@@ -114,13 +114,13 @@ describe('faults on real connections', () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
     let got = 0;
-    n2.ctx.register(9, () => {
+    n2.ctx.register(ONE_WAY, () => {
       got++;
     });
     registerEcho(n2.ctx);
     n1.ctx.faults.setFaults(2, { dropProbability: 0.3 });
     const n = 4000;
-    for (let i = 0; i < n; i++) n1.ctx.send(2, 9, Buffer.alloc(8));
+    for (let i = 0; i < n; i++) n1.ctx.send(2, ONE_WAY, Buffer.alloc(8));
     const dropped = n1.ctx.faults.countersFor(2).dropped;
     await waitFor(() => got === n - dropped, 5000, 'the surviving one-ways');
     expect(Math.abs(dropped - n * 0.3)).toBeLessThan(5 * Math.sqrt(n * 0.3 * 0.7));
@@ -144,15 +144,12 @@ describe('faults on real connections', () => {
   it('a delay range reorders one-way messages', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    const got: number[] = [];
-    n2.ctx.register(9, (p) => {
-      got.push(p.readUInt32BE(0));
-    });
+    const got = collectOneWays(n2.ctx, (p) => p.readUInt32BE(0));
     n1.ctx.faults.setFaults(2, { delayMs: [0, 40] });
     for (let i = 0; i < 50; i++) {
       const b = Buffer.alloc(4);
       b.writeUInt32BE(i);
-      n1.ctx.send(2, 9, b);
+      n1.ctx.send(2, ONE_WAY, b);
     }
     await waitFor(() => got.length === 50, 5000, 'all delayed one-ways');
     expect([...got].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i));

@@ -85,6 +85,17 @@ export function registerEcho(ctx: RpcContext): void {
   ctx.register(ECHO, (p) => p);
 }
 
+export const ONE_WAY = 9;
+
+/** Registers a one-way handler that collects the payloads it receives, decoded by `as`. */
+export function collectOneWays<T = string>(ctx: RpcContext, as: (p: Buffer) => T = (p) => p.toString() as T): T[] {
+  const got: T[] = [];
+  ctx.register(ONE_WAY, (p) => {
+    got.push(as(p));
+  });
+  return got;
+}
+
 /** Registers a handler that counts its runs: ECHO echoes, NEVER never answers. */
 export function countRuns(ctx: RpcContext, method: typeof ECHO | typeof NEVER): { ran: number } {
   const counter = { ran: 0 };

@@ -15,7 +15,7 @@ import { encodeFrame, FrameDecoder } from '../../src/rpc/frame.js';
 import { decodeHandshake, encodeHandshake } from '../../src/rpc/handshake.js';
 import { BufReader, BufWriter } from '../../src/rpc/codec.js';
 import { decodeEnvelope, encodeEnvelope, MessageKind } from '../../src/rpc/envelope.js';
-import { countRuns, ECHO, eventually, NEVER, Nodes, registerEcho, rejection, T0, waitFor } from './nodes.js';
+import { collectOneWays, countRuns, ECHO, eventually, NEVER, Nodes, ONE_WAY, registerEcho, rejection, T0, waitFor } from './nodes.js';
 
 const nodes = new Nodes();
 const servers: Server[] = [];
@@ -135,11 +135,8 @@ describe('round trips', () => {
   it('one-way messages arrive in order and need no response', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    const got: string[] = [];
-    n2.ctx.register(9, (p) => {
-      got.push(p.toString());
-    });
-    for (let i = 0; i < 500; i++) expect(n1.ctx.send(2, 9, Buffer.from(String(i)))).toBe(true);
+    const got = collectOneWays(n2.ctx);
+    for (let i = 0; i < 500; i++) expect(n1.ctx.send(2, ONE_WAY, Buffer.from(String(i)))).toBe(true);
     await waitFor(() => got.length === 500, 5000, 'one-ways');
     expect(got).toEqual(Array.from({ length: 500 }, (_, i) => String(i)));
   });
@@ -453,7 +450,7 @@ describe('bad input', () => {
     const n2 = await nodes.start(2);
     registerEcho(n2.ctx);
     const oneWays: string[] = [];
-    n2.ctx.register(9, (p) => {
+    n2.ctx.register(ONE_WAY, (p) => {
       oneWays.push(p.toString());
     });
     const s = await rawClient(n2.addr.port);
@@ -491,7 +488,7 @@ describe('bad input', () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2, { maxFrameBytes: 4096 });
     registerEcho(n2.ctx);
-    n2.ctx.register(9, () => undefined);
+    n2.ctx.register(ONE_WAY, () => undefined);
     await fc.assert(
       fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 64 }), { minLength: 1, maxLength: 4 }), async (chunks) => {
         const s = await rawClient(n2.addr.port);
@@ -620,17 +617,14 @@ describe('connection lifecycle and metrics', () => {
   it('a message delayed by the fault hook is dropped if its connection closes meanwhile', async () => {
     const n1 = await nodes.start(1);
     const n2 = await nodes.start(2);
-    const got: string[] = [];
-    n2.ctx.register(9, (p) => {
-      got.push(p.toString());
-    });
+    const got = collectOneWays(n2.ctx);
     registerEcho(n2.ctx);
     await n1.ctx.call(2, ECHO, Buffer.alloc(0));
     n1.ctx.faults.setFaults(2, { delayMs: 30 });
-    n1.ctx.send(2, 9, Buffer.from('late'));
+    n1.ctx.send(2, ONE_WAY, Buffer.from('late'));
     n1.ctx.disconnect(2);
     n1.ctx.faults.clearFaults();
-    n1.ctx.send(2, 9, Buffer.from('fresh'));
+    n1.ctx.send(2, ONE_WAY, Buffer.from('fresh'));
     await waitFor(() => got.length === 1, 5000, 'the fresh one-way');
     await waitFor(() => n1.ctx.metrics.peer(2).delayedDiscarded === 1, 5000, 'the delay to end');
     expect(got).toEqual(['fresh']);
