@@ -6,7 +6,7 @@
  *     keys, so each one also moves the displaced version into the history),
  *     evaluated one batch after another, and again with the next batch's
  *     heads prefetched (getMany) and evaluated while the previous batch syncs,
- *   - point get: raw getSync vs mvccGet (one getSync through the head),
+ *   - point get: raw getSync vs mvccGetSync (one getSync through the head),
  *   - scan of 100 rows: raw iterator nextv(100) vs mvccScan(maxKeys 100),
  * with the MVCC/raw ratio. The target: MVCC within 2× of raw (ratio ≥ 0.5).
  * It prints figures and never fails on them.
@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LevelEngine } from '../storage/level-engine.js';
-import { mvccGet, mvccPrefetch, mvccPut, mvccScan } from '../storage/mvcc.js';
+import { mvccGetSync, mvccPrefetch, mvccPut, mvccScan } from '../storage/mvcc.js';
 import type { Timestamp } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
 
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
         for (let i = 0; i < 100; i++) if (raw.getSync(randomKey()) === undefined) throw new Error('bench: missing key');
       },
       () => {
-        for (let i = 0; i < 100; i++) if (mvccGet(engine, randomKey(), readTs).value === null) throw new Error('bench: missing key');
+        for (let i = 0; i < 100; i++) if (mvccGetSync(engine, randomKey(), readTs).value === null) throw new Error('bench: missing key');
       },
     );
     console.log(row('point get (getSync)', rawGet, mvccGetRate));

@@ -16,8 +16,9 @@
  *   intentCount 1 per intent; intentBytes = 12 + provisional value length
  *
  * The incremental path derives a key's contribution from its head alone (the
- * head indexes its older versions with their lengths); the recount reads every
- * engine entry — heads *and* version values — so it checks the index too.
+ * head indexes its older versions with their lengths and summarises the rest
+ * as the tail); the recount reads every engine entry — heads *and* version
+ * values — so it checks the index and the tail summary too.
  */
 import { mvccKeyPrefixLen } from './mvcc-key.js';
 import { decodeHead, decodeVersion, type Head } from './mvcc-value.js';
@@ -55,10 +56,10 @@ export function addHeadStats(into: MvccStats, metaKeyLen: number, h: Head | null
   if (h === null) return;
   into.keyCount += sign;
   into.keyBytes += sign * metaKeyLen;
-  const versions = (h.committed !== null ? 1 : 0) + h.history.length + (h.intent !== null ? 1 : 0);
+  const versions = (h.committed !== null ? 1 : 0) + h.history.length + (h.tail?.count ?? 0) + (h.intent !== null ? 1 : 0);
   into.valCount += sign * versions;
   into.keyBytes += sign * TS_SUFFIX_BYTES * versions;
-  let vb = h.committed !== null ? len(h.committed.value) : 0;
+  let vb = (h.committed !== null ? len(h.committed.value) : 0) + (h.tail?.valBytes ?? 0);
   for (const e of h.history) if (e.len > 0) vb += e.len;
   let newest: Buffer | null = h.committed?.value ?? null;
   if (h.intent !== null) {
@@ -85,7 +86,7 @@ export async function computeStats(reader: Reader, start: Buffer, end: Buffer): 
       for (const { key, value } of rows) {
         if (mvccKeyPrefixLen(key) === key.length) {
           const h = decodeHead(key, value);
-          addHeadStats(s, key.length, { committed: h.committed, history: [], intent: h.intent }, 1);
+          addHeadStats(s, key.length, { committed: h.committed, history: [], tail: null, intent: h.intent }, 1);
         } else {
           const v = decodeVersion(key, value);
           s.valCount++;

@@ -6,13 +6,14 @@
  * iterator costs ~135 µs to create in LevelDB, a getSync ~10 µs. So the
  * metadata engine key of every user key (`encodeMvccKey(key)`, no timestamp)
  * holds a head: the intent if any, the newest committed version *with its
- * value*, and an index of the older versions (timestamp + value length). Older
- * versions live at their versioned engine keys (`encodeMvccKey(key, ts)`),
- * newest first. A read at or above the newest version is one getSync; a
- * historical read is two (the head's index names the exact version key, so no
- * iterator is ever needed for a point read); uncertainty checks and GC use the
- * index without reading old values. The cost is ~8 bytes of head per old
- * version until GC removes it.
+ * value*, and an index of the next older versions (timestamp + value length),
+ * at most mvcc.ts's history index limit (default 16) of them. Older versions
+ * live at their versioned engine keys (`encodeMvccKey(key, ts)`), newest
+ * first. A read at or above the newest version is one getSync; a read of an
+ * indexed version is two (the index names the exact version key); only a read
+ * below the index (the *tail*, summarised in the head by count and value
+ * bytes) seeks an iterator. The cap keeps a hot key's head small however many
+ * versions accumulate before GC.
  *
  * Head layout (all integers uvarint unless noted; ts = wall logical):
  *
@@ -20,9 +21,11 @@
  *     body     = version:u8(=1) flags:u8
  *                [committed]                       flags & COMMITTED
  *                histCount { ts vlen }*            older versions, newest first
+ *                [tailCount tailValBytes]          flags & TAIL: versions below the index
  *                [intent]                          flags & INTENT
  *     committed = ts [valLen value]                value absent iff flags & TOMBSTONE
  *     vlen      = value length + 1, or 0 for a tombstone
+ *     flags     = COMMITTED 1 | TOMBSTONE 2 | INTENT 4 | MIN_TS 8 | TAIL 16
  *     intent    = txnId:16 bytes  epoch  writeTs  [minTs (flags & MIN_TS)]
  *                 sequence  anchorLen anchor  priority
  *                 nWrites { seq kind:u8 [valLen value] }*     ascending seq;
@@ -94,10 +97,19 @@ export interface HistoryEntry {
   readonly len: number;
 }
 
+/** The versions older than the head's index: only counted, not indexed. */
+export interface HistoryTail {
+  readonly count: number;
+  /** Σ value lengths (tombstones count 0). */
+  readonly valBytes: number;
+}
+
 export interface Head {
   readonly committed: CommittedVersion | null;
   /** Older committed versions, newest first, all below committed.ts. */
   readonly history: readonly HistoryEntry[];
+  /** Versions older than every indexed one, or null when the index is complete. */
+  readonly tail: HistoryTail | null;
   readonly intent: IntentRecord | null;
 }
 
@@ -106,6 +118,7 @@ const F_COMMITTED = 1;
 const F_TOMBSTONE = 2;
 const F_INTENT = 4;
 const F_MIN_TS = 8;
+const F_TAIL = 16;
 export const TXN_ID_LEN = 16;
 
 /** FNV-1a of the engine key: binds a checksum to its key without a second wasm call. */
@@ -180,6 +193,7 @@ export function encodeHead(metaKey: Buffer, h: Head): Buffer {
   if (h.committed !== null && h.committed.value === null) flags |= F_TOMBSTONE;
   if (h.intent !== null) flags |= F_INTENT;
   if (h.intent?.txn.minTimestamp !== undefined) flags |= F_MIN_TS;
+  if (h.tail !== null) flags |= F_TAIL;
   putByte(flags);
   if (h.committed !== null) {
     putTs(h.committed.ts);
@@ -189,6 +203,11 @@ export function encodeHead(metaKey: Buffer, h: Head): Buffer {
   for (const e of h.history) {
     putTs(e.ts);
     putUvarint(e.len + 1);
+  }
+  if (h.tail !== null) {
+    assert(h.tail.count > 0, 'storage: an empty history tail is null');
+    putUvarint(h.tail.count);
+    putUvarint(h.tail.valBytes);
   }
   const it = h.intent;
   if (it !== null) {
@@ -291,6 +310,12 @@ export function decodeHead(metaKey: Buffer, buf: Buffer): Head {
     const ts = d.ts();
     history[i] = { ts, len: d.uvarint() - 1 };
   }
+  let tail: HistoryTail | null = null;
+  if (flags & F_TAIL) {
+    const count = d.uvarint();
+    if (count === 0) throw d.fail('empty history tail');
+    tail = { count, valBytes: d.uvarint() };
+  }
   let intent: IntentRecord | null = null;
   if (flags & F_INTENT) {
     const id = d.bytes(TXN_ID_LEN);
@@ -314,7 +339,7 @@ export function decodeHead(metaKey: Buffer, buf: Buffer): Head {
   }
   if (d.o !== buf.length) throw d.fail(`${buf.length - d.o} trailing bytes`);
   if (committed === null && intent === null) throw d.fail('empty head');
-  return { committed, history, intent };
+  return { committed, history, tail, intent };
 }
 
 /** Decodes and verifies a version value: the value, or null for a tombstone. */

@@ -60,9 +60,9 @@ import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { formatTimestamp, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
 import type { ReadWriter, Reader, WriteBatch } from './engine.js';
-import { encodeMvccKey, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
-import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, type CommittedVersion, type Head, type HistoryEntry, type IntentWrite, type TxnMeta } from './mvcc-value.js';
+import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, type CommittedVersion, type Head, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
 
 export { initStorage, type TxnMeta, type Head } from './mvcc-value.js';
 export { computeStats, emptyStats, addStats, type MvccStats } from './mvcc-stats.js';
@@ -177,6 +177,65 @@ function historyEntry(c: CommittedVersion): HistoryEntry {
   return { ts: c.ts, len: c.value === null ? -1 : c.value.length };
 }
 
+let historyIndexLimit = 16;
+
+/**
+ * How many older versions a head indexes (default 16); versions below the
+ * index form the head's tail. A knob for tests, which set it low so that
+ * tails occur; changing it affects only heads written afterwards.
+ */
+export function setHistoryIndexLimit(n: number): void {
+  assert(Number.isInteger(n) && n >= 1, 'mvcc: the history index limit is a positive integer');
+  historyIndexLimit = n;
+}
+
+/** Caps an index of older versions, folding the overflow into the tail summary. */
+function capHistory(history: readonly HistoryEntry[], tail: HistoryTail | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
+  if (history.length <= historyIndexLimit) return { history, tail };
+  let count = tail?.count ?? 0;
+  let valBytes = tail?.valBytes ?? 0;
+  for (let i = historyIndexLimit; i < history.length; i++) {
+    count++;
+    valBytes += Math.max(0, (history[i] as HistoryEntry).len);
+  }
+  return { history: history.slice(0, historyIndexLimit), tail: { count, valBytes } };
+}
+
+/** The history after displacing committed version `c` (if any) into it. */
+function pushHistory(head: Head | null, c: CommittedVersion | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
+  const history = head?.history ?? [];
+  const tail = head?.tail ?? null;
+  return c === null ? { history, tail } : capHistory([historyEntry(c), ...history], tail);
+}
+
+/**
+ * Every older version of `key` as stored (index and tail), newest first, read
+ * with one iterator; checked against the head's index and tail summary.
+ */
+async function loadFullHistory(r: Reader, key: Buffer, head: Head): Promise<HistoryEntry[]> {
+  const it = r.iterator({ gte: keyNextEngine(encodeMvccKey(key)), lt: mvccKeyHistoryEnd(key) });
+  const out: HistoryEntry[] = [];
+  try {
+    for (;;) {
+      const rows = await it.nextBatch(256);
+      if (rows.length === 0) break;
+      for (const { key: vk, value } of rows) {
+        const v = decodeVersion(vk, value);
+        out.push({ ts: decodeMvccKey(vk).ts as Timestamp, len: v === null ? -1 : v.length });
+      }
+    }
+  } finally {
+    await it.close();
+  }
+  const want = head.history.length + (head.tail?.count ?? 0);
+  if (out.length !== want) throw new CorruptionError(`storage: ${prettyKey(key)} has ${out.length} stored versions below its head, which accounts for ${want}`);
+  return out;
+}
+
+function keyNextEngine(k: Buffer): Buffer {
+  return Buffer.concat([k, Buffer.from([0])]);
+}
+
 function isIgnored(seq: number, ignored: readonly SeqRange[] | undefined): boolean {
   if (ignored === undefined) return false;
   for (const r of ignored) if (seq >= r.start && seq <= r.end) return true;
@@ -222,12 +281,15 @@ export interface MvccGetResult {
   readonly intent: Intent | null;
 }
 
+/** The read's answer lies below the head's index: it needs readTail. */
+const NEEDS_TAIL = Symbol('needs-tail');
+
 interface ReadOutcome {
-  kv: MvccKeyValue | null;
+  kv: MvccKeyValue | null | typeof NEEDS_TAIL;
   intent: Intent | null;
 }
 
-function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit: Timestamp | undefined): MvccKeyValue | null {
+function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit: Timestamp | undefined): MvccKeyValue | null | typeof NEEDS_TAIL {
   const c = head.committed;
   if (c === null) return null;
   if (limit !== undefined && tsLess(ts, c.ts) && tsLess(ts, limit)) {
@@ -254,7 +316,29 @@ function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit:
     if ((value === null ? -1 : value.length) !== h.len) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} does not match its head's index`);
     return { key, value, ts: h.ts };
   }
-  return null;
+  return head.tail === null ? null : NEEDS_TAIL;
+}
+
+/**
+ * Reads below the head's index: every indexed version is above `ts` and none
+ * is in the uncertainty window, so one seek from max(ts, limit) finds the
+ * newest tail version at or below it — uncertain if above ts, else the answer.
+ */
+async function readTail(r: Reader, key: Buffer, ts: Timestamp, limit: Timestamp | undefined): Promise<MvccKeyValue | null> {
+  const seekTs = limit !== undefined && tsLess(ts, limit) ? limit : ts;
+  const it = r.iterator({ gte: encodeMvccKey(key, seekTs), lt: mvccKeyHistoryEnd(key) });
+  try {
+    const rows = await it.nextBatch(1);
+    const row = rows[0];
+    if (row === undefined) return null;
+    const vts = decodeMvccKey(row.key).ts;
+    assert(vts !== undefined, 'mvcc: a history seek met a metadata key');
+    const value = decodeVersion(row.key, row.value);
+    if (tsLess(ts, vts)) throw new ReadWithinUncertaintyIntervalError(key, ts, vts, seekTs);
+    return { key, value, ts: vts };
+  } finally {
+    await it.close();
+  }
 }
 
 function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccReadOptions): ReadOutcome {
@@ -279,14 +363,44 @@ function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccR
   return { kv: readCommitted(r, key, head, ts, opts.uncertaintyLimit), intent };
 }
 
-/** Reads `key` at `ts`: one getSync when the newest version answers. */
-export function mvccGet(r: Reader, key: Buffer, ts: Timestamp, opts: MvccReadOptions = {}): MvccGetResult {
-  const head = loadHead(r, encodeMvccKey(key));
-  if (head === null) return { value: null, intent: null };
-  const o = evalRead(r, key, head, ts, opts);
+/** A synchronous read needed a version below its head's index: use mvccGet. */
+export class HistoryNotIndexedError extends CairnError {
+  override name = 'HistoryNotIndexedError';
+  constructor(
+    readonly key: Buffer,
+    readonly timestamp: Timestamp,
+  ) {
+    super('mvcc.history_not_indexed', `mvcc: a read of ${prettyKey(key)} at ${formatTimestamp(timestamp)} reaches below its head's version index and needs an iterator (use mvccGet)`);
+  }
+}
+
+function getResult(o: { kv: MvccKeyValue | null; intent: Intent | null }, opts: MvccReadOptions): MvccGetResult {
   if (o.intent !== null && opts.inconsistent !== true) throw new WriteIntentError([o.intent]);
   const kv = o.kv !== null && o.kv.value === null && opts.tombstones !== true ? null : o.kv;
   return { value: kv, intent: o.intent };
+}
+
+/**
+ * Reads `key` at `ts` synchronously: one getSync when the newest version
+ * answers, two for an indexed older version. A read below the index (older
+ * than the head's newest `setHistoryIndexLimit` versions) throws
+ * HistoryNotIndexedError: retry it with mvccGet.
+ */
+export function mvccGetSync(r: Reader, key: Buffer, ts: Timestamp, opts: MvccReadOptions = {}): MvccGetResult {
+  const head = loadHead(r, encodeMvccKey(key));
+  if (head === null) return { value: null, intent: null };
+  const o = evalRead(r, key, head, ts, opts);
+  if (o.kv === NEEDS_TAIL) throw new HistoryNotIndexedError(key, ts);
+  return getResult({ kv: o.kv, intent: o.intent }, opts);
+}
+
+/** Reads `key` at `ts`; as mvccGetSync (no extra I/O) but also reads below the index. */
+export async function mvccGet(r: Reader, key: Buffer, ts: Timestamp, opts: MvccReadOptions = {}): Promise<MvccGetResult> {
+  const head = loadHead(r, encodeMvccKey(key));
+  if (head === null) return { value: null, intent: null };
+  const o = evalRead(r, key, head, ts, opts);
+  const kv = o.kv === NEEDS_TAIL ? await readTail(r, key, ts, opts.uncertaintyLimit) : o.kv;
+  return getResult({ kv, intent: o.intent }, opts);
 }
 
 export interface MvccScanOptions extends MvccReadOptions {
@@ -333,7 +447,7 @@ const MAX_CHUNK = 1024;
  * `reverse`), in chunks. `fn` returns false to stop. Heads are decoded from
  * the chunk already read, so `fn` may write through a ReadWriter it shares.
  */
-async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean, firstChunk = FIRST_CHUNK): Promise<void> {
+async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean | Promise<boolean>, firstChunk = FIRST_CHUNK): Promise<void> {
   const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
   try {
     let chunk = firstChunk;
@@ -344,7 +458,9 @@ async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boole
       for (const { key: ek, value } of rows) {
         const plen = mvccKeyPrefixLen(ek);
         if (plen !== ek.length) continue;
-        if (!fn(mvccUserKey(ek, plen), ek, decodeHead(ek, value))) return;
+        let more = fn(mvccUserKey(ek, plen), ek, decodeHead(ek, value));
+        if (typeof more !== 'boolean') more = await more;
+        if (!more) return;
       }
     }
   } finally {
@@ -361,10 +477,7 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
   const targetBytes = opts.targetBytes ?? 0;
   let numBytes = 0;
   let resumeSpan: Span | null = null;
-  await forEachHead(r, start, end, reverse, (key, _mk, head) => {
-    const o = evalRead(r, key, head, ts, opts);
-    if (o.intent !== null) intents.push(o.intent);
-    const kv = o.kv;
+  const accept = (key: Buffer, kv: MvccKeyValue | null): boolean => {
     if (kv === null || (kv.value === null && opts.tombstones !== true)) return true;
     if ((maxKeys > 0 && kvs.length >= maxKeys) || (targetBytes > 0 && numBytes >= targetBytes)) {
       resumeSpan = reverse ? { key: start, endKey: keyNext(key) } : { key, endKey: end };
@@ -374,7 +487,14 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
     kvs.push({ key, value: kv.value, ts: kv.ts });
     numBytes += key.length + (kv.value?.length ?? 0);
     return true;
-  }, maxKeys > 0 ? Math.min(MAX_CHUNK, Math.ceil(maxKeys * 1.25) + 1) : FIRST_CHUNK);
+  };
+  const onHead = (key: Buffer, _mk: Buffer, head: Head): boolean | Promise<boolean> => {
+    const o = evalRead(r, key, head, ts, opts);
+    if (o.intent !== null) intents.push(o.intent);
+    if (o.kv !== NEEDS_TAIL) return accept(key, o.kv);
+    return readTail(r, key, ts, opts.uncertaintyLimit).then((kv) => accept(key, kv));
+  };
+  await forEachHead(r, start, end, reverse, onHead, maxKeys > 0 ? Math.min(MAX_CHUNK, Math.ceil(maxKeys * 1.25) + 1) : FIRST_CHUNK);
   if (intents.length > 0 && opts.inconsistent !== true) throw new WriteIntentError(intents);
   return { kvs, intents, resumeSpan, numBytes };
 }
@@ -409,11 +529,10 @@ function planWrite(key: Buffer, head: Head | null, ts: Timestamp, value: Buffer 
   }
   const c = head?.committed ?? null;
   if (c !== null && tsLessEq(writeTs, c.ts)) throw new WriteTooOldError(key, writeTs, tsNext(c.ts));
-  const history = head?.history ?? [];
   if (txn !== undefined) {
-    return { head: { committed: c, history, intent: { txn: toMeta(txn, writeTs), writes: writes ?? [{ seq: txn.sequence, value }] } } };
+    return { head: { committed: c, history: head?.history ?? [], tail: head?.tail ?? null, intent: { txn: toMeta(txn, writeTs), writes: writes ?? [{ seq: txn.sequence, value }] } } };
   }
-  return { head: { committed: { ts, value }, history: c === null ? history : [historyEntry(c), ...history], intent: null }, archive: c };
+  return { head: { committed: { ts, value }, ...pushHistory(head, c), intent: null }, archive: c };
 }
 
 function write(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer | null, opts: MvccWriteOptions): void {
@@ -508,7 +627,7 @@ export interface LockUpdate {
 function planResolve(key: Buffer, head: Head, up: LockUpdate): Plan | null {
   const it = head.intent;
   if (it === null || !it.txn.id.equals(up.txn.id)) return null;
-  const drop: Plan = { head: head.committed === null ? null : { committed: head.committed, history: head.history, intent: null } };
+  const drop: Plan = { head: head.committed === null ? null : { ...head, intent: null } };
   if (up.status === 'aborted') return drop;
   if (it.txn.epoch > up.txn.epoch) {
     if (up.status === 'pending') return null;
@@ -521,13 +640,13 @@ function planResolve(key: Buffer, head: Head, up: LockUpdate): Plan | null {
   if (writes.length === 0) return drop;
   if (up.status === 'pending') {
     const writeTimestamp = tsMax(it.txn.writeTimestamp, up.txn.writeTimestamp);
-    return { head: { committed: head.committed, history: head.history, intent: { txn: { ...it.txn, writeTimestamp }, writes } } };
+    return { head: { ...head, intent: { txn: { ...it.txn, writeTimestamp }, writes } } };
   }
   const commitTs = up.txn.writeTimestamp;
   const c = head.committed;
   assert(c === null || tsLess(c.ts, commitTs), `mvcc: committing ${prettyKey(key)} at ${formatTimestamp(commitTs)} at or below its committed version ${c === null ? '' : formatTimestamp(c.ts)}`);
   const value = (writes[writes.length - 1] as IntentWrite).value;
-  return { head: { committed: { ts: commitTs, value }, history: c === null ? head.history : [historyEntry(c), ...head.history], intent: null }, archive: c };
+  return { head: { committed: { ts: commitTs, value }, ...pushHistory(head, c), intent: null }, archive: c };
 }
 
 /** Resolves the intent on `key` if it belongs to `update.txn`; returns whether one was found. */
@@ -563,51 +682,55 @@ export async function mvccResolveIntentRange(rw: ReadWriter, start: Buffer, end:
 // --- garbage collection ----------------------------------------------------
 
 /**
- * Plans GC at `threshold`: versions shadowed by a newer version at or below
- * the threshold go, and so does the newest version at or below the threshold
- * when it is a tombstone (reads at or above the threshold see nothing either
- * way). Intents are never touched. Reads at or above the threshold return the
- * same results before and after.
+ * Plans GC at `threshold` over a head whose `history` lists every older
+ * version (its tail, if any, loaded): versions shadowed by a newer version at
+ * or below the threshold go, and so does the newest version at or below the
+ * threshold when it is a tombstone (reads at or above the threshold see
+ * nothing either way). Intents are never touched. Reads at or above the
+ * threshold return the same results before and after.
  */
-function planGc(head: Head, threshold: Timestamp): Plan | null {
+function planGc(head: Head, full: readonly HistoryEntry[], threshold: Timestamp): Plan | null {
   const c = head.committed;
   if (c === null) return null;
-  const all: HistoryEntry[] = [historyEntry(c), ...head.history];
+  const all: HistoryEntry[] = [historyEntry(c), ...full];
   const idx = all.findIndex((v) => tsLessEq(v.ts, threshold));
   if (idx < 0) return null;
   const keep = (all[idx] as HistoryEntry).len < 0 ? idx : idx + 1;
   if (keep === all.length) return null;
   const deleteVersions = all.slice(Math.max(keep, 1)).map((v) => v.ts);
-  if (keep === 0) return { head: head.intent === null ? null : { committed: null, history: [], intent: head.intent }, deleteVersions };
-  return { head: { committed: c, history: head.history.slice(0, keep - 1), intent: head.intent }, deleteVersions };
+  if (keep === 0) return { head: head.intent === null ? null : { committed: null, history: [], tail: null, intent: head.intent }, deleteVersions };
+  return { head: { committed: c, ...capHistory(full.slice(0, keep - 1), null), intent: head.intent }, deleteVersions };
+}
+
+function versionCount(h: Head | null): number {
+  return h === null ? 0 : (h.committed !== null ? 1 : 0) + h.history.length + (h.tail?.count ?? 0);
+}
+
+async function gcOne(rw: ReadWriter, key: Buffer, metaKey: Buffer, head: Head, threshold: Timestamp, stats?: MvccStats): Promise<number> {
+  if (head.committed === null) return 0;
+  const full = head.tail === null ? head.history : await loadFullHistory(rw, key, head);
+  const plan = planGc(head, full, threshold);
+  if (plan === null) return 0;
+  applyPlan(rw, key, metaKey, head, plan, stats);
+  return versionCount(head) - versionCount(plan.head);
 }
 
 /** GC of the given keys at `threshold`; returns the number of versions removed. */
-export function mvccGarbageCollect(rw: ReadWriter, keys: readonly Buffer[], threshold: Timestamp, stats?: MvccStats): number {
+export async function mvccGarbageCollect(rw: ReadWriter, keys: readonly Buffer[], threshold: Timestamp, stats?: MvccStats): Promise<number> {
   let removed = 0;
   for (const key of keys) {
     const metaKey = encodeMvccKey(key);
     const head = loadHead(rw, metaKey);
-    if (head === null) continue;
-    removed += gcOne(rw, key, metaKey, head, threshold, stats);
+    if (head !== null) removed += await gcOne(rw, key, metaKey, head, threshold, stats);
   }
   return removed;
-}
-
-function gcOne(rw: ReadWriter, key: Buffer, metaKey: Buffer, head: Head, threshold: Timestamp, stats?: MvccStats): number {
-  const plan = planGc(head, threshold);
-  if (plan === null) return 0;
-  applyPlan(rw, key, metaKey, head, plan, stats);
-  const before = (head.committed !== null ? 1 : 0) + head.history.length;
-  const after = plan.head === null ? 0 : (plan.head.committed !== null ? 1 : 0) + plan.head.history.length;
-  return before - after;
 }
 
 /** GC of every key in [start, end) at `threshold`; returns the number of versions removed. */
 export async function mvccGarbageCollectRange(rw: ReadWriter, start: Buffer, end: Buffer, threshold: Timestamp, stats?: MvccStats): Promise<number> {
   let removed = 0;
-  await forEachHead(rw, start, end, false, (key, metaKey, head) => {
-    removed += gcOne(rw, Buffer.from(key), Buffer.from(metaKey), head, threshold, stats);
+  await forEachHead(rw, start, end, false, async (key, metaKey, head) => {
+    removed += await gcOne(rw, Buffer.from(key), Buffer.from(metaKey), head, threshold, stats);
     return true;
   });
   return removed;

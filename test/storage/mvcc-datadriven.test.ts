@@ -20,6 +20,7 @@
 //   resolve_intent_range t=A k=a end=z status=… [ts=] [max=N]
 //   gc k=(a,b) threshold=5 | gc_range k=a end=z threshold=5
 //   corrupt k=a [ts=5] [truncate]                 damage the stored value
+//   history_index_limit n=2                       versions a head indexes (the rest is its tail)
 //   stats                                         the span's stats (checked against a recount)
 //   print                                         the engine contents, one line per engine key
 import { describe, it, expect } from 'vitest';
@@ -45,6 +46,7 @@ import {
   mvccResolveIntent,
   mvccResolveIntentRange,
   mvccScan,
+  setHistoryIndexLimit,
   type Intent,
   type MvccKeyValue,
   type MvccStats,
@@ -146,6 +148,7 @@ class Harness {
         }
         if (h.committed !== null) parts.push(`committed ${formatTimestamp(h.committed.ts)} ${pv(h.committed.value)}`);
         if (h.history.length > 0) parts.push(`history=[${h.history.map((e) => formatTimestamp(e.ts)).join(' ')}]`);
+        if (h.tail !== null) parts.push(`tail=${h.tail.count} versions/${h.tail.valBytes} bytes`);
         lines.push(`meta: ${prettyKey(mk.key)} -> ${parts.join('; ')}`);
       }
     }
@@ -234,7 +237,7 @@ class Harness {
           return lines.join('\n');
         });
       case 'get': {
-        const r = mvccGet(this.engine, this.key(tc), this.ts(tc), this.readOpts(tc));
+        const r = await mvccGet(this.engine, this.key(tc), this.ts(tc), this.readOpts(tc));
         const lines: string[] = [];
         if (r.intent !== null) lines.push(this.fmtIntent('get', r.intent));
         lines.push(r.value === null ? `get: ${prettyKey(this.key(tc))} -> <no data>` : this.fmtKv('get', r.value));
@@ -266,7 +269,10 @@ class Harness {
         });
       }
       case 'gc':
-        return this.write((b, d) => `gc: removed ${mvccGarbageCollect(b, tc.args('k').map((k) => Buffer.from(unquote(k), 'latin1')), parseTs(tc.arg('threshold')), d)}`);
+        return this.write(async (b, d) => `gc: removed ${await mvccGarbageCollect(b, tc.args('k').map((k) => Buffer.from(unquote(k), 'latin1')), parseTs(tc.arg('threshold')), d)}`);
+      case 'history_index_limit':
+        setHistoryIndexLimit(tc.intArg('n'));
+        return '';
       case 'gc_range':
         return this.write(async (b, d) => `gc: removed ${await mvccGarbageCollectRange(b, this.key(tc), this.key(tc, 'end'), parseTs(tc.arg('threshold')), d)}`);
       case 'corrupt': {
@@ -299,12 +305,14 @@ const files = readdirSync(testdata).filter((f) => f.endsWith('.txt'));
 describe('MVCC histories (datadriven)', () => {
   for (const file of files) {
     it(`${file} on MemoryEngine`, async () => {
+      setHistoryIndexLimit(16);
       const h = new Harness(new MemoryEngine());
       await runDataDriven(join(testdata, file), (tc) => h.run(tc));
     });
     it(`${file} on LevelEngine`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'cairn-mvcc-dd-'));
       const engine = await LevelEngine.open(dir);
+      setHistoryIndexLimit(16);
       try {
         const h = new Harness(engine);
         // The memory run may have rewritten the file; this run must agree with it.

@@ -28,6 +28,7 @@ import {
   mvccResolveIntent,
   mvccResolveIntentRange,
   mvccScan,
+  setHistoryIndexLimit,
   type LockUpdate,
   type MvccStats,
   type SeqRange,
@@ -365,7 +366,7 @@ async function runOnEngine(c: Ctx, op: Op, txns: MTxn[]): Promise<string> {
       case 'get': {
         const ts = wts(op.ts);
         const unc = uncOf(ts, op.unc);
-        const r = mvccGet(reader(c), K(c, op.k), ts, { ...(txn === undefined ? {} : { txn }), ...(unc === undefined ? {} : { uncertaintyLimit: unc }), inconsistent: op.inconsistent });
+        const r = await mvccGet(reader(c), K(c, op.k), ts, { ...(txn === undefined ? {} : { txn }), ...(unc === undefined ? {} : { uncertaintyLimit: unc }), inconsistent: op.inconsistent });
         return `${r.value === null ? 'none' : `${r.value.value?.toString()}@${fmt(r.value.ts)}`} intent=${r.intent !== null}`;
       }
       case 'scan': {
@@ -524,7 +525,9 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
     let run = 0;
     const seen = new Map<string, number>();
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 15, maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(opArb, { minLength: 15, maxLength: 40 }), fc.integer({ min: 1, max: 4 }), async (ops, indexLimit) => {
+        // A small index makes reads, uncertainty checks and GC reach the tail.
+        setHistoryIndexLimit(indexLimit);
         const prefix = `r${run++}/`;
         const mem: Ctx = { engine: memory, prefix, stats: emptyStats(), pending: null };
         const lvl: Ctx = { engine: level, prefix, stats: emptyStats(), pending: null };

@@ -13,7 +13,18 @@ import { LevelEngine } from '../../storage/level-engine.js';
 import { WriteBatch, type EngineIterator, type IterOptions, type Reader } from '../../storage/engine.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, type Head } from '../../storage/mvcc-value.js';
-import { computeStats, emptyStats, mvccDeleteRange, mvccGet, mvccPrefetch, mvccPut, mvccResolveIntent, mvccScan, type Txn } from '../../storage/mvcc.js';
+import {
+  HistoryNotIndexedError,
+  setHistoryIndexLimit,
+  mvccDelete,
+  type ReadWithinUncertaintyIntervalError,
+  computeStats,
+  emptyStats,
+  mvccDeleteRange,
+  mvccGet,
+  mvccGetSync,
+  mvccPrefetch,
+  mvccPut, mvccResolveIntent, mvccScan, type Txn } from '../../storage/mvcc.js';
 import { CorruptionError } from '../../src/util/errors.js';
 import type { Timestamp } from '../../src/util/hlc.js';
 
@@ -40,6 +51,7 @@ const headArb: fc.Arbitrary<Head> = fc
   .record({
     committed: fc.option(fc.record({ ts: tsArb, value: valueArb }), { nil: null }),
     history: fc.array(fc.record({ ts: tsArb, len: fc.integer({ min: -1, max: 5000 }) }), { maxLength: 4 }),
+    tail: fc.option(fc.record({ count: fc.integer({ min: 1, max: 1e6 }), valBytes: fc.maxSafeNat() }), { nil: null }),
     intent: fc.option(
       fc.record({
         txn: fc.record(
@@ -83,6 +95,7 @@ describe('head and version codecs', () => {
     const head: Head = {
       committed: { ts: ts(10), value: b('committed') },
       history: [{ ts: ts(5), len: 3 }],
+      tail: { count: 2, valBytes: 7 },
       intent: { txn: { id: Buffer.alloc(16, 1), epoch: 2, writeTimestamp: ts(12, 3), sequence: 4, key: b('anchor'), priority: 7 }, writes: [{ seq: 4, value: b('prov') }] },
     };
     const enc = encodeHead(mk, head);
@@ -125,14 +138,63 @@ describe('read cost', () => {
     for (let i = 1; i <= 5; i++) mvccPut(batch, b('k'), ts(i * 10), b(`v${i}`));
     await e.write(batch);
     const r = new CountingReader(e);
-    expect(mvccGet(r, b('k'), ts(100)).value?.value?.toString()).toBe('v5');
+    expect(mvccGetSync(r, b('k'), ts(100)).value?.value?.toString()).toBe('v5');
     expect([r.gets, r.iterators]).toEqual([1, 0]);
-    expect(mvccGet(r, b('k'), ts(25)).value?.value?.toString()).toBe('v2');
+    expect(mvccGetSync(r, b('k'), ts(25)).value?.value?.toString()).toBe('v2');
     expect([r.gets, r.iterators]).toEqual([3, 0]);
-    expect(mvccGet(r, b('missing'), ts(25)).value).toBeNull();
+    expect(mvccGetSync(r, b('missing'), ts(25)).value).toBeNull();
     expect([r.gets, r.iterators]).toEqual([4, 0]);
     await mvccScan(r, b('a'), b('z'), ts(100));
     expect(r.iterators).toBe(1);
+  });
+});
+
+describe('history index and tail', () => {
+  it('reads at any timestamp, with any uncertainty window, agree with the plain version list for any index limit (property)', async () => {
+    const versionsArb = fc.uniqueArray(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 12 }).map((w) => w.sort((a, b) => a - b));
+    await fc.assert(
+      fc.asyncProperty(versionsArb, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 0, max: 45 }), fc.integer({ min: 0, max: 8 }), async (walls, tomb, limit, readWall, unc) => {
+        setHistoryIndexLimit(limit);
+        try {
+          const e = new MemoryEngine();
+          const batch = e.newBatch();
+          walls.forEach((w, i) => (tomb[i] ? mvccDelete(batch, b('k'), ts(w)) : mvccPut(batch, b('k'), ts(w), b(`v${w}`))));
+          await e.write(batch);
+          const readTs = ts(readWall);
+          const limitTs = unc === 0 ? undefined : ts(readWall + unc);
+          const uncertain = limitTs === undefined ? undefined : [...walls].reverse().find((w) => w > readWall && w <= readWall + unc);
+          const visible = [...walls].reverse().find((w) => w <= readWall);
+          const want =
+            uncertain !== undefined ? `uncertain@${uncertain}` : visible === undefined || tomb[walls.indexOf(visible)] ? 'none' : `v${visible}@${visible}`;
+          let got: string;
+          try {
+            const r = await mvccGet(e, b('k'), readTs, limitTs === undefined ? {} : { uncertaintyLimit: limitTs });
+            got = r.value === null ? 'none' : `${r.value.value?.toString()}@${r.value.ts.wall}`;
+          } catch (err) {
+            got = `uncertain@${(err as ReadWithinUncertaintyIntervalError).valueTimestamp.wall}`;
+          }
+          expect(got).toBe(want);
+        } finally {
+          setHistoryIndexLimit(16);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('mvccGetSync refuses a read below the index with a typed error; mvccGet answers it', async () => {
+    setHistoryIndexLimit(1);
+    try {
+      const e = new MemoryEngine();
+      const batch = e.newBatch();
+      for (let w = 1; w <= 4; w++) mvccPut(batch, b('k'), ts(w), b(`v${w}`));
+      await e.write(batch);
+      expect(mvccGetSync(e, b('k'), ts(3)).value?.value?.toString()).toBe('v3');
+      expect(() => mvccGetSync(e, b('k'), ts(2))).toThrow(HistoryNotIndexedError);
+      expect((await mvccGet(e, b('k'), ts(2))).value?.value?.toString()).toBe('v2');
+    } finally {
+      setHistoryIndexLimit(16);
+    }
   });
 });
 
@@ -166,9 +228,9 @@ describe('evaluation into a batch', () => {
     const stats = emptyStats();
     mvccPut(batch, b('b'), ts(5), b('new-b'), { stats });
     mvccPut(batch, b('a'), ts(5), b('new-a'), { stats });
-    expect(mvccGet(batch, b('a'), ts(5)).value?.value?.toString()).toBe('new-a');
-    expect(mvccGet(batch, b('a'), ts(4)).value?.value?.toString()).toBe('old-a');
-    expect(mvccGet(e, b('a'), ts(5)).value?.value?.toString()).toBe('old-a');
+    expect((await mvccGet(batch, b('a'), ts(5))).value?.value?.toString()).toBe('new-a');
+    expect((await mvccGet(batch, b('a'), ts(4))).value?.value?.toString()).toBe('old-a');
+    expect((await mvccGet(e, b('a'), ts(5))).value?.value?.toString()).toBe('old-a');
     const scanned = await mvccScan(batch, b('a'), b('z'), ts(5));
     expect(scanned.kvs.map((kv) => `${kv.key.toString()}=${kv.value?.toString()}`)).toEqual(['a=new-a', 'b=new-b', 'c=old-c']);
     const del = await mvccDeleteRange(batch, b('a'), b('z'), ts(6), { stats });
@@ -227,8 +289,8 @@ describe('LevelEngine persistence', () => {
       e = await LevelEngine.open(dir);
       expect(await dump(e)).toEqual(contents);
       expect(await computeStats(e, ...ALL)).toEqual(stats);
-      expect(mvccGet(e, b('a'), ts(1)).value?.value?.toString()).toBe('1');
-      expect(() => mvccGet(e, b('b'), ts(5))).toThrow(/conflicting intents on "b"/);
+      expect((await mvccGet(e, b('a'), ts(1))).value?.value?.toString()).toBe('1');
+      expect(() => mvccGetSync(e, b('b'), ts(5))).toThrow(/conflicting intents on "b"/);
       await e.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
