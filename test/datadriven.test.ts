@@ -28,4 +28,17 @@ describe('datadriven runner', () => {
     expect(readFileSync(path, 'utf8')).toBe('echo x=1\n----\nx=[1]\n');
     await runDataDriven(path, echo);
   });
+
+  it('writes an empty output with a single separator', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dd-'));
+    const path = join(dir, 't.txt');
+    writeFileSync(path, 'noop\n----\n');
+    process.env['REWRITE'] = '1';
+    try {
+      await runDataDriven(path, () => '');
+    } finally {
+      delete process.env['REWRITE'];
+    }
+    expect(readFileSync(path, 'utf8')).toBe('noop\n----\n');
+  });
 });

@@ -183,7 +183,7 @@ export async function runDataDriven(path: string, handler: (tc: TestCase) => str
     }
     const header = [tc.line];
     if (tc.input !== '') header.push(tc.input);
-    const needDouble = actual.split('\n').some((l) => l.trim() === '');
+    const needDouble = actual !== '' && actual.split('\n').some((l) => l.trim() === '');
     if (needDouble) outLines.push(...header, '----', '----', actual, '----', '----');
     else outLines.push(...header, '----', ...(actual === '' ? [] : [actual]));
     if (!rewrite) expect(actual, `${tc.pos}: ${tc.cmd}`).toBe(normalize(tc.expected));
