@@ -6,13 +6,15 @@
  * key (layout and rationale in mvcc-value.ts).
  *
  *     metadata engine key  "k"      -> head: intent? + newest committed version
- *                                      (+ value) + index of older versions
+ *                                      (+ value) + index of the next ≤ 16 older
+ *                                      versions + summary of the rest (tail)
  *     version engine keys  "k"/ts   -> older committed versions, newest first
  *
  * Read cost: a point read at or above the newest version is ONE getSync; a
- * historical point read is two. Point reads never create an iterator. Scans
- * iterate the span in chunks (one await per chunk) and look only at the heads,
- * fetching a historical version by getSync when the read needs one.
+ * read of an indexed older version is two; only a read below the index (older
+ * than the key's newest 17 versions) seeks an iterator. Scans iterate the span
+ * in chunks (one await per chunk), decode only the heads, and fetch an older
+ * version by getSync (or, below the index, one seek) when the read needs one.
  *
  * Write path: every write reads the head (getSync through the batch), plans
  * the new head as a pure function (planWrite / planResolve / planGc — so a
@@ -37,24 +39,27 @@
  *   - Stats: every write op takes an optional MvccStats into which it adds its
  *     delta (pass emptyStats() to get the delta of one op).
  *
- * All functions are synchronous except those that iterate a span (scan,
- * delete-range, ranged resolve, ranged GC) and mvccPrefetch. None does I/O
- * beyond its Reader / ReadWriter; none reads a clock.
+ * Writes, resolution and mvccGetSync are synchronous; what may iterate is
+ * async (mvccGet — only below the index —, scans, delete-range, ranged
+ * resolve, GC, prefetch). None does I/O beyond its Reader / ReadWriter; none
+ * reads a clock.
  *
  * API (rw: a WriteBatch from engine.newBatch(); r: an engine, snapshot or batch):
- *   mvccGet(r, key, ts, {txn?, uncertaintyLimit?, inconsistent?, tombstones?})
+ *   mvccGetSync(r, key, ts, {txn?, uncertaintyLimit?, inconsistent?, tombstones?})
+ *   mvccGet(r, key, ts, {…})                                                async
  *   mvccScan(r, start, end, ts, {…, reverse?, maxKeys?, targetBytes?})      async
  *   mvccPut / mvccDelete(rw, key, ts, [value,] {txn?, stats?})
  *   mvccConditionalPut(rw, key, ts, value|null, expected|null, {txn?, stats?, allowIfDoesNotExist?})
  *   mvccDeleteRange(rw, start, end, ts, {txn?, stats?, max?})               async
  *   mvccResolveIntent(rw, key, lockUpdate, stats?)
  *   mvccResolveIntentRange(rw, start, end, lockUpdate, {max?, stats?})      async
- *   mvccGarbageCollect(rw, keys, threshold, stats?)
+ *   mvccGarbageCollect(rw, keys, threshold, stats?)                          async
  *   mvccGarbageCollectRange(rw, start, end, threshold, stats?)              async
  *   mvccPrefetch(batch, keys)                                               async
  *   computeStats(r, start, end)                                             async
  * Errors: WriteTooOldError, WriteIntentError, ReadWithinUncertaintyIntervalError,
- * ConditionFailedError (mvcc.*), CorruptionError (storage.corruption).
+ * ConditionFailedError, HistoryNotIndexedError (mvcc.*), CorruptionError
+ * (storage.corruption).
  */
 import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
