@@ -12,7 +12,7 @@
 //   Bind [portal=p] [stmt=s] [params=(…)] [binary]      Describe stmt=s | portal=p
 //   Execute [portal=p] [rows=n]           Close stmt=s | portal=p
 //   Sync  Flush  Terminate  CopyData data="…"  CopyDone  CopyFail message="…"
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { serialize } from 'pg-protocol';
 import { runDataDriven, type TestCase } from '../support/datadriven.js';
@@ -127,6 +127,7 @@ async function runTranscript(file: string): Promise<void> {
       case 'state':
         if (!h) tc.fail('connect first');
         await h.conn.whenIdle();
+        expect(h.factory.contractViolations).toEqual([]);
         return `closed=${h.transport.closed} open-sessions=${h.factory.openSessions} transparent-retries=${h.factory.retries}`;
       default:
         return tc.fail('unknown verb');

@@ -182,6 +182,7 @@ describe('authentication', () => {
         h.conn.inputEnded();
         await h.conn.closed;
         expect(h.factory.openSessions).toBe(0);
+        expect(h.factory.contractViolations).toEqual([]);
       }),
       { numRuns: 300 },
     );
@@ -478,6 +479,7 @@ describe('cancel', () => {
     h.conn.inputEnded();
     await h.conn.closed;
     expect(h.factory.openSessions).toBe(0);
+    expect(h.factory.contractViolations).toEqual([]);
   });
 });
 
@@ -539,6 +541,7 @@ describe('fuzzing: random and mutated frontend streams', () => {
         h.conn.inputEnded();
         await h.conn.closed;
         expect(h.factory.openSessions).toBe(0);
+        expect(h.factory.contractViolations).toEqual([]);
       }),
       { numRuns: 400 },
     );

@@ -125,6 +125,7 @@ describe('pgwire over TCP, trust (--insecure)', () => {
   afterAll(async () => {
     await srv.close();
     expect(srv.factory.openSessions).toBe(0);
+    expect(srv.factory.contractViolations).toEqual([]);
   });
 
   it('pg: simple query, prepared statements, binary results, errors', async () => {
@@ -328,6 +329,7 @@ describe('pgwire over TCP, passwords and TLS', () => {
     await tlsSrv.close();
     rmSync(dir, { recursive: true, force: true });
     expect(srv.factory.openSessions + tlsSrv.factory.openSessions).toBe(0);
+    expect([...srv.factory.contractViolations, ...tlsSrv.factory.contractViolations]).toEqual([]);
   });
 
   it('--certs-dir: no certificates → no TLS; a key without a certificate is an error', () => {

@@ -216,6 +216,8 @@ export interface ToyOptions {
 /** Server-wide toy: counts open sessions so tests can check none leak. */
 export class ToyFactory implements SessionFactory {
   openSessions = 0;
+  /** Breaches of the session-backend.ts ordering guarantees seen by any session. */
+  readonly contractViolations: string[] = [];
   /** Transparent retries made by the flaky statement. */
   retries = 0;
   /** Lines received by COPY FROM STDIN. */
@@ -259,7 +261,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     return this.txn;
   }
 
-  async simpleQuery(sql: string, sink: SimpleQuerySink): Promise<void> {
+  private async runSimpleQuery(sql: string, sink: SimpleQuerySink): Promise<void> {
     const pieces = sql.split(';');
     if (pieces.length > 1 && pieces[pieces.length - 1]!.trim() === '') pieces.pop();
     const implicit = this.txn === 'I';
@@ -287,7 +289,7 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     }
   }
 
-  async prepare(_name: string, sql: string, paramTypes: readonly number[]): Promise<ToyStatement> {
+  private async runPrepare(sql: string, paramTypes: readonly number[]): Promise<ToyStatement> {
     this.calls.push(`prepare ${sql}`);
     this.checkNotAborted(sql);
     const p = plan(sql);
@@ -299,12 +301,12 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     return new ToyStatement(p);
   }
 
-  async bind(stmt: ToyStatement, _portal: string, params: BindParams): Promise<ToyPortal> {
+  private async runBind(stmt: ToyStatement, params: BindParams): Promise<ToyPortal> {
     const args = stmt.plan.params.map((t, i) => decodeParam(params.values[i]!, t, params.paramFormats[i]!));
     return new ToyPortal(stmt, args, params.resultFormats);
   }
 
-  async execute(portal: ToyPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
+  private async runExecute(portal: ToyPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
     this.checkNotAborted(portal.stmt.plan.tag);
     try {
       return await this.withRetry(portal, sink, (retry) => this.run(portal, maxRows, sink, retry));
@@ -406,10 +408,48 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
     });
   }
 
-  closeStatement(_stmt: ToyStatement): void {}
-  closePortal(_portal: ToyPortal): void {}
+  // The SessionBackend methods, each checking the ordering guarantees of
+  // session-backend.ts: no overlapping calls, nothing after close().
+  simpleQuery(sql: string, sink: SimpleQuerySink): Promise<void> {
+    return this.guarded('simpleQuery', () => this.runSimpleQuery(sql, sink));
+  }
+  prepare(_name: string, sql: string, paramTypes: readonly number[]): Promise<ToyStatement> {
+    return this.guarded('prepare', () => this.runPrepare(sql, paramTypes));
+  }
+  bind(stmt: ToyStatement, _portal: string, params: BindParams): Promise<ToyPortal> {
+    return this.guarded('bind', () => this.runBind(stmt, params));
+  }
+  execute(portal: ToyPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
+    return this.guarded('execute', () => this.runExecute(portal, maxRows, sink));
+  }
+  sync(failed: boolean): Promise<void> {
+    return this.guarded('sync', () => this.runSync(failed));
+  }
+  closeStatement(_stmt: ToyStatement): void {
+    this.checkSync('closeStatement');
+  }
+  closePortal(_portal: ToyPortal): void {
+    this.checkSync('closePortal');
+  }
 
-  async sync(failed: boolean): Promise<void> {
+  private checkSync(what: string): void {
+    if (this.closed) this.factory.contractViolations.push(`${what} after close`);
+    if (this.active > 0) this.factory.contractViolations.push(`${what} overlaps another call`);
+  }
+
+  private active = 0;
+
+  private async guarded<T>(what: string, f: () => Promise<T>): Promise<T> {
+    if (this.closed) this.factory.contractViolations.push(`${what} after close`);
+    if (++this.active > 1) this.factory.contractViolations.push(`${what} overlaps another call`);
+    try {
+      return await f();
+    } finally {
+      this.active--;
+    }
+  }
+
+  private async runSync(failed: boolean): Promise<void> {
     this.calls.push(failed ? 'sync failed' : 'sync');
     if (failed && this.txn === 'T') this.txn = 'E';
   }
@@ -421,7 +461,11 @@ export class ToySession implements SessionBackend<ToyStatement, ToyPortal> {
   }
 
   async close(): Promise<void> {
-    if (this.closed) throw new Error('toy: session closed twice');
+    if (this.active > 0) this.factory.contractViolations.push('close during another call');
+    if (this.closed) {
+      this.factory.contractViolations.push('closed twice');
+      return;
+    }
     this.closed = true;
     this.factory.openSessions--;
     this.factory.sessions.delete(this);
