@@ -99,7 +99,7 @@ import type {
   WithClause,
   CheckConstraint,
 } from './ast.js';
-import { syntaxError, unimplemented } from './sql-error.js';
+import { SqlError, syntaxError, unimplemented } from './sql-error.js';
 
 type Tagged = { readonly [tag: string]: unknown };
 
@@ -219,6 +219,17 @@ const STATEMENT_NAMES: Readonly<Record<string, string>> = {
 
 /** Role options kept by name in RoleOptions.options (PostgreSQL's DefElem names). */
 const ROLE_OPTIONS: ReadonlySet<string> = new Set(['superuser', 'createdb', 'createrole', 'inherit', 'isreplication', 'bypassrls', 'connectionlimit', 'validUntil']);
+
+/**
+ * The deepest expression/query/join nesting accepted. PostgreSQL itself stops
+ * at its max_stack_depth (2 MB, a few thousand levels); 1,000 keeps Cairn's
+ * recursive code well inside Node's default stack.
+ */
+const MAX_DEPTH = 1000;
+
+function tooComplex(): SqlError {
+  return new SqlError('sql.too_complex', '54001', 'stack depth limit exceeded', { hint: `expressions, subqueries and joins may nest at most ${MAX_DEPTH} deep` });
+}
 
 /** Decoded FRAMEOPTION_* bits (PostgreSQL parsenodes.h). */
 const FRAME = {
@@ -342,6 +353,13 @@ export class Converter {
   select(s: SelectStmt): SelectStatement {
     if (s.intoClause !== undefined) throw unimplemented('SELECT INTO');
     if (s.limitOption === 'LIMIT_OPTION_WITH_TIES') throw unimplemented('FETCH … WITH TIES');
+    this.enter();
+    const sel = this.selectNode(s);
+    this.depth--;
+    return sel;
+  }
+
+  private selectNode(s: SelectStmt): SelectStatement {
     return {
       kind: 'Select',
       with: this.withClause(s.withClause),
@@ -457,6 +475,13 @@ export class Converter {
   }
 
   private tableExpr(n: Node): TableExpr {
+    this.enter();
+    const t = this.tableExprNode(n);
+    this.depth--;
+    return t;
+  }
+
+  private tableExprNode(n: Node): TableExpr {
     const tag = tagOf(n);
     switch (tag) {
       case 'RangeVar': {
@@ -937,7 +962,25 @@ export class Converter {
     return out;
   }
 
+  /**
+   * Nesting depth of the node being converted. Capped (MAX_DEPTH) so that
+   * every recursive consumer of the AST — this converter, walkers, printer,
+   * planner — stays far from the JS stack limit.
+   */
+  private depth = 0;
+
+  private enter(): void {
+    if (++this.depth > MAX_DEPTH) throw tooComplex();
+  }
+
   expr(n: Node): Expr {
+    this.enter();
+    const e = this.exprNode(n);
+    this.depth--;
+    return e;
+  }
+
+  private exprNode(n: Node): Expr {
     const tag = tagOf(n);
     switch (tag) {
       case 'ColumnRef':

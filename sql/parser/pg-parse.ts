@@ -133,6 +133,10 @@ export function pgScan(text: string): ScanToken[] {
 
 function toSqlError(e: unknown, parsed: string, original: string): SqlError {
   if (e instanceof SqlError) return e;
+  // libpg-query decodes its JSON output recursively: a very deep tree overflows the JS stack.
+  if (e instanceof RangeError || (e instanceof Error && e.message.includes('Maximum call stack size exceeded'))) {
+    return new SqlError('sql.too_complex', '54001', 'stack depth limit exceeded', { hint: 'the statement nests too deeply', cause: e });
+  }
   if (hasSqlDetails(e) && e.sqlDetails !== undefined) {
     const d = e.sqlDetails;
     const cp = d.cursorPosition;
