@@ -38,6 +38,8 @@
  *   'p' PasswordMessage / SASLInitialResponse / SASLResponse: the body's
  *       meaning depends on the authentication step, so it is returned raw
  *       and read with parsePasswordMessage / parseSASLInitialResponse.
+ *   'F' FunctionCall (the legacy fast-path) is not supported: like any
+ *       unknown type byte it is a protocol violation.
  *
  * Invariants:
  *   - Every read is bounds-checked against its message; a message whose
