@@ -81,6 +81,8 @@ async function childServer(): Promise<void> {
   const n2 = await node(2);
   serve(n2.ctx);
   process.send?.({ port: n2.port });
+  // The parent asks for this process's CPU time around its measurement.
+  process.on('message', () => process.send?.({ cpu: process.cpuUsage() }));
   process.on('disconnect', () => void n2.ctx.close().then(() => process.exit(0)));
 }
 
@@ -104,12 +106,23 @@ async function main(): Promise<void> {
   }
   const payload = Buffer.alloc(payloadBytes, 0xa5);
 
+  const childCpu = async (): Promise<number> => {
+    if (child === null) return 0;
+    const reply = new Promise<number>((resolve) =>
+      child?.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system)),
+    );
+    child.send('cpu');
+    return reply;
+  };
+
   await roundTrips(n1.ctx, payload, 500); // warm up
+  const serverCpu0 = await childCpu();
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const n = await roundTrips(n1.ctx, payload, seconds * 1000);
   const elapsed = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const serverCpu = ((await childCpu()) - serverCpu0) / 1e6;
   const m = n1.ctx.metrics.peer(2);
   console.log(
     `rpc round trips: ${Math.round(n / elapsed).toLocaleString('en-US')}/s ` +
@@ -119,6 +132,12 @@ async function main(): Promise<void> {
       `${(m.messagesSent / m.framesSent).toFixed(1)} messages/frame sent${uncoalesced ? ', NOT coalesced' : ''}` +
       `${separate ? ', server in another process: cpu is the client only' : ''})`,
   );
+  if (separate) {
+    console.log(
+      `  server process: cpu ${(serverCpu / elapsed).toFixed(2)} cores = ` +
+        `${Math.round(n / serverCpu).toLocaleString('en-US')} round trips per server cpu-second`,
+    );
+  }
 
   // Latency with one call in flight: percentiles over sequential round trips.
   const lat: number[] = [];
