@@ -601,8 +601,9 @@ export interface DeleteStatement {
 /**
  * A column definition. Column constraints are folded into fields:
  *   serial:     SMALLSERIAL/SERIAL/BIGSERIAL; `type` is then int2/int4/int8
- *               and the column is NOT NULL with a sequence default that the
- *               planner creates (default is undefined here).
+ *               and the planner makes the column NOT NULL with a sequence
+ *               (or unique_rowid) default; `default` is only what was
+ *               written (normally undefined; PostgreSQL rejects both).
  *   notNull:    NOT NULL was written (PRIMARY KEY columns are NOT NULL too,
  *               which the planner derives).
  *   nullable:   NULL was written explicitly.
