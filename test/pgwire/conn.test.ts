@@ -487,7 +487,7 @@ describe('backpressure', () => {
   it('a client that does not read stops the executor at the high-water mark', async () => {
     const h = await started({ insecure: true }, { flushBytes: 4096, highWaterMark: 16384 });
     h.transport.holdOutput = true;
-    const N = 200_000;
+    const N = 100_000;
     h.conn.feed(serialize.query(`select * from generate_series(1, ${N})`));
     // Wait (bounded) until the executor blocks on drain.
     for (let i = 0; i < 1000 && h.transport.drainWaiters === 0; i++) await new Promise((r) => setImmediate(r));
@@ -497,7 +497,7 @@ describe('backpressure', () => {
     expect(h.conn.stats.rowsOut).toBe(blockedAt); // nothing more is produced while the client does not read
     expect(h.conn.stats.maxBufferedBytes).toBeLessThanOrEqual(16384 + 4096 + 64);
     // The client reads: everything arrives, memory stayed bounded throughout.
-    while (!h.output().includes('SELECT 200000')) {
+    while (!h.output().includes(`SELECT ${N}`)) {
       h.transport.drain();
       await new Promise((r) => setImmediate(r));
     }
