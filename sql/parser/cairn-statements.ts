@@ -1,7 +1,7 @@
 /**
  * Cairn's own statements: the small layer above PostgreSQL's grammar.
  *
- *   [WITH …] UPSERT INTO t …                      → Insert { upsert: true }
+ *   [EXPLAIN …] [WITH …] UPSERT INTO t …          → Insert { upsert: true }
  *   SHOW RANGES FROM TABLE t | FROM INDEX t@i     → ShowRanges
  *   ALTER TABLE t SPLIT AT VALUES (…)[, (…)]      → SplitAt (any query after AT)
  *   ALTER INDEX t@i SPLIT AT …                    → SplitAt
@@ -101,7 +101,7 @@ const TXN_MODE_STARTS = new Set(['isolation', 'read', 'not', 'deferrable', 'prio
 export function isCairnStatement(seg: Segment): boolean {
   const w = seg.toks.map((t) => t.word);
   const [a, b, c] = w;
-  if (a === 'upsert' || (a === 'with' && findSeq(seg, 0, ['upsert', 'into']) >= 0)) return true;
+  if (a === 'upsert' || ((a === 'with' || a === 'explain') && findSeq(seg, 0, ['upsert', 'into']) >= 0)) return true;
   if (a === 'show' && (b === 'ranges' || b === 'cluster' || b === 'columns' || b === 'create' || (b === 'tables' && c === 'from') || (b === 'all' && c === 'cluster'))) return true;
   if (a === 'set' && b === 'cluster' && c === 'setting') return true;
   if (a === 'create' && (b === 'database' || b === 'user' || b === 'role') && c === 'if') return true;
@@ -176,7 +176,7 @@ class CairnStatementParser {
     const w0 = this.word(0);
     const w1 = this.word(1);
     const w2 = this.word(2);
-    if (w0 === 'upsert' || w0 === 'with') return this.upsert();
+    if (w0 === 'upsert' || w0 === 'with' || (w0 === 'explain' && findSeq(this.seg, 0, ['upsert', 'into']) >= 0)) return this.upsert();
     if (w0 === 'show') {
       if (w1 === 'ranges') return this.showRanges();
       if (w1 === 'cluster') {
@@ -330,18 +330,18 @@ class CairnStatementParser {
 
   // --- statements ------------------------------------------------------------
 
-  /** `[WITH …] UPSERT INTO …`: the UPSERT token is overwritten by INSERT (same length). */
+  /** `[EXPLAIN …] [WITH …] UPSERT INTO …`: the UPSERT token is overwritten by INSERT (same length). */
   private upsert(): Statement {
     const at = this.word(0) === 'upsert' ? 0 : findSeq(this.seg, 0, ['upsert', 'into']);
     this.expect(at + 1, 'into');
-    const node = this.parseMasked([], [[(this.toks[at] as Tok).start, 'INSERT']]);
-    const st = this.conv.statement(node);
-    if (st.kind !== 'Insert') return this.error(0, 'expected UPSERT INTO');
-    if (st.onConflict !== undefined) {
-      const oc = findSeq(this.seg, 0, ['on', 'conflict']);
-      return this.error(oc, 'UPSERT does not take ON CONFLICT');
-    }
-    return { ...st, upsert: true };
+    const st = this.conv.statement(this.parseMasked([], [[(this.toks[at] as Tok).start, 'INSERT']]));
+    const mark = (s: Statement): Statement => {
+      if (s.kind === 'Explain') return { ...s, statement: mark(s.statement) };
+      if (s.kind !== 'Insert') return this.error(at, 'expected UPSERT INTO');
+      if (s.onConflict !== undefined) return this.error(findSeq(this.seg, 0, ['on', 'conflict']), 'UPSERT does not take ON CONFLICT');
+      return { ...s, upsert: true };
+    };
+    return mark(st);
   }
 
   private showRanges(): Statement {
