@@ -1065,9 +1065,10 @@ export interface ParamInfo {
 
 /**
  * One statement of a parsed string: its AST, its original text (a slice of
- * the input, without the trailing ';'), its span in the input (JS string
- * offsets, end exclusive) and its parameters (params[i] is `$(i+1)`; gaps
- * have type undefined).
+ * the input from the statement's first token, without the trailing ';' —
+ * the last statement may keep a trailing comment), its span in the input
+ * (JS string offsets, end exclusive) and its parameters (params[i] is
+ * `$(i+1)`; gaps have type undefined).
  */
 export interface ParsedStatement {
   readonly ast: Statement;
