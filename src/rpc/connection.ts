@@ -113,6 +113,8 @@ interface OutMessage {
 const OUT_BUFFER_BYTES = 64 * 1024;
 const MAX_SPARE_BYTES = 4 * 1024 * 1024;
 const KEEPALIVE_MS = 10_000;
+/** Largest frame accepted before the handshake completes (a handshake is < 300 bytes). */
+const HANDSHAKE_MAX_FRAME_BYTES = 4096;
 
 /** Queued payload bytes above which a flush happens without waiting for the turn to end. */
 const FLUSH_EAGER_BYTES = 1 << 20;
@@ -179,7 +181,9 @@ export class Connection {
   ) {
     this.peerId = role.kind === 'dialer' ? role.expectNodeId : 0;
     this.metrics = host.metrics.peer(this.peerId);
-    this.decoder = new FrameDecoder(host.maxFrameBytes, reusedReadBuffer);
+    // Until the handshake succeeds the peer is unknown: it may not make us
+    // buffer more than a handshake needs.
+    this.decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES, reusedReadBuffer);
     socket.setNoDelay(true);
     // Finds peers that vanished without a FIN (power loss, iptables drop) on idle connections.
     socket.setKeepAlive(true, KEEPALIVE_MS);
@@ -657,6 +661,7 @@ export class Connection {
     if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = null;
     this.state = 'ready';
+    this.decoder.setMaxFrameBytes(this.host.maxFrameBytes);
     this.metrics = this.host.metrics.peer(this.peerId);
     this.metrics.connectionsEstablished++;
     this.onEstablished?.();

@@ -58,10 +58,16 @@ export class FrameDecoder {
    *   socket reading into one buffer): every body is copied out, none is a view.
    */
   constructor(
-    readonly maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
+    private maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
     private readonly copyBodies = false,
   ) {
     assert(maxFrameBytes > 0 && maxFrameBytes <= 0xffffffff, 'rpc: max frame size out of range');
+  }
+
+  /** Changes the limit for frames whose header has not been read yet. */
+  setMaxFrameBytes(n: number): void {
+    assert(n > 0 && n <= 0xffffffff, 'rpc: max frame size out of range');
+    this.maxFrameBytes = n;
   }
 
   /** True between frames (no partial header or body buffered). */

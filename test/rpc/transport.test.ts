@@ -505,12 +505,24 @@ describe('bad input', () => {
     await waitFor(() => n2.ctx.incomingConnections === 1, 5000, 'the raw connections to close');
   });
 
-  it('an oversized frame length closes the connection before buffering', async () => {
-    const n2 = await nodes.start(2, { maxFrameBytes: 1024 });
+  it('before the handshake, a frame larger than a handshake is refused whatever the frame limit', async () => {
+    const n2 = await nodes.start(2); // 64 MiB frames once a peer has shaken hands
     const s = await rawClient(n2.addr.port);
-    s.write(Buffer.from('7fffffff', 'hex'));
+    s.resume();
+    s.write(Buffer.from('00100000', 'hex')); // 1 MiB "hello"
     await closed(s);
     expect(n2.ctx.metrics.peer(0).malformedFrames).toBe(1);
+  });
+
+  it('after the handshake, a frame over the configured limit closes the connection before buffering', async () => {
+    const n2 = await nodes.start(2, { maxFrameBytes: 1024 });
+    const s = await rawClient(n2.addr.port);
+    s.resume();
+    s.write(hello(9, 2));
+    await waitFor(() => n2.ctx.metrics.peer(9).framesReceived === 1, 5000, 'the handshake');
+    s.write(Buffer.from('00000401', 'hex')); // 1025 bytes: over the 1024 limit
+    await closed(s);
+    expect(n2.ctx.metrics.peer(9).malformedFrames).toBe(1);
   });
 
   it('a malformed envelope after a good handshake closes it; a truncated frame then EOF is harmless', async () => {
