@@ -11,6 +11,9 @@
  *     ("unimplemented: CREATE TRIGGER", "unimplemented: FOREIGN KEY").
  *   - `$n` parameters are recorded in the Converter as they are met, with the
  *     type of the first cast applied directly to them.
+ *   - Nesting (expressions, subqueries, joins) is capped at MAX_DEPTH:
+ *     deeper statements raise SqlError 54001, so recursive consumers of the
+ *     AST never meet a tree that overflows the JS stack.
  *   - Pure: no I/O, no global state; one Converter per statement.
  *
  * Ownership: sql/parser. The node names in `case` labels are PostgreSQL's
