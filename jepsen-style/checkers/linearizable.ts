@@ -75,9 +75,10 @@ export interface Model<S> {
   isBlindWrite?(op: PairedOp): boolean;
 }
 
-type Scalar = number | string | null;
+/** A register's value: null before the first write. */
+export type RegisterValue = number | string | null;
 
-function hashScalar(v: Scalar): number {
+function hashScalar(v: RegisterValue): number {
   if (v === null) return 0x9e3779b9;
   if (typeof v === 'number') {
     let h = Math.imul((v | 0) ^ 0x5bd1e995, 0x1b873593) ^ Math.imul(Math.floor(v / 4294967296), 0x85ebca6b);
@@ -89,11 +90,11 @@ function hashScalar(v: Scalar): number {
   return h >>> 0;
 }
 
-function scalar(v: unknown): Scalar {
-  return v === undefined ? null : (v as Scalar);
+function scalar(v: unknown): RegisterValue {
+  return v === undefined ? null : (v as RegisterValue);
 }
 
-function registerStep(state: Scalar, op: PairedOp, cas: boolean): Scalar | undefined {
+function registerStep(state: RegisterValue, op: PairedOp, cas: boolean): RegisterValue | undefined {
   switch (op.f) {
     case 'read':
       return op.type === 'info' || scalar(op.value) === state ? state : undefined;
@@ -101,7 +102,7 @@ function registerStep(state: Scalar, op: PairedOp, cas: boolean): Scalar | undef
       return scalar(op.value);
     case 'cas': {
       if (!cas) return undefined;
-      const [from, to] = op.value as [Scalar, Scalar];
+      const [from, to] = op.value as [RegisterValue, RegisterValue];
       return from === state ? to : undefined;
     }
     default:
@@ -119,19 +120,19 @@ function registerStep(state: Scalar, op: PairedOp, cas: boolean): Scalar | undef
 function pruneUnobservedWrites(ops: readonly PairedOp[]): readonly PairedOp[] {
   let kept = ops;
   for (;;) {
-    const observed = new Set<Scalar>([null]);
+    const observed = new Set<RegisterValue>([null]);
     for (const o of kept) {
       if (o.f === 'read' && o.type === 'ok') observed.add(scalar(o.value));
-      if (o.f === 'cas') observed.add((o.value as [Scalar, Scalar])[0]);
+      if (o.f === 'cas') observed.add((o.value as [RegisterValue, RegisterValue])[0]);
     }
-    const written = (o: PairedOp): Scalar => (o.f === 'cas' ? (o.value as [Scalar, Scalar])[1] : scalar(o.value));
+    const written = (o: PairedOp): RegisterValue => (o.f === 'cas' ? (o.value as [RegisterValue, RegisterValue])[1] : scalar(o.value));
     const next = kept.filter((o) => o.type !== 'info' || o.f === 'read' || observed.has(written(o)));
     if (next.length === kept.length) return kept;
     kept = next;
   }
 }
 
-function registerModel(name: string, cas: boolean): Model<Scalar> {
+function registerModel(name: string, cas: boolean): Model<RegisterValue> {
   return {
     name,
     init: () => null,
@@ -145,9 +146,9 @@ function registerModel(name: string, cas: boolean): Model<Scalar> {
 }
 
 /** A register of scalars starting at null: read (value = result), write v, cas [from, to]. */
-export const casRegister: Model<Scalar> = registerModel('cas-register', true);
+export const casRegister: Model<RegisterValue> = registerModel('cas-register', true);
 /** A read/write register starting at null (cas operations are illegal). */
-export const register: Model<Scalar> = registerModel('register', false);
+export const register: Model<RegisterValue> = registerModel('register', false);
 
 export interface LinearizabilityOptions {
   /** Search steps allowed per key before giving up with 'unknown'. Default 50 million. */
