@@ -91,7 +91,8 @@ export async function runCheckHistory(argv: readonly string[], out: (s: string) 
     checker = checkerFor(opts);
     history = parse(await readFile(cmd.args[0]!, 'utf8'), opts.format);
   } catch (e) {
-    if (!(e instanceof CommanderError)) err(`${e instanceof Error ? e.message : String(e)}\n`);
+    if (e instanceof CommanderError) return e.code === 'commander.helpDisplayed' ? 0 : 2;
+    err(`${e instanceof Error ? e.message : String(e)}\n`);
     return 2;
   }
   const result = checkAll([checker], history);

@@ -45,6 +45,12 @@ describe('check-history', () => {
     }
   });
 
+  it('prints help and exits 0 with --help', async () => {
+    const r = await run('--help');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/--workload <name>/);
+  });
+
   it('exits 2 on unusable arguments', async () => {
     expect((await run('--workload', 'nope', 'x')).code).toBe(2);
     expect((await run('--workload', 'bank', 'x')).code).toBe(2);
