@@ -1,0 +1,227 @@
+/**
+ * The timestamp cache: the highest timestamp at which each key span has been
+ * read on this leaseholder (CockroachDB's kv/kvserver/tscache). A write to a
+ * key must land above every read already served there, or it would change
+ * history under that read: the replica asks getMax(span) and pushes the
+ * write's timestamp above the answer (unless the answer is the writer's own
+ * read, which the txnId lets it tell).
+ *
+ * Structure. A set of disjoint half-open segments [start, end) → {ts, txnId},
+ * kept in an interval tree ordered by start, plus a low-water mark that
+ * stands for every key not covered (and for everything forgotten):
+ *
+ *     low water 5 ─────────────────────────────────────────────
+ *        a        c           f     g
+ *        [  9,t1  )           [ 12  )
+ *
+ * add(span, ts, txn) splits the segments it partly covers and raises the
+ * covered parts to max(old, new); where two different transactions read at
+ * the same highest timestamp the segment keeps no txnId (neither may ignore
+ * it). A point key k is stored as [k, k\x00). Both operations are
+ * O(log n + k) for k overlapped segments.
+ *
+ * Low-water mark. setLowWater(ts) raises it (it never falls) and drops the
+ * segments at or below it. A new leaseholder must set it to the lease start
+ * (DESIGN.md §6, "Timestamp cache after a lease transfer"): it does not know
+ * what the previous holder served, so every key counts as read up to there.
+ *
+ * Bounded memory. When the entries' estimated size passes the budget, the
+ * lowest-timestamp segments are evicted until a quarter of the budget is
+ * free, and the low-water mark rises to the highest evicted timestamp, so no
+ * read is ever lost: getMax may answer more than the exact maximum (a
+ * spurious push), never less. Eviction sorts the segments (O(n log n)) but
+ * frees a quarter of them, so it costs O(log n) amortized per add.
+ *
+ * Invariants: segments are disjoint and non-empty; every segment's ts is
+ * above the low-water mark. Ownership: the cache keeps references to the key
+ * Buffers it is given (they must not be mutated afterwards).
+ */
+import { assert } from '../../util/assert.js';
+import { compareTimestamps, formatTimestamp, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
+import { IntervalTree, type IntervalHandle, type IntervalItem } from './interval-tree.js';
+import { formatSpan, type Span } from './span-set.js';
+
+/** An identifier of the transaction that read (compared by value). */
+export type TxnId = string;
+
+export interface ReadSummary {
+  readonly ts: Timestamp;
+  /** The single transaction that read at ts; undefined when none or several. */
+  readonly txnId?: TxnId;
+}
+
+interface Segment extends IntervalItem {
+  readonly key: Buffer;
+  readonly endKey: Buffer;
+  readonly ts: Timestamp;
+  readonly txnId: TxnId | undefined;
+  /** The tree handle, set when inserted. */
+  h: IntervalHandle<Segment> | null;
+}
+
+/** Estimated bytes of one segment beyond its keys (tree node, objects, timestamp). */
+const ENTRY_OVERHEAD = 160;
+
+export interface TimestampCacheOptions {
+  /** Estimated bytes the entries may take before the oldest are evicted (default 64 MiB). */
+  readonly maxBytes?: number;
+  /** The initial low-water mark (default zero). */
+  readonly lowWater?: Timestamp;
+}
+
+export interface TimestampCacheMetrics {
+  readonly entries: number;
+  readonly bytes: number;
+  readonly evictions: number;
+  readonly lowWater: Timestamp;
+}
+
+function pointEnd(k: Buffer): Buffer {
+  const e = Buffer.allocUnsafe(k.length + 1);
+  k.copy(e);
+  e[k.length] = 0;
+  return e;
+}
+
+export class TimestampCache {
+  private readonly tree = new IntervalTree<Segment>();
+  private low: Timestamp;
+  private bytes = 0;
+  private evictions = 0;
+  private readonly maxBytes: number;
+
+  constructor(opts: TimestampCacheOptions = {}) {
+    this.maxBytes = opts.maxBytes ?? 64 << 20;
+    this.low = opts.lowWater ?? ZERO_TIMESTAMP;
+    assert(this.maxBytes > 0, 'timestamp-cache: budget must be positive');
+  }
+
+  get lowWater(): Timestamp {
+    return this.low;
+  }
+
+  /** Records that `span` was read at `ts` (by `txnId`, when transactional). */
+  add(span: Span, ts: Timestamp, txnId?: TxnId): void {
+    if (compareTimestamps(ts, this.low) <= 0) return;
+    const start = span.key;
+    const end = span.endKey ?? pointEnd(span.key);
+    assert(Buffer.compare(start, end) < 0, 'timestamp-cache: empty span');
+    const old: Segment[] = [];
+    this.tree.search(start, end, (s) => {
+      old.push(s);
+    });
+    // Fast path: one segment already covers the span with a value at least as high.
+    if (old.length === 1) {
+      const s = old[0] as Segment;
+      const c = compareTimestamps(s.ts, ts);
+      if ((c > 0 || (c === 0 && s.txnId === txnId)) && Buffer.compare(s.key, start) <= 0 && Buffer.compare(s.endKey, end) >= 0) return;
+    }
+    const pieces: Segment[] = [];
+    const push = (key: Buffer, endKey: Buffer, t: Timestamp, id: TxnId | undefined): void => {
+      const last = pieces[pieces.length - 1];
+      // Coalesce with an adjacent piece of the same value.
+      if (last !== undefined && last.txnId === id && compareTimestamps(last.ts, t) === 0 && last.endKey.equals(key)) {
+        pieces[pieces.length - 1] = { key: last.key, endKey, ts: t, txnId: id, h: null };
+        return;
+      }
+      pieces.push({ key, endKey, ts: t, txnId: id, h: null });
+    };
+    let cursor = start;
+    for (const s of old) {
+      if (Buffer.compare(s.key, start) < 0) push(s.key, start, s.ts, s.txnId);
+      else if (Buffer.compare(cursor, s.key) < 0) push(cursor, s.key, ts, txnId);
+      const from = Buffer.compare(s.key, start) < 0 ? start : s.key;
+      const to = Buffer.compare(s.endKey, end) > 0 ? end : s.endKey;
+      const c = compareTimestamps(s.ts, ts);
+      if (c > 0) push(from, to, s.ts, s.txnId);
+      else if (c < 0) push(from, to, ts, txnId);
+      else push(from, to, ts, s.txnId === txnId ? txnId : undefined);
+      cursor = to;
+      if (Buffer.compare(s.endKey, end) > 0) push(end, s.endKey, s.ts, s.txnId);
+    }
+    if (Buffer.compare(cursor, end) < 0) push(cursor, end, ts, txnId);
+    for (const s of old) this.removeSegment(s);
+    for (const p of pieces) this.insertSegment(p);
+    if (this.bytes > this.maxBytes) this.evict();
+  }
+
+  /** The highest read timestamp over `span` (at least the low-water mark). */
+  getMax(span: Span): ReadSummary {
+    let best = this.low;
+    let id: TxnId | undefined;
+    // Segments are all above the low-water mark, which has no owner.
+    const visit = (s: Segment): void => {
+      const c = compareTimestamps(s.ts, best);
+      if (c > 0) {
+        best = s.ts;
+        id = s.txnId;
+      } else if (c === 0 && id !== s.txnId) id = undefined;
+    };
+    const end = span.endKey ?? null;
+    this.tree.search(span.key, end, visit);
+    return id !== undefined ? { ts: best, txnId: id } : { ts: best };
+  }
+
+  /** Raises the low-water mark (never lowers it) and forgets the reads at or below it. */
+  setLowWater(ts: Timestamp): void {
+    if (compareTimestamps(ts, this.low) <= 0) return;
+    this.low = ts;
+    const drop: Segment[] = [];
+    this.tree.forEach((s) => {
+      if (compareTimestamps(s.ts, ts) <= 0) drop.push(s);
+    });
+    for (const s of drop) this.removeSegment(s);
+  }
+
+  metrics(): TimestampCacheMetrics {
+    return { entries: this.tree.size, bytes: this.bytes, evictions: this.evictions, lowWater: this.low };
+  }
+
+  /** Debug dump: the low-water mark and one line per segment. */
+  toString(): string {
+    const lines = [`low-water ${formatTimestamp(this.low)}`];
+    this.tree.forEach((s) => lines.push(`${formatSpan(s)} ${formatTimestamp(s.ts)}${s.txnId === undefined ? '' : ` txn=${s.txnId}`}`));
+    return lines.join('\n');
+  }
+
+  /** Test hook: checks the invariants; returns the entry count. */
+  check(): number {
+    let prevEnd: Buffer | null = null;
+    this.tree.forEach((s) => {
+      assert(Buffer.compare(s.key, s.endKey) < 0, 'timestamp-cache: empty segment');
+      assert(prevEnd === null || Buffer.compare(prevEnd, s.key) <= 0, 'timestamp-cache: overlapping segments');
+      assert(compareTimestamps(s.ts, this.low) > 0, 'timestamp-cache: segment at or below the low-water mark');
+      prevEnd = s.endKey;
+    });
+    return this.tree.check();
+  }
+
+  private insertSegment(s: Segment): void {
+    s.h = this.tree.insert(s);
+    this.bytes += s.key.length + s.endKey.length + ENTRY_OVERHEAD;
+  }
+
+  private removeSegment(s: Segment): void {
+    assert(s.h !== null, 'timestamp-cache: removing a segment not in the tree');
+    this.tree.delete(s.h);
+    s.h = null;
+    this.bytes -= s.key.length + s.endKey.length + ENTRY_OVERHEAD;
+  }
+
+  /** Evicts the lowest-timestamp segments until 3/4 of the budget is used, raising the low-water mark over them. */
+  private evict(): void {
+    const all: Segment[] = [];
+    this.tree.forEach((s) => all.push(s));
+    all.sort((a, b) => compareTimestamps(a.ts, b.ts));
+    const target = Math.floor((this.maxBytes * 3) / 4);
+    let bytes = this.bytes;
+    let i = 0;
+    while (i < all.length && bytes > target) {
+      const s = all[i++] as Segment;
+      bytes -= s.key.length + s.endKey.length + ENTRY_OVERHEAD;
+    }
+    if (i === 0) return;
+    this.evictions++;
+    this.setLowWater((all[i - 1] as Segment).ts);
+  }
+}
