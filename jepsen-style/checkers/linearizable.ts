@@ -73,6 +73,8 @@ export interface Model<S> {
    * builds such orders (dropping the indeterminate operation gives an equivalent one).
    */
   isBlindWrite?(op: PairedOp): boolean;
+  /** Optional: true for an operation that never changes the state (a read). */
+  isReadOnly?(op: PairedOp): boolean;
 }
 
 /** A register's value: null before the first write. */
@@ -142,6 +144,7 @@ function registerModel(name: string, cas: boolean): Model<RegisterValue> {
     mayMutate: (op) => op.f !== 'read',
     prune: pruneUnobservedWrites,
     isBlindWrite: (op) => op.f === 'write',
+    isReadOnly: (op) => op.f === 'read',
   };
 }
 
@@ -337,7 +340,11 @@ export function searchLinearization<S>(
   let h2 = 0;
   const cache = new LinearizationCache<S>(words, model, opts.maxCacheBytes);
   const blind = new Uint8Array(n);
-  if (model.isBlindWrite !== undefined) for (let i = 0; i < n; i++) blind[i] = model.isBlindWrite(ops[i]!) ? 1 : 0;
+  const readOnly = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    blind[i] = model.isBlindWrite?.(ops[i]!) === true ? 1 : 0;
+    readOnly[i] = model.isReadOnly?.(ops[i]!) === true ? 1 : 0;
+  }
   const flip = (i: number): void => {
     bits[i >>> 5]! ^= 1 << (i & 31);
     h1 ^= z1[i]!;
@@ -346,13 +353,67 @@ export function searchLinearization<S>(
 
   const stackNode: number[] = [];
   const stackState: S[] = [];
+  const stackForced: boolean[] = [];
   let state = model.init();
   let done = 0;
   let steps = 0;
   let best: KeySearchResult<S>['failure'];
-  let entry = next[HEAD]!;
+  const push = (node: number, s2: S, forced: boolean): void => {
+    stackNode.push(node);
+    stackState.push(state);
+    stackForced.push(forced);
+    state = s2;
+    unlink(node);
+    unlink(node + 1);
+    if (ops[(node - 1) >>> 1]!.type === 'ok') done++;
+  };
+  /**
+   * Pops back to the most recent free choice; returns the node to try next after it, or
+   * -1 when the search is exhausted. A forced move failing fails its whole level.
+   */
+  const backtrack = (): number => {
+    for (;;) {
+      const top = stackNode.pop();
+      if (top === undefined) return -1;
+      state = stackState.pop()!;
+      const forced = stackForced.pop()!;
+      const i = (top - 1) >>> 1;
+      flip(i);
+      relink(top + 1);
+      relink(top);
+      if (ops[i]!.type === 'ok') done--;
+      if (!forced) return next[top]!;
+    }
+  };
+  /**
+   * Read-only operations that succeed in the current state are linearized at once, with
+   * no alternative tried: placing such an operation now is never worse than later (it
+   * changes nothing, and everything that completed before its invocation is already
+   * placed, or it would not be a candidate). Returns false when a forced state was
+   * already explored (so this level fails).
+   */
+  const forceReads = (): boolean => {
+    for (let e = next[HEAD]!; (e & 1) === 1 && e !== NIL; ) {
+      const i = (e - 1) >>> 1;
+      const s2 = readOnly[i] === 1 ? model.step(state, ops[i]!) : undefined;
+      if (s2 === undefined) {
+        e = next[e]!;
+        continue;
+      }
+      flip(i);
+      if (!cache.add(bits, h1, h2, s2, 0)) {
+        flip(i);
+        return false;
+      }
+      push(e, s2, true);
+      e = next[HEAD]!;
+    }
+    return true;
+  };
+  let entry = forceReads() ? next[HEAD]! : backtrack();
   for (;;) {
     if (done === nCompleted) return { valid: true, steps, cacheSize: cache.size };
+    if (entry === -1) return { valid: false, steps, cacheSize: cache.size, failure: best };
     if (++steps > opts.maxSteps || cache.full || ((steps & 0xfff) === 1 && opts.now() > opts.deadline)) {
       return { valid: 'unknown', steps, cacheSize: cache.size };
     }
@@ -364,13 +425,8 @@ export function searchLinearization<S>(
       if (s2 !== undefined) {
         flip(i);
         if (cache.add(bits, h1, h2, s2, op.type === 'info' ? 1 : 0)) {
-          stackNode.push(entry);
-          stackState.push(state);
-          state = s2;
-          unlink(entry);
-          unlink(entry + 1);
-          if (op.type === 'ok') done++;
-          entry = next[HEAD]!;
+          push(entry, s2, false);
+          entry = forceReads() ? next[HEAD]! : backtrack();
           continue;
         }
         flip(i);
@@ -383,15 +439,7 @@ export function searchLinearization<S>(
       const tail = stackNode.slice(-EXPLAIN_TAIL).map((x) => ops[(x - 1) >>> 1]!);
       best = { op: ops[(entry - 2) >>> 1]!, linearized: tail, state, depth: stackNode.length };
     }
-    const top = stackNode.pop();
-    if (top === undefined) return { valid: false, steps, cacheSize: cache.size, failure: best };
-    state = stackState.pop()!;
-    const i = (top - 1) >>> 1;
-    flip(i);
-    relink(top + 1);
-    relink(top);
-    if (ops[i]!.type === 'ok') done--;
-    entry = next[top]!;
+    entry = backtrack();
   }
 }
 
