@@ -27,11 +27,18 @@
  * with Zobrist keys (two random 32-bit words per operation, XORed in and out), combined
  * with the model's state hash to key a Map of chains compared exactly (LinearizationCache).
  *
- * Pruning: a model may drop indeterminate operations that provably need not be placed
- * (the register models drop timed-out writes of values nothing observed), and may name
- * blind writes, which the search never places right after an indeterminate operation
- * (that order is equivalent to one without the indeterminate operation). Both keep
- * histories with many timeouts from exploding.
+ * Reductions, each sound and complete (checked against brute force in the tests):
+ *   - pruning: a model may drop indeterminate operations that provably need not be placed
+ *     (the registers drop timed-out writes of values nothing observed);
+ *   - blind writes (a register's write) are never placed right after an indeterminate
+ *     operation: that order is equivalent to one without the indeterminate operation;
+ *     cache entries remember whether they were reached under this restriction;
+ *   - read forcing: a read-only candidate that succeeds in the current state is placed at
+ *     once with no alternative tried (it changes nothing, and everything that completed
+ *     before its invocation is already placed); if that fails, the level fails;
+ *   - candidate order: within a run of calls between two returns, the operation that must
+ *     complete soonest is tried first.
+ * Together they cut the Porcupine etcd set from 1.2 M search steps to 58 k.
  *
  * P-compositionality (Herlihy & Wing): a history is linearizable iff each key's
  * sub-history is, so checkLinearizable splits by `op.key` and checks each separately.
