@@ -44,7 +44,8 @@
  * sub-history is, so checkLinearizable splits by `op.key` and checks each separately.
  *
  * Budget: `maxSteps` (per key), `maxCacheBytes` (per key) and `deadlineMs` measured with
- * the injected `now`; running out of any yields `'unknown'`, never `true`. Ownership: pure; ops are read, never mutated.
+ * the injected `now`; running out of any yields `'unknown'`, never `true`.
+ * Ownership: pure; ops are read, never mutated.
  */
 import { Prng } from '../../src/util/index.js';
 import type { History, PairedOp } from '../history/history.js';
