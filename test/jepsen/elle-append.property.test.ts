@@ -112,7 +112,7 @@ describe('elle list-append on serial executions', () => {
     // that append; realtime order does so in most generated histories.
     console.log(`stale-read tampering: ${tried} cases, strict flagged ${strictFlagged}, serializable flagged ${serialFlagged}`);
     expect(tried).toBeGreaterThan(50);
-    expect(strictFlagged / tried).toBeGreaterThan(0.5);
+    expect(strictFlagged / tried).toBeGreaterThan(0.7); // 89 of 120 with this seed
   });
 });
 
