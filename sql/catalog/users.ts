@@ -85,7 +85,7 @@ export async function listUsers(txn: KVTxn): Promise<string[]> {
   const [r] = await txn.run(b);
   if (r?.kind !== 'scan') return [];
   const plen = prefix.length;
-  const reader = new KeyReader();
+  const reader = new KeyReader(Buffer.alloc(0));
   const names: string[] = [];
   for (const row of r.rows) {
     names.push(reader.reset(row.key, plen).readString() as string);

@@ -94,7 +94,7 @@ export class RowCodec {
   private readonly ordByValueId: Int32Array;
   readonly indexPrefix: Buffer;
   private readonly w = new KeyWriter();
-  private readonly r = new KeyReader();
+  private readonly r = new KeyReader(Buffer.alloc(0));
 
   constructor(readonly table: TableDesc) {
     this.types = table.columns.map((c) => sqlTypeOf(c.type));
