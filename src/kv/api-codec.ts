@@ -21,7 +21,7 @@
  *   request       = tag:u8 body   (tags: REQ_* below; bodies field by field)
  *   BatchResult   = 0:u8 now:ts ts:ts n:uv response×n    | 1:u8 error
  *   response      = tag:u8 body
- *   error         = tag:u8 body  (ERR_* below; unknown CairnErrors travel as
+ *   error         = tag:u8 body  (ERR_* below, each with the typed fields and the message text; unknown CairnErrors travel as
  *                   ERR_GENERIC code:str message:str retryable:bool ambiguous:bool sqlState:str)
  *
  *   RaftMessageBatch = fromNode:uv fromStore:uv toStore:uv n:uv
@@ -472,6 +472,7 @@ export function writeError(wr: BufWriter, e: CairnError): void {
     wr.uvarint(e.rangeId);
     writeOpt(wr, e.lease, writeLease);
     writeOpt(wr, e.hint, writeReplica);
+    wr.string(e.message);
   } else if (e instanceof RangeNotFoundError) {
     wr.u8(ERR_RANGE_NOT_FOUND);
     wr.uvarint(e.rangeId);
@@ -537,7 +538,7 @@ export function readError(r: BufReader): CairnError {
   const tag = r.u8();
   switch (tag) {
     case ERR_NOT_LEASE_HOLDER:
-      return new NotLeaseHolderError(r.uvarint(), readOpt(r, readLease), readOpt(r, readReplica));
+      return withMessage(new NotLeaseHolderError(r.uvarint(), readOpt(r, readLease), readOpt(r, readReplica)), r.string());
     case ERR_RANGE_NOT_FOUND:
       return new RangeNotFoundError(r.uvarint(), r.uvarint());
     case ERR_RANGE_KEY_MISMATCH: {

@@ -1,0 +1,632 @@
+/**
+ * Replica: one store's copy of one range — its descriptor, its Raft group
+ * (RawNode over ReplicaRaftStorage), its applied state and lease, and the
+ * request path (CockroachDB's kvserver.Replica, proposer-evaluated KV).
+ *
+ *   send(ba) ─► ensureLease ─► latches ─► evaluate ──reads──► answer from the engine
+ *                                             │ writes: into a WriteBatch (+ stats delta,
+ *                                             ▼         + replicated side effects)
+ *                                     RaftCommand {cmdId, leaseSeq, maxLeaseIndex, repr, …}
+ *                                             │ raw.propose ─► Store Ready loop ─► Raft
+ *                                             ▼
+ *   every replica: stageApply(entry) — checks the command is still valid and
+ *   applies repr + applied state in the store's apply batch; the proposer
+ *   answers the waiting request in finishApply (latches released after).
+ *
+ * Apply rules (deterministic on every replica; CockroachDB's):
+ *   - a lease request/transfer applies iff the lease in force equals its
+ *     prevLease;
+ *   - any other command applies iff it was proposed under the lease in force
+ *     (same sequence) and the lease-applied index (LAI) is below its max
+ *     lease index (MLI); applying sets LAI = MLI. A re-proposed copy carries
+ *     the same MLI, so at most one copy of a command ever applies.
+ *   - applying a command and advancing the applied index are one engine
+ *     batch (the Store writes all replicas' applies of a round together).
+ *
+ * Outcomes for the client (DESIGN.md §6: unknown outcome → ambiguous):
+ *   applied → its responses; a copy rejected by MLI while the command is
+ *   still ours to retry → re-proposed with a new MLI (old copies can never
+ *   apply); the lease changed hands with the command in flight, the proposal
+ *   timed out, or the replica/store stopped → AmbiguousResultError; Raft
+ *   refused the first proposal (nothing entered any log) → retryable
+ *   ProposalDroppedKvError.
+ *
+ * Re-proposal: a pending command is proposed again (same bytes, same MLI)
+ * when the Raft leader changes and every `reproposalTicks` ticks until it
+ * applies; after `proposalTimeoutTicks` it answers ambiguous.
+ *
+ * Quiescence: a leader with nothing in flight whose followers are all caught
+ * up (RawNode.status().quiescable) sends each follower a quiescing heartbeat
+ * and stops ticking; followers stop on receiving it. Any proposal, request
+ * or non-quiescing message wakes the replica.
+ *
+ * Ownership: the Store creates, ticks and feeds replicas; only the Store's
+ * Ready loop calls stageApply/finishApply. Reads never go through Raft.
+ */
+import { assert } from '../util/assert.js';
+import { AmbiguousResultError, CairnError } from '../util/errors.js';
+import { ZERO_TIMESTAMP, compareTimestamps, type Clock, type Timestamp } from '../util/hlc.js';
+import type { Logger } from '../util/log.js';
+import type { Prng } from '../util/prng.js';
+import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
+import { addressOf, isLocal, rangeAppliedStateKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
+import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
+import { hasPrefix, compareBytes } from '../../storage/encoding/bytes.js';
+import { RawNode } from '../../raft/raw-node.js';
+import { decodeConfChange } from '../../raft/conf-change-codec.js';
+import { EntryType, MessageType, ProposalDroppedError, StateType, newMessage, type ConfState, type Entry, type Message } from '../../raft/types.js';
+import {
+  NotLeaseHolderError,
+  ProposalDroppedKvError,
+  RangeKeyMismatchError,
+  RangeNotFoundError,
+  isWriteRequest,
+  leaseEqual,
+  replicaOf,
+  replicaOnStore,
+  type BatchRequest,
+  type BatchResponse,
+  type Lease,
+  type RangeAppliedState,
+  type RangeDescriptor,
+  type ReplicaDescriptor,
+  type Request,
+  type Response,
+  type StoreIdent,
+  type TruncatedState,
+} from './api.js';
+import { decodeAppliedState, decodeLease, decodeRaftCommand, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
+import { lookupCommand, type DeclaredSpan, type EvalContext, type EvalHeader, type SideEffectsBuilder } from './batcheval/index.js';
+import { LatchManager } from './replica-latches.js';
+import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } from './replica-lease.js';
+import { ReplicaRaftStorage } from './raft-storage.js';
+import { computeRangeChecksum } from './replica-consistency.js';
+import type { KvSettings } from './settings.js';
+
+/** What a replica needs from its store. */
+export interface StoreContext {
+  readonly clock: Clock;
+  readonly engine: Engine;
+  readonly ident: StoreIdent;
+  readonly settings: KvSettings;
+  readonly prng: Prng;
+  readonly log: Logger;
+  /** The replica has Raft work (a proposal, a step, a tick): run the Ready loop soon. */
+  enqueueReady(r: Replica): void;
+  /** Sends messages outside a Ready (quiescing heartbeats). */
+  sendRaftMessages(r: Replica, msgs: readonly Message[], quiesce: boolean): void;
+  /** A new lease applied on this replica (the timestamp-cache hook). */
+  leaseApplied(r: Replica, lease: Lease, prev: Lease | null): void;
+  /** A store-unique, cluster-wide random command id. */
+  nextCmdId(): number;
+  readonly metrics: { proposals: number; reproposals: number; appliedCommands: number; rejectedCommands: number };
+}
+
+interface Proposal {
+  readonly cmdId: number;
+  cmd: RaftCommand;
+  data: Buffer;
+  ticks: number;
+  age: number;
+  readonly responses: Response[];
+  readonly timestamp: Timestamp;
+  readonly resolve: (r: BatchResponse) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** Deferred effects of one round's applies, run once the apply batch is durable. */
+export interface ApplyEffects {
+  readonly done: { p: Proposal; error: Error | null }[];
+  truncation: TruncatedState | null;
+  readonly checksums: number[];
+  readonly leases: { lease: Lease; prev: Lease | null }[];
+}
+
+export function confStateOf(desc: RangeDescriptor): ConfState {
+  return {
+    voters: desc.replicas.filter((r) => r.type === 0).map((r) => r.replicaId),
+    learners: desc.replicas.filter((r) => r.type === 1).map((r) => r.replicaId),
+    votersOutgoing: [],
+    learnersNext: [],
+    autoLeave: false,
+  };
+}
+
+const UNSUPPORTED_FROM_CLIENT = new Set(['requestLease', 'transferLease']);
+
+export class Replica {
+  readonly rangeId: number;
+  desc: RangeDescriptor;
+  readonly replica: ReplicaDescriptor;
+  readonly raw: RawNode;
+  readonly storage: ReplicaRaftStorage;
+  applied: RangeAppliedState;
+  lease: Lease | null;
+  readonly latches = new LatchManager();
+  private readonly proposals = new Map<number, Proposal>();
+  private nextMaxLeaseIndex: number;
+  quiescent = false;
+  private leaseRequest: Promise<void> | null = null;
+  private transferring: Lease | null = null;
+  private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
+  stopped = false;
+
+  private constructor(
+    private readonly ctx: StoreContext,
+    desc: RangeDescriptor,
+    storage: ReplicaRaftStorage,
+    applied: RangeAppliedState,
+    lease: Lease | null,
+  ) {
+    this.rangeId = desc.rangeId;
+    this.desc = desc;
+    const me = replicaOnStore(desc, ctx.ident.storeId);
+    assert(me !== undefined, `kv: s${ctx.ident.storeId} holds no replica of r${desc.rangeId}`);
+    this.replica = me;
+    this.storage = storage;
+    this.applied = applied;
+    this.lease = lease;
+    this.nextMaxLeaseIndex = applied.leaseAppliedIndex;
+    const s = ctx.settings;
+    this.raw = new RawNode({
+      id: me.replicaId,
+      electionTick: s.electionTicks,
+      heartbeatTick: s.heartbeatTicks,
+      storage,
+      applied: applied.raftAppliedIndex,
+      maxSizePerMsg: s.maxRaftMsgBytes,
+      maxInflightMsgs: 256,
+      maxCommittedSizePerReady: s.maxCommittedBytesPerReady,
+      checkQuorum: true,
+      preVote: true,
+      prng: ctx.prng,
+    });
+  }
+
+  /** Loads the replica of `desc` on this store from the engine. */
+  static async load(ctx: StoreContext, desc: RangeDescriptor): Promise<Replica> {
+    const e = ctx.engine;
+    const asRaw = e.getSync(encodeMvccKey(rangeAppliedStateKey(desc.rangeId)));
+    assert(asRaw !== undefined, `kv: r${desc.rangeId} has a descriptor but no applied state`);
+    const applied = decodeAppliedState(asRaw);
+    const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(desc.rangeId)));
+    const lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
+    const storage = await ReplicaRaftStorage.load(e, desc.rangeId, confStateOf(desc));
+    storage.appliedIndex = applied.raftAppliedIndex;
+    storage.appliedTerm = applied.raftAppliedTerm;
+    return new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
+  }
+
+  get replicaId(): number {
+    return this.replica.replicaId;
+  }
+
+  isLeader(): boolean {
+    return this.raw.raft.state === StateType.Leader;
+  }
+
+  /** The replica descriptor of the Raft leader, if known and in the descriptor. */
+  leaderHint(): ReplicaDescriptor | null {
+    const lead = this.raw.raft.lead;
+    return lead === 0 ? null : (replicaOf(this.desc, lead) ?? null);
+  }
+
+  ownsValidLease(now: Timestamp = this.ctx.clock.now()): boolean {
+    return this.transferring === null && ownsValidLease(this.lease, this.replicaId, now, this.ctx.clock.maxOffsetMicros);
+  }
+
+  get pendingProposals(): number {
+    return this.proposals.size;
+  }
+
+  // ---- request path -------------------------------------------------------------
+
+  /** Serves a batch addressed to this range (see the header). */
+  async send(ba: BatchRequest): Promise<BatchResponse> {
+    if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
+    this.wake();
+    const reqs = ba.requests;
+    for (const q of reqs) {
+      if (UNSUPPORTED_FROM_CLIENT.has(q.kind)) throw new CairnError('kv.unsupported_request', `kv: ${q.kind} is proposed by replicas, not sent by clients (use Store.transferLease)`);
+      this.checkKeys(q);
+    }
+    if (reqs.length === 1 && reqs[0]?.kind === 'leaseInfo') {
+      const now = this.ctx.clock.now();
+      return { now, timestamp: now, responses: [{ kind: 'leaseInfo', lease: this.lease }] };
+    }
+    await this.ensureLease();
+    const isWrite = reqs.some(isWriteRequest);
+    const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }) };
+    const spans: DeclaredSpan[] = [];
+    for (const q of reqs) lookupCommand(q.kind).declareKeys(h0, q, this.desc, spans);
+    const guard = await this.latches.acquire(spans);
+    try {
+      const now = this.ctx.clock.now();
+      if (!this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
+      const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
+      const h: EvalHeader = { ...h0, timestamp: ts };
+      if (!isWrite) {
+        const ec = this.evalContext(emptyStats(), {});
+        const responses: Response[] = [];
+        for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, h, q));
+        return { now: this.ctx.clock.now(), timestamp: ts, responses };
+      }
+      const lease = this.lease as Lease;
+      return await this.evaluateAndPropose(h, reqs, lease.sequence, undefined);
+    } finally {
+      guard.release();
+    }
+  }
+
+  private checkKeys(q: Request): void {
+    const k = (q as { key?: Buffer }).key;
+    if (k === undefined) return;
+    if (hasPrefix(k, LOCAL_RANGE_ID_PREFIX) || hasPrefix(k, LOCAL_STORE_PREFIX)) return;
+    const addr = isLocal(k) ? addressOf(k) : k;
+    const end = (q as { endKey?: Buffer }).endKey;
+    const endAddr = end === undefined ? null : isLocal(end) ? addressOf(end) : end;
+    const d = this.desc;
+    const inside = compareBytes(addr, d.startKey) >= 0 && compareBytes(addr, d.endKey) < 0 && (endAddr === null || compareBytes(endAddr, d.endKey) <= 0);
+    // The first range also holds the local keys addressed below its start.
+    if (!inside && !(isLocal(k) && d.startKey.length === 0)) throw new RangeKeyMismatchError(k, end ?? null, [this.desc]);
+  }
+
+  private evalContext(stats: ReturnType<typeof emptyStats>, sideEffects: SideEffectsBuilder): EvalContext {
+    return { rangeId: this.rangeId, desc: this.desc, lease: this.lease, stats, sideEffects, raftTerm: (i) => this.storage.term(i) };
+  }
+
+  /** Evaluates a write batch into a Raft command, proposes it, and waits for it to apply. */
+  private async evaluateAndPropose(h: EvalHeader, reqs: readonly Request[], leaseSeq: number, prevLease: Lease | null | undefined): Promise<BatchResponse> {
+    const batch = this.ctx.engine.newBatch();
+    const stats = emptyStats();
+    const se: SideEffectsBuilder = {};
+    const ec = this.evalContext(stats, se);
+    const responses: Response[] = [];
+    for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, batch as never, h, q));
+    const isLeaseRequest = prevLease !== undefined;
+    const cmd: RaftCommand = {
+      cmdId: this.ctx.nextCmdId(),
+      leaseSeq,
+      maxLeaseIndex: isLeaseRequest ? 0 : this.assignMaxLeaseIndex(),
+      isLeaseRequest,
+      prevLease: prevLease ?? null,
+      repr: batch.repr(),
+      stats,
+      sideEffects: se,
+    };
+    return new Promise<BatchResponse>((resolve, reject) => {
+      const data = encodeRaftCommand(cmd);
+      const p: Proposal = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
+      try {
+        this.raw.propose(data);
+      } catch (e) {
+        if (e instanceof ProposalDroppedError) {
+          reject(new ProposalDroppedKvError(this.rangeId, e.message));
+          return;
+        }
+        throw e;
+      }
+      this.proposals.set(cmd.cmdId, p);
+      this.ctx.metrics.proposals++;
+      this.ctx.enqueueReady(this);
+    });
+  }
+
+  private assignMaxLeaseIndex(): number {
+    this.nextMaxLeaseIndex = Math.max(this.nextMaxLeaseIndex, this.applied.leaseAppliedIndex) + 1;
+    return this.nextMaxLeaseIndex;
+  }
+
+  private repropose(p: Proposal): void {
+    try {
+      this.raw.propose(p.data);
+      this.ctx.metrics.reproposals++;
+    } catch (e) {
+      if (!(e instanceof ProposalDroppedError)) throw e;
+      // Still pending: the next tick tries again.
+    }
+    p.ticks = 0;
+    this.ctx.enqueueReady(this);
+  }
+
+  // ---- leases ---------------------------------------------------------------------
+
+  private notLeaseHolder(why = ''): NotLeaseHolderError {
+    const hint = this.transferring?.replica ?? this.leaderHint();
+    return new NotLeaseHolderError(this.rangeId, this.transferring ?? this.lease, hint, why);
+  }
+
+  /** Returns when this replica holds a valid lease; throws NotLeaseHolderError with a hint otherwise. */
+  private async ensureLease(): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = this.ctx.clock.now();
+      if (this.ownsValidLease(now)) return;
+      if (this.transferring !== null) throw this.notLeaseHolder('lease transfer in progress');
+      const st = leaseState(this.lease, now, this.ctx.clock.maxOffsetMicros);
+      if (this.lease !== null && this.lease.replica.replicaId !== this.replicaId && st !== 'expired') throw this.notLeaseHolder();
+      if (!this.isLeader()) throw this.notLeaseHolder('not the Raft leader');
+      await this.acquireLease();
+    }
+    throw this.notLeaseHolder('could not acquire the lease');
+  }
+
+  /** Requests (or extends) the lease for this replica; one request at a time. */
+  acquireLease(): Promise<void> {
+    if (this.leaseRequest !== null) return this.leaseRequest;
+    const run = async (): Promise<void> => {
+      const prev = this.lease;
+      const next = nextLease(prev, this.replica, this.ctx.clock.now(), this.ctx.settings.leaseDurationMicros);
+      if (next === null) throw this.notLeaseHolder();
+      await this.proposeLease({ kind: 'requestLease', lease: next, prevLease: prev });
+    };
+    const p = run().finally(() => {
+      this.leaseRequest = null;
+    });
+    this.leaseRequest = p;
+    return p;
+  }
+
+  /** Hands the lease to the replica `targetReplicaId` (must hold a valid lease). */
+  async transferLease(targetReplicaId: number): Promise<void> {
+    const target = replicaOf(this.desc, targetReplicaId);
+    if (target === undefined) throw new CairnError('kv.invalid_lease_target', `kv: r${this.rangeId} has no replica ${targetReplicaId}`);
+    if (targetReplicaId === this.replicaId) return this.ensureLease();
+    if (this.leaseRequest !== null) await this.leaseRequest.catch(() => undefined);
+    const now = this.ctx.clock.now();
+    if (!this.ownsValidLease(now)) throw this.notLeaseHolder();
+    const prev = this.lease as Lease;
+    const next = transferredLease(prev, target, now, this.ctx.settings.leaseDurationMicros);
+    this.transferring = next;
+    try {
+      await this.proposeLease({ kind: 'transferLease', lease: next, prevLease: prev });
+    } finally {
+      this.transferring = null;
+    }
+  }
+
+  private async proposeLease(q: { kind: 'requestLease' | 'transferLease'; lease: Lease; prevLease: Lease | null }): Promise<void> {
+    const h: EvalHeader = { rangeId: this.rangeId, timestamp: q.lease.start };
+    const spans: DeclaredSpan[] = [];
+    lookupCommand(q.kind).declareKeys(h, q, this.desc, spans);
+    const guard = await this.latches.acquire(spans);
+    try {
+      if (!leaseEqual(this.lease, q.prevLease)) throw this.notLeaseHolder('the lease changed');
+      await this.evaluateAndPropose(h, [q], q.prevLease?.sequence ?? 0, q.prevLease);
+    } finally {
+      guard.release();
+    }
+    if (!leaseEqual(this.lease, q.lease)) throw this.notLeaseHolder('lease request lost');
+  }
+
+  /** Keeps the lease on the Raft leader and renews it while the range is active. */
+  private maintainLease(): void {
+    const now = this.ctx.clock.now();
+    const dur = this.ctx.settings.leaseDurationMicros;
+    const lease = this.lease;
+    const mine = lease !== null && lease.replica.replicaId === this.replicaId;
+    const ignore = (): void => undefined;
+    if (this.isLeader()) {
+      if (this.leaseRequest !== null || this.transferring !== null) return;
+      const st = leaseState(lease, now, this.ctx.clock.maxOffsetMicros);
+      if ((!mine && (st === 'expired' || st === 'none')) || (mine && (st !== 'valid' || shouldRenew(lease, now, dur)))) {
+        this.acquireLease().catch(ignore);
+      }
+      return;
+    }
+    const leader = this.leaderHint();
+    if (mine && leader !== null && leader.type === 0 && this.ownsValidLease(now)) this.transferLease(leader.replicaId).catch(ignore);
+  }
+
+  // ---- ticks, messages, quiescence ---------------------------------------------------
+
+  tick(): void {
+    if (this.stopped) return;
+    if (this.quiescent) {
+      this.raw.tickQuiesced();
+      return;
+    }
+    this.raw.tick();
+    const s = this.ctx.settings;
+    for (const p of this.proposals.values()) {
+      p.ticks++;
+      p.age++;
+      if (p.age >= s.proposalTimeoutTicks) {
+        this.proposals.delete(p.cmdId);
+        p.reject(new AmbiguousResultError(`r${this.rangeId}: command not applied after ${p.age} ticks`));
+      } else if (p.ticks >= s.reproposalTicks) {
+        this.repropose(p);
+      }
+    }
+    this.maintainLease();
+    this.maybeQuiesce();
+    this.ctx.enqueueReady(this);
+  }
+
+  /** Steps a message from a peer; `quiesce` marks the leader's quiescing heartbeat. */
+  stepMessage(m: Message, quiesce: boolean): void {
+    if (this.stopped) return;
+    if (quiesce) {
+      this.quiescent = true;
+    } else if (this.quiescent && m.type !== MessageType.MsgHeartbeatResp) {
+      this.quiescent = false;
+    }
+    try {
+      this.raw.step(m);
+    } catch (e) {
+      if (!(e instanceof CairnError) || !e.code.startsWith('raft.step')) throw e;
+    }
+    this.ctx.enqueueReady(this);
+  }
+
+  /** Leaves quiescence (a request or proposal arrived). */
+  wake(): void {
+    if (!this.quiescent) return;
+    this.quiescent = false;
+    this.ctx.enqueueReady(this);
+  }
+
+  private maybeQuiesce(): void {
+    if (!this.isLeader() || this.proposals.size > 0 || this.leaseRequest !== null || this.transferring !== null || this.latches.size > 0) return;
+    if (this.raw.hasReady()) return;
+    const st = this.raw.status();
+    if (!st.quiescable) return;
+    const hs = st.hardState;
+    const msgs: Message[] = [];
+    for (const id of st.progress?.keys() ?? []) {
+      if (id === this.replicaId) continue;
+      msgs.push(newMessage({ type: MessageType.MsgHeartbeat, to: id, from: this.replicaId, term: hs.term, commit: hs.commit }));
+    }
+    this.quiescent = true;
+    this.ctx.sendRaftMessages(this, msgs, true);
+  }
+
+  /** The Raft leader changed: re-propose everything pending (the old leader may have lost it). */
+  onLeaderChange(): void {
+    for (const p of this.proposals.values()) this.repropose(p);
+  }
+
+  // ---- apply --------------------------------------------------------------------------
+
+  /**
+   * Stages the application of committed entries into the store's apply
+   * batch: command writes and the applied state, in order. Updates the
+   * in-memory applied state and lease as it goes (later entries of the same
+   * round see them); durable effects are finished by finishApply.
+   */
+  stageApply(batch: WriteBatch, entries: readonly Entry[], fx: ApplyEffects): void {
+    if (entries.length === 0) return;
+    const applied = { ...this.applied, stats: { ...this.applied.stats } };
+    this.applied = applied;
+    for (const e of entries) {
+      if (e.type === EntryType.ConfChange) {
+        this.storage.confState = this.raw.applyConfChange(decodeConfChange(e.data));
+      } else if (e.data.length > 0) {
+        this.applyCommand(batch, decodeRaftCommand(e.data), fx);
+      }
+      applied.raftAppliedIndex = e.index;
+      applied.raftAppliedTerm = e.term;
+    }
+    batch.put(encodeMvccKey(rangeAppliedStateKey(this.rangeId)), encodeAppliedState(applied));
+  }
+
+  private applyCommand(batch: WriteBatch, cmd: RaftCommand, fx: ApplyEffects): void {
+    const applied = this.applied as { -readonly [K in keyof RangeAppliedState]: RangeAppliedState[K] };
+    let verdict: 'ok' | 'lease' | 'mli';
+    if (cmd.isLeaseRequest) verdict = leaseEqual(cmd.prevLease, this.lease) ? 'ok' : 'lease';
+    else if (this.lease === null || cmd.leaseSeq !== this.lease.sequence) verdict = 'lease';
+    else if (applied.leaseAppliedIndex >= cmd.maxLeaseIndex) verdict = 'mli';
+    else verdict = 'ok';
+    const p = this.proposals.get(cmd.cmdId);
+    if (verdict !== 'ok') {
+      this.ctx.metrics.rejectedCommands++;
+      if (p === undefined || p.cmd.maxLeaseIndex !== cmd.maxLeaseIndex) return;
+      if (verdict === 'mli' && this.lease !== null && this.lease.sequence === p.cmd.leaseSeq && this.lease.replica.replicaId === this.replicaId) {
+        // Every copy with the old MLI is dead now: re-propose under a new one.
+        p.cmd = { ...p.cmd, maxLeaseIndex: this.assignMaxLeaseIndex() };
+        p.data = encodeRaftCommand(p.cmd);
+        this.repropose(p);
+        return;
+      }
+      this.proposals.delete(cmd.cmdId);
+      fx.done.push({ p, error: cmd.isLeaseRequest ? this.notLeaseHolder('lease request rejected') : new AmbiguousResultError(`r${this.rangeId}: the lease changed with the command in flight`) });
+      return;
+    }
+    this.ctx.metrics.appliedCommands++;
+    for (const op of decodeBatchRepr(cmd.repr)) {
+      if (op.value === null) batch.delete(op.key);
+      else batch.put(op.key, op.value);
+    }
+    addStats(applied.stats, cmd.stats);
+    if (!cmd.isLeaseRequest) applied.leaseAppliedIndex = cmd.maxLeaseIndex;
+    const se = cmd.sideEffects;
+    if (se.newLease !== undefined) this.installLease(se.newLease, fx);
+    if (se.truncatedState !== undefined && se.truncatedState.index > (fx.truncation?.index ?? this.storage.truncated.index)) {
+      this.storage.stageTruncation(batch, se.truncatedState);
+      fx.truncation = se.truncatedState;
+    }
+    if (se.checksumId !== undefined) fx.checksums.push(se.checksumId);
+    if (p !== undefined) {
+      this.proposals.delete(cmd.cmdId);
+      fx.done.push({ p, error: null });
+    }
+  }
+
+  private installLease(lease: Lease, fx: ApplyEffects): void {
+    const prev = this.lease;
+    this.lease = lease;
+    fx.leases.push({ lease, prev });
+    if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
+      // We lost the lease: commands proposed under it cannot apply any more,
+      // but the client cannot be told "failed" (DESIGN.md §6).
+      for (const p of this.proposals.values()) {
+        if (p.cmd.isLeaseRequest) continue;
+        this.proposals.delete(p.cmdId);
+        fx.done.push({ p, error: new AmbiguousResultError(`r${this.rangeId}: lease transferred to r${this.rangeId}/${lease.replica.replicaId} with the command in flight`) });
+      }
+    }
+    if (lease.replica.replicaId === this.replicaId) this.nextMaxLeaseIndex = Math.max(this.nextMaxLeaseIndex, this.applied.leaseAppliedIndex);
+  }
+
+  /** Runs once the apply batch of stageApply is durable. */
+  finishApply(fx: ApplyEffects, engineSnapshot: () => EngineSnapshot): void {
+    this.storage.appliedIndex = this.applied.raftAppliedIndex;
+    this.storage.appliedTerm = this.applied.raftAppliedTerm;
+    if (fx.truncation !== null) this.storage.commitTruncation(fx.truncation);
+    for (const { lease, prev } of fx.leases) this.ctx.leaseApplied(this, lease, prev);
+    for (const id of fx.checksums) {
+      const snap = engineSnapshot();
+      const slot = this.checksumSlot(id);
+      computeRangeChecksum(snap, this.desc)
+        .then(slot.resolve, slot.reject)
+        .finally(() => void snap.close());
+    }
+    for (const { p, error } of fx.done) {
+      if (error === null) p.resolve({ now: this.ctx.clock.now(), timestamp: p.timestamp, responses: p.responses });
+      else p.reject(error);
+    }
+  }
+
+  private checksumSlot(id: number): { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void } {
+    let slot = this.checksums.get(id);
+    if (slot === undefined) {
+      let resolve!: (s: string) => void;
+      let reject!: (e: Error) => void;
+      const promise = new Promise<string>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      promise.catch(() => undefined); // a stopped replica rejects checksums nobody asked for
+      slot = { promise, resolve, reject };
+      this.checksums.set(id, slot);
+    }
+    return slot;
+  }
+
+  /** The checksum this replica computed for ComputeChecksum `id` (waits until it has applied it). */
+  checksum(id: number): Promise<string> {
+    return this.checksumSlot(id).promise;
+  }
+
+  /** After a snapshot was applied: reload the replicated state it replaced. */
+  reloadAfterSnapshot(index: number, term: number): void {
+    const e = this.ctx.engine;
+    const asRaw = e.getSync(encodeMvccKey(rangeAppliedStateKey(this.rangeId)));
+    assert(asRaw !== undefined, `kv: r${this.rangeId} snapshot without applied state`);
+    this.applied = decodeAppliedState(asRaw);
+    assert(this.applied.raftAppliedIndex === index, `kv: r${this.rangeId} snapshot at ${index} carries applied index ${this.applied.raftAppliedIndex}`);
+    const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(this.rangeId)));
+    const prev = this.lease;
+    this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
+    this.storage.commitSnapshot(index, term, confStateOf(this.desc));
+    if (this.lease !== null && !leaseEqual(prev, this.lease)) this.ctx.leaseApplied(this, this.lease, prev);
+  }
+
+  /** Stops the replica: every pending command answers ambiguous. */
+  stop(): void {
+    this.stopped = true;
+    for (const p of this.proposals.values()) p.reject(new AmbiguousResultError(`r${this.rangeId}: replica stopped with the command in flight`));
+    this.proposals.clear();
+    for (const slot of this.checksums.values()) slot.reject(new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId));
+  }
+}

@@ -1,0 +1,514 @@
+/**
+ * Store: one engine, many replicas, and the one Raft processing loop that
+ * drives them all (CockroachDB's kvserver.Store + its Raft scheduler,
+ * DESIGN.md §3 "group commit").
+ *
+ * The Ready loop — one round handles every replica with a Ready:
+ *
+ *   1. ready() on each dirty replica;
+ *   2. ONE engine batch with every replica's snapshot (if any), new log
+ *      entries and hard state, written with ONE sync if any replica needs it
+ *      (so thousands of proposals share one fsync);
+ *   3. messages coalesced per destination store: ONE one-way RPC per peer
+ *      per round carrying all ranges' Raft messages (heartbeats of many
+ *      ranges between two nodes ride together); MsgSnap is diverted to the
+ *      snapshot sender (streamed in chunks over the Raft connection class);
+ *   4. ONE apply batch with every replica's committed commands + applied
+ *      state (unsynced: the log is durable), then proposers answer clients;
+ *   5. advance() each replica; a replica whose leader changed re-proposes
+ *      its pending commands.
+ *
+ * Inputs come from outside: tick() (the server's timer every
+ * settings.tickIntervalMs, or a test's manual stepping — no timers here),
+ * Raft message batches and snapshot chunks from src/rpc, batches from
+ * clients. The loop is scheduled through the injected `schedule` (default
+ * setImmediate) whenever a replica becomes dirty.
+ *
+ * Log truncation queue: every truncationIntervalTicks each leaseholder-leader
+ * whose log exceeds raftLogMaxEntries proposes TruncateLog up to what every
+ * recently active follower has (or to its applied index beyond
+ * raftLogHardMaxEntries — laggards then get a snapshot).
+ *
+ * RPC surface (registered by Store.start on the transport; one store per node):
+ *   KvMethod.Batch         BatchRequest → BatchResult (errors as values, api-codec.ts)
+ *   KvMethod.RaftMessages  one-way RaftMessageBatch
+ *   KvMethod.RaftSnapshot  SnapshotChunk → ack
+ *
+ * Known limits (for the engineers building on this): replicas are created
+ * only from descriptors on disk (no uninitialized replicas yet: a replica
+ * added by a replication change must be created on the target store first,
+ * then it catches up by snapshot); conf changes are applied to Raft but the
+ * descriptor change is the replication engineer's command.
+ *
+ * Ownership: the Store owns its replicas and the loop; the caller owns the
+ * engine (Store.stop does not close it) and the transport.
+ */
+import { assert } from '../util/assert.js';
+import { CairnError } from '../util/errors.js';
+import type { Clock } from '../util/hlc.js';
+import { silentLogger, type Logger } from '../util/log.js';
+import type { Prng } from '../util/prng.js';
+import type { Engine, WriteBatch } from '../../storage/engine.js';
+import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { rangeAppliedStateKey } from '../../storage/keys.js';
+import { ConnectionClass, type RpcTransport } from '../rpc/transport.js';
+import { MessageType, isEmptySnap, type Message, type Ready, type Snapshot } from '../../raft/types.js';
+import { KvMethod, RangeNotFoundError, StoreStoppedError, replicaOf, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
+import {
+  decodeAppliedState,
+  decodeBatchRequest,
+  decodeRaftMessageBatch,
+  decodeSnapshotChunk,
+  encodeBatchResult,
+  encodeRaftMessageBatch,
+  encodeSnapshotChunk,
+  type RaftMessageBatch,
+  type RaftMessageRequest,
+} from './api-codec.js';
+import { loadRangeDescriptors, readStoreIdent } from './bootstrap.js';
+import { Replica, confStateOf, type ApplyEffects, type StoreContext } from './replica.js';
+import { replicatedEngineSpans } from './replica-consistency.js';
+import { DEFAULT_KV_SETTINGS, type KvSettings } from './settings.js';
+
+export interface StoreOptions {
+  readonly engine: Engine;
+  readonly clock: Clock;
+  readonly transport: RpcTransport;
+  readonly prng: Prng;
+  readonly settings?: KvSettings;
+  readonly logger?: Logger;
+  /** Called when a replica's lease changes (the concurrency layer bumps its timestamp cache low-water mark to lease.start). */
+  readonly onLeaseApplied?: (rangeId: number, lease: Lease, prev: Lease | null) => void;
+  /** How the Ready loop is scheduled; default setImmediate. */
+  readonly schedule?: (fn: () => void) => void;
+}
+
+export interface StoreMetrics {
+  proposals: number;
+  reproposals: number;
+  appliedCommands: number;
+  rejectedCommands: number;
+  readyRounds: number;
+  /** Synced engine writes of the Ready loop. */
+  syncs: number;
+  raftMessagesSent: number;
+  /** One-way RPCs carrying Raft messages (≤ one per peer per round). */
+  raftBatchesSent: number;
+  snapshotsSent: number;
+  snapshotsApplied: number;
+}
+
+interface PendingSnapshot {
+  readonly key: string;
+  readonly kvs: KeyValue[];
+}
+
+function snapshotKey(data: Uint8Array): string {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('hex');
+}
+
+export class Store implements StoreContext {
+  readonly ident: StoreIdent;
+  readonly engine: Engine;
+  readonly clock: Clock;
+  readonly settings: KvSettings;
+  readonly prng: Prng;
+  readonly log: Logger;
+  readonly metrics: StoreMetrics = {
+    proposals: 0,
+    reproposals: 0,
+    appliedCommands: 0,
+    rejectedCommands: 0,
+    readyRounds: 0,
+    syncs: 0,
+    raftMessagesSent: 0,
+    raftBatchesSent: 0,
+    snapshotsSent: 0,
+    snapshotsApplied: 0,
+  };
+  private readonly replicas = new Map<number, Replica>();
+  private readonly transport: RpcTransport;
+  private readonly dirty = new Set<Replica>();
+  private scheduled = false;
+  private loop: Promise<void> | null = null;
+  private stopped = false;
+  private ticks = 0;
+  private snapSeq = 0;
+  /** Received snapshot data by range, until its Ready applies it. */
+  private readonly incomingSnapshots = new Map<number, PendingSnapshot>();
+  private readonly chunks = new Map<string, KeyValue[]>();
+  private readonly schedule: (fn: () => void) => void;
+
+  private constructor(opts: StoreOptions, ident: StoreIdent) {
+    this.ident = ident;
+    this.engine = opts.engine;
+    this.clock = opts.clock;
+    this.settings = opts.settings ?? DEFAULT_KV_SETTINGS;
+    this.prng = opts.prng;
+    this.log = opts.logger ?? silentLogger();
+    this.transport = opts.transport;
+    this.onLeaseApplied = opts.onLeaseApplied;
+    this.schedule = opts.schedule ?? ((fn) => void setImmediate(fn));
+  }
+
+  private readonly onLeaseApplied: StoreOptions['onLeaseApplied'];
+
+  /** Opens the store on a bootstrapped engine: loads its replicas and registers its RPC methods. */
+  static async start(opts: StoreOptions): Promise<Store> {
+    const ident = readStoreIdent(opts.engine);
+    if (ident === null) throw new CairnError('kv.store_not_bootstrapped', 'kv: the engine holds no store ident (bootstrap or join first)');
+    const store = new Store(opts, ident);
+    for (const desc of await loadRangeDescriptors(opts.engine)) {
+      if (!desc.replicas.some((r) => r.storeId === ident.storeId)) continue;
+      store.replicas.set(desc.rangeId, await Replica.load(store, desc));
+    }
+    store.registerRpc();
+    for (const r of store.replicas.values()) store.enqueueReady(r);
+    return store;
+  }
+
+  private registerRpc(): void {
+    const t = this.transport;
+    t.register(KvMethod.Batch, async (payload) => {
+      try {
+        return encodeBatchResult({ ok: true, response: await this.send(decodeBatchRequest(payload)) });
+      } catch (e) {
+        if (e instanceof CairnError) return encodeBatchResult({ ok: false, error: e });
+        throw e;
+      }
+    });
+    t.register(KvMethod.RaftMessages, (payload) => {
+      this.handleRaftMessages(decodeRaftMessageBatch(payload));
+    });
+    t.register(KvMethod.RaftSnapshot, (payload) => {
+      this.handleSnapshotChunk(decodeSnapshotChunk(payload));
+    });
+  }
+
+  // ---- StoreContext ------------------------------------------------------------------
+
+  enqueueReady(r: Replica): void {
+    this.dirty.add(r);
+    if (this.scheduled || this.loop !== null || this.stopped) return;
+    this.scheduled = true;
+    this.schedule(() => {
+      this.scheduled = false;
+      this.startLoop();
+    });
+  }
+
+  leaseApplied(r: Replica, lease: Lease, prev: Lease | null): void {
+    this.onLeaseApplied?.(r.rangeId, lease, prev);
+  }
+
+  nextCmdId(): number {
+    const id = this.prng.nextUint32() * 2 ** 21 + (this.prng.nextUint32() >>> 11);
+    return id === 0 ? 1 : id;
+  }
+
+  sendRaftMessages(r: Replica, msgs: readonly Message[], quiesce: boolean): void {
+    const byNode = new Map<number, RaftMessageRequest[]>();
+    this.route(r, msgs, quiesce, byNode);
+    this.flush(byNode);
+  }
+
+  // ---- public API ---------------------------------------------------------------------
+
+  get storeId(): number {
+    return this.ident.storeId;
+  }
+
+  get nodeId(): number {
+    return this.ident.nodeId;
+  }
+
+  replica(rangeId: number): Replica | undefined {
+    return this.replicas.get(rangeId);
+  }
+
+  allReplicas(): Replica[] {
+    return [...this.replicas.values()];
+  }
+
+  /** Serves a batch addressed to one of this store's ranges. */
+  send(ba: BatchRequest): Promise<BatchResponse> {
+    if (this.stopped) return Promise.reject(new StoreStoppedError(this.ident.storeId));
+    const r = this.replicas.get(ba.header.rangeId);
+    if (r === undefined || (ba.header.replicaId !== undefined && ba.header.replicaId !== 0 && ba.header.replicaId !== r.replicaId)) {
+      return Promise.reject(new RangeNotFoundError(ba.header.rangeId, this.ident.storeId));
+    }
+    return r.send(ba);
+  }
+
+  /** Admin: moves the lease of rangeId (held here) to the replica targetReplicaId. */
+  transferLease(rangeId: number, targetReplicaId: number): Promise<void> {
+    const r = this.replicas.get(rangeId);
+    if (r === undefined) return Promise.reject(new RangeNotFoundError(rangeId, this.ident.storeId));
+    return r.transferLease(targetReplicaId);
+  }
+
+  /** The checksum this store's replica computed for ComputeChecksum `checksumId` (waits until applied). */
+  checksum(rangeId: number, checksumId: number): Promise<string> {
+    const r = this.replicas.get(rangeId);
+    if (r === undefined) return Promise.reject(new RangeNotFoundError(rangeId, this.ident.storeId));
+    return r.checksum(checksumId);
+  }
+
+  /** One logical clock tick for every replica (Raft timeouts, leases, re-proposals, queues). */
+  tick(): void {
+    if (this.stopped) return;
+    this.ticks++;
+    for (const r of this.replicas.values()) r.tick();
+    if (this.ticks % this.settings.truncationIntervalTicks === 0) this.runTruncationQueue();
+  }
+
+  /** Stops serving: pending commands answer ambiguous; waits for the loop's current round. Does not close the engine. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const r of this.replicas.values()) r.stop();
+    while (this.loop !== null) await this.loop;
+  }
+
+  // ---- incoming Raft traffic -----------------------------------------------------------
+
+  handleRaftMessages(b: RaftMessageBatch): void {
+    if (this.stopped) return;
+    for (const m of b.messages) {
+      const r = this.replicas.get(m.rangeId);
+      if (r === undefined) continue; // uninitialized replicas are not created yet (see the header)
+      r.stepMessage(m.message, m.quiesce);
+    }
+  }
+
+  handleSnapshotChunk(c: ReturnType<typeof decodeSnapshotChunk>): void {
+    if (this.stopped) throw new StoreStoppedError(this.ident.storeId);
+    const key = `${c.fromNodeId}/${c.snapId}`;
+    let kvs = this.chunks.get(key);
+    if (kvs === undefined) {
+      kvs = [];
+      this.chunks.set(key, kvs);
+    }
+    for (const kv of c.kvs) kvs.push(kv);
+    if (c.final === null) return;
+    this.chunks.delete(key);
+    const m = c.final.messages[0];
+    assert(m !== undefined && m.message.snapshot !== null, 'kv: final snapshot chunk without MsgSnap');
+    const r = this.replicas.get(m.rangeId);
+    if (r === undefined) throw new RangeNotFoundError(m.rangeId, this.ident.storeId);
+    this.incomingSnapshots.set(m.rangeId, { key: snapshotKey(m.message.snapshot.data), kvs });
+    r.stepMessage(m.message, false);
+  }
+
+  // ---- the Ready loop ----------------------------------------------------------------------
+
+  private startLoop(): void {
+    if (this.loop !== null || this.stopped) return;
+    this.loop = this.runLoop()
+      .catch((e: unknown) => {
+        this.log.error({ err: (e as Error).message }, 'kv: Ready loop failed');
+        throw e;
+      })
+      .finally(() => {
+        this.loop = null;
+        if (this.dirty.size > 0 && !this.stopped) this.enqueueReady(this.dirty.values().next().value as Replica);
+      });
+  }
+
+  private async runLoop(): Promise<void> {
+    while (this.dirty.size > 0 && !this.stopped) {
+      const rounds: { r: Replica; rd: Ready }[] = [];
+      for (const r of this.dirty) {
+        if (!r.stopped && r.raw.hasReady()) rounds.push({ r, rd: r.raw.ready() });
+      }
+      this.dirty.clear();
+      if (rounds.length === 0) return;
+      await this.processRound(rounds);
+    }
+  }
+
+  private async processRound(rounds: { r: Replica; rd: Ready }[]): Promise<void> {
+    this.metrics.readyRounds++;
+    // 1. Persist: one batch, one sync.
+    const wb = this.engine.newBatch();
+    let sync = false;
+    for (const { r, rd } of rounds) {
+      if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) await this.stageSnapshot(wb, r, rd.snapshot);
+      r.storage.stageAppend(wb, rd.entries);
+      if (rd.hardState !== null) r.storage.stageHardState(wb, rd.hardState);
+      sync ||= rd.mustSync;
+    }
+    if (!wb.isEmpty()) {
+      await this.engine.write(wb, { sync });
+      if (sync) this.metrics.syncs++;
+    }
+    for (const { r, rd } of rounds) {
+      if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) {
+        r.reloadAfterSnapshot(rd.snapshot.metadata.index, rd.snapshot.metadata.term);
+        this.metrics.snapshotsApplied++;
+      }
+      r.storage.commitAppend(rd.entries);
+      if (rd.hardState !== null) r.storage.commitHardState(rd.hardState);
+    }
+    // 2. Send, coalesced per destination node.
+    const byNode = new Map<number, RaftMessageRequest[]>();
+    for (const { r, rd } of rounds) this.route(r, rd.messages, false, byNode);
+    this.flush(byNode);
+    // 3. Apply: one batch for every replica's committed commands.
+    const ab = this.engine.newBatch();
+    const applies: { r: Replica; fx: ApplyEffects }[] = [];
+    for (const { r, rd } of rounds) {
+      if (rd.committedEntries.length === 0) continue;
+      const fx: ApplyEffects = { done: [], truncation: null, checksums: [], leases: [] };
+      r.stageApply(ab, rd.committedEntries, fx);
+      applies.push({ r, fx });
+    }
+    if (!ab.isEmpty()) await this.engine.write(ab, { sync: false });
+    for (const { r, fx } of applies) r.finishApply(fx, () => this.engine.snapshot());
+    // 4. Advance.
+    for (const { r, rd } of rounds) {
+      r.raw.advance(rd);
+      if (rd.softState !== null && !r.stopped) r.onLeaderChange();
+      if (r.raw.hasReady()) this.dirty.add(r);
+    }
+  }
+
+  /** Groups messages by destination node; MsgSnap goes to the snapshot sender. */
+  private route(r: Replica, msgs: readonly Message[], quiesce: boolean, byNode: Map<number, RaftMessageRequest[]>): void {
+    for (const m of msgs) {
+      const to = replicaOf(r.desc, m.to);
+      if (to === undefined) continue;
+      if (m.type === MessageType.MsgSnap) {
+        void this.sendSnapshot(r, m, to.nodeId, to.storeId);
+        continue;
+      }
+      let list = byNode.get(to.nodeId);
+      if (list === undefined) {
+        list = [];
+        byNode.set(to.nodeId, list);
+      }
+      list.push({ rangeId: r.rangeId, fromReplicaId: r.replicaId, toReplicaId: m.to, quiesce, message: m });
+    }
+  }
+
+  private flush(byNode: Map<number, RaftMessageRequest[]>): void {
+    for (const [nodeId, messages] of byNode) {
+      const toStoreId = this.storeOfNode(messages[0] as RaftMessageRequest, nodeId);
+      const payload = encodeRaftMessageBatch({ fromNodeId: this.ident.nodeId, fromStoreId: this.ident.storeId, toStoreId, messages });
+      this.metrics.raftBatchesSent++;
+      this.metrics.raftMessagesSent += messages.length;
+      if (!this.transport.send(nodeId, KvMethod.RaftMessages, payload, ConnectionClass.Raft)) {
+        for (const m of messages) this.replicas.get(m.rangeId)?.raw.reportUnreachable(m.toReplicaId);
+      }
+    }
+  }
+
+  private storeOfNode(m: RaftMessageRequest, nodeId: number): number {
+    const d = this.replicas.get(m.rangeId)?.desc;
+    return d?.replicas.find((x) => x.nodeId === nodeId)?.storeId ?? 0;
+  }
+
+  // ---- snapshots ---------------------------------------------------------------------------
+
+  /**
+   * Streams a consistent engine snapshot of the range to the recipient in
+   * chunks; the MsgSnap rides on the last chunk with its metadata re-stamped
+   * from the snapshot's own applied state, so data and index agree.
+   */
+  private async sendSnapshot(r: Replica, m: Message, nodeId: number, storeId: number): Promise<void> {
+    const snap = this.engine.snapshot(); // synchronous: consistent with the applied state right now
+    const snapId = ++this.snapSeq;
+    let ok = false;
+    try {
+      const asRaw = snap.getSync(encodeMvccKey(rangeAppliedStateKey(r.rangeId)));
+      assert(asRaw !== undefined, `kv: r${r.rangeId} has no applied state to snapshot`);
+      const as = decodeAppliedState(asRaw);
+      const data = Buffer.alloc(12);
+      data.writeUInt32BE(this.ident.nodeId, 0);
+      data.writeUInt32BE(Math.floor(snapId / 2 ** 32), 4);
+      data.writeUInt32BE(snapId >>> 0, 8);
+      const snapshot: Snapshot = { data, metadata: { index: as.raftAppliedIndex, term: as.raftAppliedTerm, confState: confStateOf(r.desc) } };
+      const msg: Message = { ...m, snapshot };
+      const opts = { connectionClass: ConnectionClass.Raft, timeoutMs: 60_000 };
+      let kvs: KeyValue[] = [];
+      let bytes = 0;
+      const sendChunk = async (final: RaftMessageBatch | null): Promise<void> => {
+        await this.transport.call(nodeId, KvMethod.RaftSnapshot, encodeSnapshotChunk({ rangeId: r.rangeId, snapId, fromNodeId: this.ident.nodeId, toStoreId: storeId, kvs, final }), opts);
+        kvs = [];
+        bytes = 0;
+      };
+      for (const span of replicatedEngineSpans(r.desc)) {
+        const it = snap.iterator(span);
+        try {
+          for (;;) {
+            const rows = await it.nextBatch(1024);
+            if (rows.length === 0) break;
+            for (const kv of rows) {
+              kvs.push(kv);
+              bytes += kv.key.length + kv.value.length;
+            }
+            if (bytes >= this.settings.snapshotChunkBytes) await sendChunk(null);
+          }
+        } finally {
+          await it.close();
+        }
+      }
+      const final: RaftMessageBatch = {
+        fromNodeId: this.ident.nodeId,
+        fromStoreId: this.ident.storeId,
+        toStoreId: storeId,
+        messages: [{ rangeId: r.rangeId, fromReplicaId: r.replicaId, toReplicaId: m.to, quiesce: false, message: msg }],
+      };
+      await sendChunk(final);
+      this.metrics.snapshotsSent++;
+      ok = true;
+    } catch (e) {
+      this.log.debug({ rangeId: r.rangeId, to: m.to, err: (e as Error).message }, 'kv: snapshot send failed');
+    } finally {
+      await snap.close();
+      if (!r.stopped) {
+        r.raw.reportSnapshot(m.to, ok);
+        this.enqueueReady(r);
+      }
+    }
+  }
+
+  /** Replaces the range's replicated data and Raft log with a received snapshot (in the round's batch). */
+  private async stageSnapshot(wb: WriteBatch, r: Replica, snap: Snapshot): Promise<void> {
+    const pending = this.incomingSnapshots.get(r.rangeId);
+    assert(pending !== undefined && pending.key === snapshotKey(snap.data), `kv: r${r.rangeId} Ready carries a snapshot whose data never arrived`);
+    this.incomingSnapshots.delete(r.rangeId);
+    for (const span of replicatedEngineSpans(r.desc)) {
+      const it = this.engine.iterator(span);
+      try {
+        for (;;) {
+          const rows = await it.nextBatch(1024);
+          if (rows.length === 0) break;
+          for (const { key } of rows) wb.delete(key);
+        }
+      } finally {
+        await it.close();
+      }
+    }
+    for (const kv of pending.kvs) wb.put(Buffer.from(kv.key), Buffer.from(kv.value));
+    r.storage.stageSnapshot(wb, snap.metadata.index, snap.metadata.term);
+  }
+
+  // ---- log truncation queue -------------------------------------------------------------------
+
+  private runTruncationQueue(): void {
+    const s = this.settings;
+    for (const r of this.replicas.values()) {
+      if (r.stopped || !r.isLeader() || !r.ownsValidLease() || r.storage.entryCount <= s.raftLogMaxEntries) continue;
+      const st = r.raw.status();
+      const applied = r.applied.raftAppliedIndex;
+      let index = applied;
+      for (const [id, pr] of st.progress ?? []) {
+        if (id !== r.replicaId && pr.recentActive) index = Math.min(index, pr.match);
+      }
+      if (r.storage.lastIndex() - index > s.raftLogHardMaxEntries) index = applied;
+      if (index <= r.storage.truncated.index) continue;
+      r.send({ header: { rangeId: r.rangeId, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'truncateLog', index }] }).catch(() => undefined);
+    }
+  }
+}
