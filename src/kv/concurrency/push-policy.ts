@@ -27,6 +27,7 @@
  * caller uses a multiple of the heartbeat interval, as CockroachDB's
  * TxnLivenessThreshold). Time is passed in; nothing here reads a clock.
  */
+import { assert } from '../../util/assert.js';
 import { compareTimestamps, type Timestamp } from '../../util/hlc.js';
 import type { PushType } from './lock-table.js';
 
@@ -101,7 +102,7 @@ export interface DeadlockCandidate {
  */
 export function chooseDeadlockVictim(cycle: readonly DeadlockCandidate[]): DeadlockCandidate {
   let v = cycle[0];
-  if (v === undefined) throw new RangeError('push-policy: empty deadlock cycle');
+  assert(v !== undefined, 'push-policy: empty deadlock cycle');
   for (const c of cycle) {
     if (c.priority !== v.priority) {
       if (c.priority < v.priority) v = c;
