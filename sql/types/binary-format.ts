@@ -130,7 +130,7 @@ export function encodeBinary(d: Datum, t: SqlType): Buffer {
       return b;
     }
     case 'array':
-      return encodeArray(d as readonly Datum[], t.arrayElem as SqlType);
+      return encodeArray(d as readonly Datum[], t.arrayElem as SqlType, t.oid === Oid.int2vector || t.oid === Oid.oidvector);
     case 'record':
       throw new SqlError('sql.unimplemented', '0A000', 'unimplemented: record send');
     default:
@@ -165,8 +165,9 @@ function arrayShape(a: readonly Datum[]): number[] {
   return dims;
 }
 
-function encodeArray(a: readonly Datum[], elem: SqlType): Buffer {
-  const dims = a.length === 0 ? [] : arrayShape(a);
+/** `vector`: int2vector/oidvector, always one dimension with lower bound 0. */
+function encodeArray(a: readonly Datum[], elem: SqlType, vector: boolean): Buffer {
+  const dims = vector ? [a.length] : a.length === 0 ? [] : arrayShape(a);
   const parts: Buffer[] = [];
   let hasNull = 0;
   const walk = (x: readonly Datum[], depth: number) => {
@@ -191,14 +192,14 @@ function encodeArray(a: readonly Datum[], elem: SqlType): Buffer {
       }
     }
   };
-  if (dims.length > 0) walk(a, 0);
+  if (dims.length > 0 && a.length > 0) walk(a, 0);
   const head = Buffer.allocUnsafe(12 + 8 * dims.length);
   head.writeInt32BE(dims.length, 0);
   head.writeInt32BE(hasNull, 4);
   head.writeUInt32BE(elem.oid, 8);
   dims.forEach((n, i) => {
     head.writeInt32BE(n, 12 + 8 * i);
-    head.writeInt32BE(1, 16 + 8 * i);
+    head.writeInt32BE(vector ? 0 : 1, 16 + 8 * i);
   });
   return Buffer.concat([head, ...parts]);
 }

@@ -25,6 +25,7 @@
  *
  * Ownership: pure functions; the session owns the TimeZone it passes in.
  */
+import { SqlError } from '../parser/sql-error.js';
 import { datetimeOverflow, invalidDatetimeFormat, invalidParameterValue } from './type-error.js';
 
 export const USECS_PER_SEC = 1_000_000;
@@ -394,8 +395,6 @@ interface ParsedDateTime {
   offset: number | undefined;
 }
 
-class BadField extends Error {}
-
 /**
  * Parses date/time text in PostgreSQL's accepted forms (ISO 8601 with 'T' or
  * space, MDY with '/', '-' or '.', month names, YYYYMMDD, BC/AD, AM/PM, zone
@@ -415,6 +414,9 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
       out.special = -1;
       return out;
     case 'epoch':
+      out.days = -UNIX_EPOCH_OFFSET_DAYS;
+      out.hasTime = true;
+      out.offset = 0;
       return out;
     case 'now':
     case 'today':
@@ -453,7 +455,7 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
   let minute = 0;
   let second = 0;
   let micro = 0;
-  try {
+  {
     for (let i = 0; i < raw.length; i++) {
       const f = raw[i] as string;
       let mt: RegExpExecArray | null;
@@ -498,7 +500,9 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
         mt = /^([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?$/.exec(f);
         if (mt === null) throw syntax();
         const secs = Number(mt[2]) * 3600 + Number(mt[3] ?? 0) * 60 + Number(mt[4] ?? 0);
-        if (Number(mt[2]) > 15 || Number(mt[3] ?? 0) > 59 || Number(mt[4] ?? 0) > 59) throw datetimeOverflow(`time zone displacement out of range: "${input}"`);
+        if (Number(mt[2]) > 15 || Number(mt[3] ?? 0) > 59 || Number(mt[4] ?? 0) > 59) {
+          throw new SqlError('sql.invalid_time_zone_displacement_value', '22009', `time zone displacement out of range: "${input}"`);
+        }
         out.offset = mt[1] === '-' ? -secs : secs;
       } else if (f === 'bc' || f === 'ad') {
         bc = f === 'bc';
@@ -530,9 +534,6 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
         out.zone = z;
       }
     }
-  } catch (e) {
-    if (e instanceof BadField) throw range();
-    throw e;
   }
   // Loose numbers fill day, then year (with a month name: "January 8, 1999", "8 Jan 1999").
   for (const n of loose) {
@@ -563,11 +564,16 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
   return out;
 }
 
-/** ".1234567" digits → µs rounded half away from zero (seconds carry happens in the caller's sum). */
+/**
+ * ".1234567" digits → µs as PostgreSQL computes them: the fraction read as a
+ * double, times 10^6, rint() (so .1234565 → 123456: the double is just below).
+ * A carry into the seconds happens in the caller's sum.
+ */
 function fractionToMicros(digits: string): number {
   if (digits.length <= 6) return Number(digits.padEnd(6, '0'));
-  const base = Number(digits.slice(0, 6));
-  return digits.charCodeAt(6) >= 53 ? base + 1 : base;
+  const v = Number(`0.${digits}`) * 1e6;
+  const r = Math.round(v);
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
 /** date input → days since 2000-01-01 (±Infinity for the infinities). */
@@ -611,4 +617,3 @@ export function roundMicros(micros: number, precision: number): number {
   return micros >= 0 ? Math.floor((micros + scale / 2) / scale) * scale : -Math.floor((-micros + scale / 2) / scale) * scale;
 }
 
-export { BadField as DateTimeFieldError };

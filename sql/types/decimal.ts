@@ -42,6 +42,11 @@ const MAX_DISPLAY_SCALE = 1000;
 const MIN_SIG_DIGITS = 16;
 /** Largest decimal exponent numeric_in accepts. */
 const MAX_EXPONENT = 131072 + 16383;
+/**
+ * NB: PostgreSQL 15's numeric_send reports dscale 32 for ±Infinity (the bits
+ * its short header leaves there); clients ignore it, we send the same bytes.
+ */
+const INF_SEND_DSCALE = 0x20;
 
 const pow10Cache: bigint[] = [];
 function pow10(n: number): bigint {
@@ -414,9 +419,9 @@ export class Decimal {
       case Special.NaN:
         return { weight: 0, sign: 0xc000, dscale: 0, digits: [] };
       case Special.PosInf:
-        return { weight: 0, sign: 0xd000, dscale: 0, digits: [] };
+        return { weight: 0, sign: 0xd000, dscale: INF_SEND_DSCALE, digits: [] };
       case Special.NegInf:
-        return { weight: 0, sign: 0xf000, dscale: 0, digits: [] };
+        return { weight: 0, sign: 0xf000, dscale: INF_SEND_DSCALE, digits: [] };
       case Special.Finite:
         break;
     }

@@ -414,6 +414,22 @@ export function parseUuid(s: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/** Every level of a nested array holds either only sub-arrays of one shape or only elements. */
+export function isRectangular(a: readonly Datum[]): boolean {
+  const shape: number[] = [];
+  for (let cur: Datum = a; Array.isArray(cur) && cur.length > 0; cur = (cur as readonly Datum[])[0] as Datum) shape.push(cur.length);
+  const check = (x: readonly Datum[], depth: number): boolean => {
+    if (x.length !== (shape[depth] ?? 0)) return false;
+    for (const e of x) {
+      const nested = Array.isArray(e);
+      if (nested !== depth + 1 < shape.length) return false;
+      if (nested && !check(e as readonly Datum[], depth + 1)) return false;
+    }
+    return true;
+  };
+  return a.length === 0 || check(a, 0);
+}
+
 /** Array input: '{…}' with quoting and backslash escapes, nested braces, NULL. */
 function parseArray(s: string, elem: SqlType, ctx: TextFormatContext): Datum[] {
   const bad = (detail: string) =>
@@ -491,5 +507,6 @@ function parseArray(s: string, elem: SqlType, ctx: TextFormatContext): Datum[] {
   const v = level();
   skipWs();
   if (i !== s.length) throw bad('Junk after closing right brace.');
+  if (!isRectangular(v)) throw bad('Multidimensional arrays must have sub-arrays with matching dimensions.');
   return v;
 }
