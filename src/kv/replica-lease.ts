@@ -21,8 +21,10 @@
  *   - a lease command applies only if the lease in force at apply time still
  *     equals its prevLease (two racing requests cannot both win);
  *   - the lease follows the Raft leader: only the leader acquires; a holder
- *     that is not the leader transfers the lease to the leader; a follower
- *     never serves (see Replica.maintainLease);
+ *     that is not the leader asks Raft for leadership, and if it is still not
+ *     the leader an election timeout later, transfers the lease to the
+ *     leader; a replica serves only under its own valid lease, so a follower
+ *     without the lease never serves (see Replica.maintainLease);
  *   - a transfer gives the target a lease starting at the transferor's now,
  *     sequence prev+1; the transferor stops serving as soon as it proposes
  *     the transfer. The new holder's timestamp cache must start at the lease

@@ -149,6 +149,7 @@ export class Replica {
   quiescent = false;
   private leaseRequest: Promise<void> | null = null;
   private transferring: Lease | null = null;
+  private ticksHoldingWithoutLeadership = 0;
   private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
   stopped = false;
 
@@ -414,8 +415,17 @@ export class Replica {
       }
       return;
     }
+    // A holder that is not the leader first asks for leadership (so that an
+    // admin lease transfer sticks); if that has not worked within an
+    // election timeout, it hands the lease to the leader.
     const leader = this.leaderHint();
-    if (mine && leader !== null && leader.type === 0 && this.ownsValidLease(now)) this.transferLease(leader.replicaId).catch(ignore);
+    if (!mine || leader === null || leader.type !== 0 || !this.ownsValidLease(now)) {
+      this.ticksHoldingWithoutLeadership = 0;
+      return;
+    }
+    this.ticksHoldingWithoutLeadership++;
+    if (this.ticksHoldingWithoutLeadership === 1) this.raw.transferLeader(this.replicaId);
+    else if (this.ticksHoldingWithoutLeadership > this.ctx.settings.electionTicks) this.transferLease(leader.replicaId).catch(ignore);
   }
 
   // ---- ticks, messages, quiescence ---------------------------------------------------

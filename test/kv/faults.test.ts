@@ -1,0 +1,125 @@
+/**
+ * Faults against the replicated KV core (DESIGN.md §6):
+ *   - a command whose Raft messages were dropped is re-proposed and applies
+ *     exactly once (the max-lease-index rule rejects the second copy;
+ *     incremental stats would double-count a second application);
+ *   - a leaseholder cut off with a command in flight answers AMBIGUOUS once
+ *     another replica takes the lease — never "failed";
+ *   - an admin lease transfer moves the lease (sequence + 1, the hook sees
+ *     the new start for the timestamp cache) and leadership follows it;
+ *   - an idle range quiesces (no Raft traffic while ticking) and wakes on a request.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { addStats, computeStats } from '../../storage/mvcc-stats.js';
+import { KEY_MAX, KEY_MIN, LOCAL_MAX, rangeLocalSpan } from '../../storage/keys.js';
+import { TestCluster } from '../support/test-cluster.js';
+import type { Lease } from '../../src/kv/api.js';
+
+const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
+const ZERO = { wall: 0, logical: 0 };
+
+let cluster: TestCluster | null = null;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = null;
+});
+
+function partition(c: TestCluster, i: number, on: boolean): void {
+  for (let j = 0; j < c.size; j++) {
+    if (j === i) continue;
+    c.node(i).rpc!.faults.setFaults(j + 1, on ? { partition: true } : {});
+    c.node(j).rpc!.faults.setFaults(i + 1, on ? { partition: true } : {});
+  }
+}
+
+async function expectStatsMatchRecount(c: TestCluster): Promise<void> {
+  for (const { i, r } of c.replicas(1)) {
+    const engine = c.node(i).engine;
+    const local = rangeLocalSpan(KEY_MIN, KEY_MAX);
+    const recount = await computeStats(engine, LOCAL_MAX, KEY_MAX);
+    addStats(recount, await computeStats(engine, local.key, local.endKey));
+    expect(r.applied.stats).toEqual(recount);
+  }
+}
+
+describe('faults', () => {
+  it('a re-proposed command applies exactly once', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3, settings: { reproposalTicks: 2, electionTicks: 40 } }));
+    c.startTicker();
+    await c.waitFor(() => c.leaseholder() >= 0 && c.leader() === c.leaseholder(), 10_000, 'a leaseholder on the leader');
+    const L = c.leaseholder();
+    const store = c.store(L);
+    // Drop everything the leader sends to its followers (and their answers):
+    // the first copy of the command cannot commit, so it is re-proposed.
+    partition(c, L, true);
+    const before = { repro: store.metrics.reproposals, rejected: c.replicas(1).map(({ r }) => r) };
+    const put = store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: k('once'), value: Buffer.from('v') }] });
+    await c.waitFor(() => store.metrics.reproposals >= before.repro + 2, 5_000, 're-proposals');
+    const dropped = c.node(L).rpc!.faults.countersFor(L === 0 ? 2 : 1).dropped;
+    expect(dropped).toBeGreaterThan(0); // the fault took effect
+    partition(c, L, false);
+    await put;
+    await c.waitFor(() => c.replicas(1).every(({ r }) => r.applied.raftAppliedIndex === store.replica(1)!.applied.raftAppliedIndex), 5_000, 'replicas to apply');
+    // Several copies were committed; all but one were rejected by the lease-index rule.
+    let rejected = 0;
+    for (let i = 0; i < c.size; i++) rejected += c.store(i).metrics.rejectedCommands;
+    expect(rejected).toBeGreaterThan(0);
+    expect((await c.client(L).get(k('once')))?.toString()).toBe('v');
+    await expectStatsMatchRecount(c);
+  });
+
+  it('a leaseholder that loses its lease with a command in flight answers ambiguous', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
+    const L = c.leaseholder();
+    partition(c, L, true);
+    const outcome = c
+      .store(L)
+      .send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: k('amb'), value: Buffer.from('x') }] })
+      .then(
+        () => null,
+        (e: unknown) => e as { code: string; ambiguous: boolean },
+      );
+    // The others elect a leader and take the lease once the old one expires.
+    await c.waitFor(() => c.leaseholder() >= 0 && c.leaseholder() !== L, 15_000, 'a new leaseholder');
+    partition(c, L, false);
+    const e = await outcome;
+    expect(e).not.toBeNull();
+    expect(e?.ambiguous).toBe(true);
+    expect(e?.code).toBe('kv.ambiguous_result');
+  });
+
+  it('transfers the lease; the new holder gets the leadership and the timestamp-cache hook sees the lease start', async () => {
+    const seen: { nodeId: number; lease: Lease }[] = [];
+    const c = (cluster = await TestCluster.start({ nodes: 3, onLeaseApplied: (nodeId, _r, lease) => seen.push({ nodeId, lease }) }));
+    c.startTicker();
+    await c.waitFor(() => c.leaseholder() >= 0 && c.leader() === c.leaseholder(), 10_000, 'a leaseholder on the leader');
+    const L = c.leaseholder();
+    const target = (L + 1) % 3;
+    const prev = c.store(L).replica(1)!.lease!;
+    await c.store(L).transferLease(1, target + 1);
+    await c.waitFor(() => c.leaseholder() === target && c.leader() === target, 10_000, 'lease and leadership on the target');
+    const lease = c.store(target).replica(1)!.lease!;
+    expect(lease.sequence).toBeGreaterThan(prev.sequence);
+    expect(lease.replica.nodeId).toBe(target + 1);
+    expect(seen.some((s) => s.nodeId === target + 1 && s.lease.sequence === lease.sequence && s.lease.start.wall === lease.start.wall)).toBe(true);
+    expect(lease.start.wall).toBeGreaterThanOrEqual(prev.start.wall);
+    await c.client(target).put(k('t'), Buffer.from('1'));
+  });
+
+  it('an idle range quiesces and wakes on a request', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3, clock: 'manual' }));
+    c.startTicker();
+    await c.client(0).put(k('q'), Buffer.from('1'));
+    await c.waitFor(() => c.replicas(1).every(({ r }) => r.quiescent), 10_000, 'quiescence');
+    c.stopTicker();
+    const sent = (): number => [0, 1, 2].reduce((n, i) => n + c.store(i).metrics.raftMessagesSent, 0);
+    const before = sent();
+    for (let t = 0; t < 50; t++) c.tick();
+    expect(sent()).toBe(before);
+    c.startTicker();
+    await c.client(0).put(k('q2'), Buffer.from('2'));
+    expect((await c.client(1).get(k('q2')))?.toString()).toBe('2');
+  });
+});
