@@ -86,8 +86,8 @@ export class TxnWaitQueue {
     const p = new PendingPush(pusher, pusheeId, pushType, pushTo);
     addTo(this.byPushee, pusheeId, p);
     addTo(this.byPusher, pusher.id, p);
-    const cycle = this.findCycle(pusher.id);
-    if (cycle !== null) this.breakDeadlock(cycle);
+    // The new edge may close several cycles; each round removes at least one edge.
+    for (let cycle = this.findCycle(pusher.id); cycle !== null; cycle = this.findCycle(pusher.id)) this.breakDeadlock(cycle);
     return p;
   }
 
