@@ -98,6 +98,7 @@ export function encodeBinary(d: Datum, t: SqlType): Buffer {
     case 'numeric':
       return encodeNumeric(d as Decimal);
     case 'string':
+      return t.oid === Oid.char ? Buffer.from(d as string, 'latin1') : Buffer.from(d as string, 'utf8');
     case 'unknown':
     case 'json':
       return Buffer.from(d as string, 'utf8');
@@ -248,6 +249,8 @@ export function decodeBinary(buf: Buffer, t: SqlType): Datum {
       return Decimal.fromBinary({ weight: buf.readInt16BE(2), sign: buf.readUInt16BE(4), dscale: buf.readInt16BE(6), digits });
     }
     case 'string':
+      if (t.oid === Oid.char) return buf.length === 0 ? '' : String.fromCharCode(buf[0] as number);
+      return decodeUtf8(buf);
     case 'unknown':
       return decodeUtf8(buf);
     case 'json': {

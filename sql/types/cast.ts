@@ -32,7 +32,7 @@ import { Decimal } from './decimal.js';
 import { Jsonb, type Datum, type JsonValue } from './datum.js';
 import { Interval, roundInterval } from './interval.js';
 import { cannotCoerce, datatypeMismatch, datetimeOverflow, outOfRange, stringTooLong } from './type-error.js';
-import { DEFAULT_TEXT_CONTEXT, decodeText, encodeText, truncateName, type TextFormatContext } from './text-format.js';
+import { DEFAULT_TEXT_CONTEXT, charToText, decodeText, encodeText, firstByteChar, truncateName, type TextFormatContext } from './text-format.js';
 import { Oid, T, formatType, numericPrecisionScale, stringLength, timePrecision, type SqlType } from './type.js';
 
 export type CastContext = 'implicit' | 'assignment' | 'explicit';
@@ -106,6 +106,7 @@ function convert(d: Datum, from: SqlType, to: SqlType, ctx: TextFormatContext): 
   const f = from.family;
   const g = to.family;
   if (f === 'unknown') return decodeText(d as string, to, ctx);
+  if (isTextual(from) && !isTextual(to)) return decodeText(from.oid === Oid.bpchar ? (d as string).replace(/ +$/, '') : (d as string), to, ctx);
   if (g === 'array' && f === 'array') {
     const ef = from.arrayElem as SqlType;
     const et = to.arrayElem as SqlType;
@@ -124,20 +125,18 @@ function convert(d: Datum, from: SqlType, to: SqlType, ctx: TextFormatContext): 
       if (f === 'jsonb') return jsonbScalar(d as Jsonb, 'boolean', to) as boolean;
       break;
     case 'oid':
-      if (f === 'int') {
-        const v = Number(d);
-        if (v < -2147483648 || v > 4294967295) throw outOfRange('OID out of range');
-        return v < 0 ? v + 4294967296 : v;
-      }
+      if (f === 'int') return intToOid(d as number | bigint);
       if (f === 'oid') return d;
       break;
     case 'string':
       if (f === 'string') {
         const s = from.oid === Oid.bpchar ? (d as string).replace(/ +$/, '') : (d as string);
         if (to.oid === Oid.name) return truncateName(s);
-        if (to.oid === Oid.char) return s.length === 0 ? '' : String.fromCodePoint(s.codePointAt(0) as number);
+        if (to.oid === Oid.char) return firstByteChar(s);
+        if (from.oid === Oid.char) return charToText(s);
         return s;
       }
+      if (f === 'bool') return d ? 'true' : 'false'; // booltext, unlike boolout's t/f
       return encodeText(d, from, ctx);
     case 'date':
       if (f === 'timestamp') return toDate(d as number);
@@ -173,8 +172,16 @@ function convert(d: Datum, from: SqlType, to: SqlType, ctx: TextFormatContext): 
     default:
       break;
   }
-  if (isTextual(from)) return decodeText(from.oid === Oid.bpchar ? (d as string).replace(/ +$/, '') : (d as string), to, ctx);
   throw cannotCoerce(formatType(from), formatType(to));
+}
+
+/** int4 → oid reinterprets negatives as unsigned; int8 → oid must be 0 … 2^32−1. */
+export function intToOid(v: number | bigint): number {
+  if (typeof v === 'bigint') {
+    if (v < 0n || v > 4294967295n) throw outOfRange('OID out of range');
+    return Number(v);
+  }
+  return v < 0 ? v + 4294967296 : v;
 }
 
 function dateToMicros(days: number): number {
@@ -263,8 +270,11 @@ function toFloat(d: Datum, from: SqlType, to: SqlType): number {
       v = d as number;
       break;
     case 'numeric': {
-      v = (d as Decimal).toNumber();
-      if (!Number.isFinite(v) && (d as Decimal).isFinite()) throw outOfRange('value out of range: overflow');
+      const x = d as Decimal;
+      v = x.toNumber();
+      if (x.isFinite() && (!Number.isFinite(v) || (v === 0 && !x.isZero()))) {
+        throw outOfRange(`"${x.toString()}" is out of range for type ${to.oid === Oid.float4 ? 'real' : 'double precision'}`);
+      }
       break;
     }
     case 'jsonb':

@@ -23,7 +23,8 @@
  * joined with length prefixes (rowKey).
  *
  * Cross-type comparison (compareMixed) follows PostgreSQL's operator choice:
- * int vs int exact; int/numeric vs numeric exact; anything vs float as float8.
+ * int vs int exact; int/numeric vs numeric exact; anything vs float as float8;
+ * oid only against int.
  *
  * NULLs: compareDatums takes non-NULL datums; compareNullable applies
  * NULLS FIRST/LAST (PostgreSQL's default: NULLS LAST ascending, FIRST descending).
@@ -32,7 +33,8 @@ import { assertNever } from '../../src/util/assert.js';
 import { Decimal } from './decimal.js';
 import { compareJsonKeys, Jsonb, type Datum, type JsonObject, type JsonValue } from './datum.js';
 import { Interval } from './interval.js';
-import { datatypeMismatch } from './type-error.js';
+import { intToOid } from './cast.js';
+import { datatypeMismatch, undefinedOperator } from './type-error.js';
 import { Oid, formatType, type SqlType } from './type.js';
 
 function cmpNum(a: number, b: number): number {
@@ -291,22 +293,26 @@ function asDecimal(d: Datum, t: SqlType): Decimal {
   return t.family === 'numeric' ? (d as Decimal) : Decimal.fromInt(d as number | bigint);
 }
 
-const NUMERIC_FAMILIES = new Set(['int', 'float', 'numeric', 'oid']);
+const NUMERIC_FAMILIES = new Set(['int', 'float', 'numeric']);
 
 /**
- * Compares non-NULL datums of two numeric types (int*, float*, numeric, oid)
- * as PostgreSQL's cross-type operators do; same-family pairs defer to
- * compareDatums. Throws 42804 for non-numeric types of different families.
+ * Compares non-NULL datums of two numeric types (int*, float*, numeric, and
+ * oid against int) as PostgreSQL's cross-type operators do; same-family pairs
+ * defer to compareDatums. oid vs int casts the int to oid (22003 outside its
+ * range); other mixes are 42883, as PostgreSQL finds no operator.
  */
 export function compareMixed(a: Datum, ta: SqlType, b: Datum, tb: SqlType): number {
   if (ta.family === tb.family) return compareDatums(a, b, ta);
+  if (ta.family === 'oid' || tb.family === 'oid') {
+    const other = ta.family === 'oid' ? tb : ta;
+    if (other.family !== 'int') throw undefinedOperator('=', formatType(ta), formatType(tb));
+    const x = ta.family === 'oid' ? (a as number) : intToOid(a as number | bigint);
+    const y = tb.family === 'oid' ? (b as number) : intToOid(b as number | bigint);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
   if (!NUMERIC_FAMILIES.has(ta.family) || !NUMERIC_FAMILIES.has(tb.family)) {
-    throw datatypeMismatch(`cannot compare ${formatType(ta)} with ${formatType(tb)}`);
+    throw undefinedOperator('=', formatType(ta), formatType(tb));
   }
   if (ta.family === 'float' || tb.family === 'float') return compareFloats(asFloat(a, ta), asFloat(b, tb));
-  if (ta.family === 'numeric' || tb.family === 'numeric') return asDecimal(a, ta).cmp(asDecimal(b, tb));
-  // int vs oid
-  const x = a as number | bigint;
-  const y = b as number | bigint;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return asDecimal(a, ta).cmp(asDecimal(b, tb));
 }

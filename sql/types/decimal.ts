@@ -496,7 +496,7 @@ function leadingGroup(d: Decimal): { weight: number; first: number } {
   const weight = Math.floor(e / 4);
   // first = floor(|d| / 10000^weight) = leading (e − 4·weight + 1) digits
   const n = e - 4 * weight + 1;
-  return { weight, first: Number(s.slice(0, n)) };
+  return { weight, first: Number(s.slice(0, n).padEnd(n, '0')) };
 }
 
 /** PostgreSQL's select_div_scale for a ÷ b. */

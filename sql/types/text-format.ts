@@ -52,6 +52,7 @@ export function encodeText(d: Datum, t: SqlType, ctx: TextFormatContext = DEFAUL
     case 'numeric':
       return (d as Decimal).toString();
     case 'string':
+      return t.oid === Oid.char ? charToText(d as string) : (d as string);
     case 'unknown':
     case 'json':
     case 'uuid':
@@ -212,11 +213,25 @@ export function decodeText(s: string, t: SqlType, ctx: TextFormatContext = DEFAU
 
 function decodeString(s: string, t: SqlType): string {
   if (t.oid === Oid.name) return truncateName(s);
-  if (t.oid === Oid.char) {
-    const first = s.codePointAt(0);
-    return first === undefined ? '' : String.fromCodePoint(first);
-  }
+  if (t.oid === Oid.char) return /^\\[0-3][0-7][0-7]$/.test(s) ? String.fromCharCode(parseInt(s.slice(1), 8)) : firstByteChar(s);
   return s;
+}
+
+/**
+ * "char" holds one byte: its datum is a string of at most one code unit
+ * below 256 (the byte). From text it takes the first UTF-8 byte, as
+ * PostgreSQL's charin does.
+ */
+export function firstByteChar(s: string): string {
+  if (s.length === 0) return '';
+  const c = s.charCodeAt(0);
+  return c < 0x80 ? s[0] as string : String.fromCharCode(Buffer.from(s.slice(0, 2), 'utf8')[0] as number);
+}
+
+/** "char" output: the byte itself when ASCII, else '\ooo' (PostgreSQL's charout). */
+export function charToText(s: string): string {
+  const c = s.charCodeAt(0);
+  return s.length === 0 || c < 0x80 ? s : `\\${c.toString(8).padStart(3, '0')}`;
 }
 
 /** `name` keeps at most 63 bytes, cut on a character boundary. */

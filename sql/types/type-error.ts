@@ -12,6 +12,7 @@
  *   22008  datetime_field_overflow        date/time field value out of range: "x"
  *   42804  datatype_mismatch              …
  *   42846  cannot_coerce                  cannot cast type bytea to integer
+ *   42883  undefined_function             operator does not exist: oid < numeric
  *
  * Ownership: sql/types raises these; the executor and pgwire only read them.
  */
@@ -60,4 +61,9 @@ export function cannotCoerce(from: string, to: string): SqlError {
 /** 22023: e.g. an unknown time zone name. */
 export function invalidParameterValue(message: string): SqlError {
   return new SqlError('sql.invalid_parameter_value', '22023', message);
+}
+
+/** 42883: no operator for these operand types. */
+export function undefinedOperator(op: string, left: string, right: string): SqlError {
+  return new SqlError('sql.undefined_function', '42883', `operator does not exist: ${left} ${op} ${right}`);
 }
