@@ -180,6 +180,13 @@ export class LockTableGuard {
   }
 }
 
+export interface LockSnapshot {
+  readonly key: Buffer;
+  readonly holder: { readonly txn: LockTxn; readonly durability: Durability } | null;
+  /** In queue order; role 'proceeding': not waiting here (a request of the claimant's transaction). */
+  readonly queue: readonly { readonly seq: number; readonly name: string | undefined; readonly txn: LockTxn | undefined; readonly access: SpanAccess; readonly role: 'claimant' | 'waiting' | 'proceeding' }[];
+}
+
 export interface LockTableMetrics {
   readonly locks: number;
   readonly held: number;
@@ -377,23 +384,35 @@ export class LockTable {
     return { locks: this.locks.size, held, waiters, claimants };
   }
 
+  /** Every lock, its holder and its queue in order, as data (for status pages and tests). */
+  snapshot(): LockSnapshot[] {
+    const out: LockSnapshot[] = [];
+    this.locks.forEach((l) => {
+      const claimant = l.claimant();
+      out.push({
+        key: l.key,
+        holder: l.holder === null ? null : { txn: l.holder.txn, durability: l.holder.durability },
+        queue: l.queue.map((q) => ({ seq: q.guard.seq, name: q.guard.req.name, txn: q.guard.req.txn, access: q.access, role: q === claimant ? 'claimant' : q.active ? 'waiting' : 'proceeding' })),
+      });
+    });
+    return out;
+  }
+
   /** A readable dump of every lock, its holder and its queue (for debugging and transcripts). */
   lockTableState(fmtTxn: (t: LockTxn) => string = (t) => t.id.toString('hex').slice(0, 8)): string {
-    const lines: string[] = [`num=${this.locks.size}`];
-    this.locks.forEach((l) => {
+    const snap = this.snapshot();
+    const lines: string[] = [`num=${snap.length}`];
+    for (const l of snap) {
       lines.push(` lock: ${formatKey(l.key)}`);
       if (l.holder !== null) {
         const t = l.holder.txn;
         lines.push(`  holder: txn: ${fmtTxn(t)} epoch: ${t.epoch} ts: ${formatTimestamp(t.writeTimestamp)} ${l.holder.durability}`);
       }
-      const claimant = l.claimant();
       for (const q of l.queue) {
-        const who = q.guard.req.name ?? `seq ${q.guard.seq}`;
-        const txn = q.guard.req.txn === undefined ? 'non-txn' : fmtTxn(q.guard.req.txn);
-        const role = q === claimant ? 'claimant' : q.active ? 'waiting' : 'proceeding';
-        lines.push(`  ${q.access === 'write' ? 'writer' : 'reader'}: ${who} (${txn}, seq ${q.guard.seq}) ${role}`);
+        const txn = q.txn === undefined ? 'non-txn' : fmtTxn(q.txn);
+        lines.push(`  ${q.access === 'write' ? 'writer' : 'reader'}: ${q.name ?? `seq ${q.seq}`} (${txn}, seq ${q.seq}) ${q.role}`);
       }
-    });
+    }
     return lines.join('\n');
   }
 
