@@ -8,7 +8,8 @@
  *   typmod is PostgreSQL's atttypmod, sent as-is in RowDescription:
  *     varchar(n), char(n)   n + 4                  (-1: no limit)
  *     numeric(p, s)         ((p << 16) | s) + 4    (-1: unconstrained)
- *     timestamp(p), timestamptz(p), interval(p)   p (0..6)
+ *     timestamp(p), timestamptz(p)                p (0..6)
+ *     interval(p)           (0x7fff << 16) | p     (all fields, precision p)
  *     everything else       -1
  *
  * Families (what the datum is, datum.ts): bool, int (int2/int4 number, int8
@@ -197,6 +198,8 @@ export const T = {
 } as const;
 
 const VARHDRSZ = 4;
+/** INTERVAL_FULL_RANGE << 16: an interval typmod naming every field. */
+const INTERVAL_FULL_RANGE = 0x7fff << 16;
 /** PostgreSQL's limit on char/varchar lengths. */
 export const MAX_STRING_LENGTH = 10485760;
 /** PostgreSQL's limit on numeric precision. */
@@ -233,7 +236,8 @@ export function numeric(precision: number, scale = 0): SqlType {
 export function withPrecision(base: SqlType, p: number): SqlType {
   assert(base.family === 'timestamp' || base.family === 'timestamptz' || base.family === 'interval', 'types: precision on a non-time type');
   if (!(p >= 0)) throw typeModError(`precision for type ${formatType(base)} must be non-negative`);
-  return Object.freeze({ family: base.family, oid: base.oid, typmod: Math.min(p, 6) });
+  const prec = Math.min(p, 6);
+  return Object.freeze({ family: base.family, oid: base.oid, typmod: base.family === 'interval' ? INTERVAL_FULL_RANGE | prec : prec });
 }
 
 const arrayCache = new Map<number, SqlType>();
@@ -299,7 +303,12 @@ export function numericPrecisionScale(t: SqlType): { precision: number; scale: n
 
 /** Fractional-second precision of timestamp(p)/interval(p), or undefined. */
 export function timePrecision(t: SqlType): number | undefined {
-  return (t.family === 'timestamp' || t.family === 'timestamptz' || t.family === 'interval') && t.typmod >= 0 ? t.typmod : undefined;
+  if (t.typmod < 0) return undefined;
+  if (t.family === 'interval') {
+    const p = t.typmod & 0xffff;
+    return p === 0xffff ? undefined : p;
+  }
+  return t.family === 'timestamp' || t.family === 'timestamptz' ? t.typmod : undefined;
 }
 
 /** The type name as PostgreSQL's format_type(oid, typmod) prints it. */
@@ -322,8 +331,10 @@ export function formatType(t: SqlType): string {
       return `timestamp(${t.typmod}) without time zone`;
     case Oid.timestamptz:
       return `timestamp(${t.typmod}) with time zone`;
-    case Oid.interval:
-      return `interval(${t.typmod})`;
+    case Oid.interval: {
+      const p = timePrecision(t);
+      return p === undefined ? 'interval' : `interval(${p})`;
+    }
     default:
       return info.display;
   }
