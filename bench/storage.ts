@@ -13,6 +13,20 @@
  *
  * Flags: --keys N, --seconds S (per measurement, default 3), --dir D (default
  * a temporary directory, removed at the end).
+ *
+ * Measured 2026-11-30, 1,000,000 keys, 2 shared cores (load ≈ 1–4), ops/s:
+ *   load, unsynced batches of 1000      raw 303,767   mvcc 139,459   0.46
+ *   point get, one version per key      raw 104,479   mvcc  80,077   0.77
+ *   scan rows/s, one version per key    raw 175,726   mvcc 103,197   0.59
+ *   put, synced batches of 100          raw  70,003   mvcc  16,862   0.24
+ *   put, next batch evaluated in sync   raw  64,979   mvcc  19,747   0.30
+ *   point get, after the puts           raw  89,015   mvcc  65,285   0.73
+ *   scan rows/s, after the puts         raw 214,796   mvcc 110,175   0.51
+ * Puts miss the 0.5 target: each MVCC overwrite is a read (the head) plus two
+ * LevelDB ops (new head, displaced version), against one blind op; fsync is
+ * cheap on this disk (700 synced batches/s), so CPU decides. Broken down per
+ * batch of 100 (100k keys): 100 getSync 1.0 ms, evaluation 1.75 ms, writing
+ * 200 ops 2.0 ms, against 1.1 ms for the raw batch of 100.
  */
 import { Level } from 'level';
 import { mkdtempSync, rmSync } from 'node:fs';
