@@ -1,0 +1,222 @@
+/**
+ * sql/exec/mutation.ts — INSERT / UPSERT / UPDATE / DELETE execution.
+ *
+ * Each statement drains its input (VALUES, a query, or a FOR UPDATE scan
+ * with its filter), computes the new rows, checks constraints, and sends all
+ * of its writes in ONE KV batch:
+ *   INSERT      cput(key, value, expected = null) per row: an existing key
+ *               (or a duplicate within the statement) fails the cput → 23505
+ *   ON CONFLICT one batch of gets for the candidate keys first, then the
+ *   / UPSERT    writes (put for updated rows, cput for new ones)
+ *   UPDATE      put(key, value); a changed primary key is del(old) + cput(new)
+ *   DELETE      del(key)
+ * When the statement is an implicit transaction's only statement, the write
+ * batch is sent with commitInBatch (1PC in the KV layer where possible).
+ *
+ * Constraint checks, in PostgreSQL's order: assignment casts (22001, 22003),
+ * NOT NULL (23502), CHECK (23514), then uniqueness (23505) at the KV layer.
+ */
+import { CairnError } from '../../src/util/errors.js';
+import { KVBatch } from '../kv.js';
+import { SqlError } from '../parser/sql-error.js';
+import { formatType, type SqlType } from '../types/type.js';
+import type { TableEntry } from '../catalog/catalog.js';
+import { compileTableRules, type TableRules } from '../plan/planner.js';
+import { assignCast, datumToText, type Datum } from '../sem/datum.js';
+import type { EvalFn } from '../sem/expr.js';
+import type { DeleteNode, InsertNode, UpdateNode } from '../plan/plan-node.js';
+import { open, projectRows, type ExecCtx, type Row } from './operators.js';
+
+export interface MutationResult {
+  readonly count: number;
+  /** RETURNING rows, if the statement has RETURNING. */
+  readonly rows: Row[] | undefined;
+}
+
+const rulesCache = new WeakMap<TableEntry, TableRules>();
+function rulesOf(t: TableEntry): TableRules {
+  let r = rulesCache.get(t);
+  if (r === undefined) {
+    r = compileTableRules(t, []);
+    rulesCache.set(t, r);
+  }
+  return r;
+}
+
+async function drain(node: InsertNode['input'], ctx: ExecCtx): Promise<Row[]> {
+  const it = open(node, ctx);
+  const rows: Row[] = [];
+  for (;;) {
+    const b = await it.next();
+    if (b === null) return rows;
+    for (const r of b) rows.push(r);
+  }
+}
+
+/** Applies assignment casts, NOT NULL and CHECK to a new row (in place). */
+function checkRow(table: TableEntry, row: Row, ctx: ExecCtx): void {
+  const cols = table.desc.columns;
+  const types = table.codec.types;
+  for (let i = 0; i < cols.length; i++) {
+    const t = types[i] as SqlType;
+    const v = row[i] as Datum;
+    if (v !== null && (t.typmod >= 0 || t.family === 'int')) row[i] = assignCast(v, t, t);
+    if (row[i] === null && !(cols[i] as { nullable: boolean }).nullable) {
+      throw new SqlError('sql.not_null_violation', '23502', `null value in column "${cols[i]?.name}" of relation "${table.desc.name}" violates not-null constraint`);
+    }
+  }
+  for (const ch of rulesOf(table).checks) {
+    if (ch.fn(row, ctx.env) === false) {
+      throw new SqlError('sql.check_violation', '23514', `new row for relation "${table.desc.name}" violates check constraint "${ch.name}"`);
+    }
+  }
+}
+
+function keyDetail(table: TableEntry, row: Row): string {
+  const names = table.codec.pkOrdinals.map((o) => table.desc.columns[o]?.name).join(', ');
+  const vals = table.codec.pkOrdinals.map((o) => {
+    const v = row[o] as Datum;
+    return v === null ? 'null' : datumToText(v, table.codec.types[o] as SqlType);
+  });
+  return `Key (${names})=(${vals.join(', ')}) already exists.`;
+}
+
+function uniqueViolation(table: TableEntry, row: Row | undefined): SqlError {
+  return new SqlError('sql.unique_violation', '23505', `duplicate key value violates unique constraint "${table.desc.name}_pkey"`, {
+    detail: row !== undefined ? keyDetail(table, row) : undefined,
+  });
+}
+
+async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>): Promise<void> {
+  try {
+    if (commit) await ctx.txn.commitInBatch(b);
+    else if (b.length > 0) await ctx.txn.run(b);
+  } catch (e) {
+    if (e instanceof CairnError && e.code === 'kv.condition_failed') {
+      const key = (e as CairnError & { key?: Buffer }).key;
+      throw uniqueViolation(table, key !== undefined ? rowOfKey.get(key.toString('latin1')) : undefined);
+    }
+    throw e;
+  }
+}
+
+export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
+  const table = node.table;
+  const codec = table.codec;
+  const rows = await drain(node.input, ctx);
+  for (const r of rows) checkRow(table, r, ctx);
+  const b = new KVBatch();
+  const rowOfKey = new Map<string, Row>();
+  const out: Row[] = [];
+  if (node.onConflict === undefined) {
+    for (const r of rows) {
+      const key = codec.encodeKey(r);
+      rowOfKey.set(key.toString('latin1'), r);
+      b.cput(key, codec.encodeValue(r), null);
+      out.push(r);
+    }
+  } else {
+    const keys = rows.map((r) => codec.encodeKey(r));
+    const g = new KVBatch();
+    for (const k of keys) g.get(k, 'exclusive');
+    const existing = keys.length > 0 ? await ctx.txn.run(g) : [];
+    const current = new Map<string, Row | null>();
+    keys.forEach((k, i) => {
+      const res = existing[i];
+      const s = k.toString('latin1');
+      if (current.has(s)) return;
+      if (res?.kind === 'get' && res.value !== null) {
+        const old: Row = new Array(table.desc.columns.length).fill(null);
+        codec.decodeKey(k, old);
+        codec.decodeValue(res.value, old);
+        current.set(s, old);
+      } else current.set(s, null);
+    });
+    const conflict = node.onConflict;
+    const n = table.desc.columns.length;
+    const touched = new Set<string>();
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as Row;
+      const k = keys[i] as Buffer;
+      const s = k.toString('latin1');
+      const old = current.get(s) ?? null;
+      if (old === null) {
+        current.set(s, r);
+        touched.add(s);
+        rowOfKey.set(s, r);
+        out.push(r);
+        continue;
+      }
+      if (conflict.action === 'nothing') continue;
+      if (touched.has(s) && !node.upsert) {
+        throw new SqlError('sql.cardinality_violation', '21000', 'ON CONFLICT DO UPDATE command cannot affect row a second time', {
+          hint: 'Ensure that no rows proposed for insertion within the same command have duplicate constrained values.',
+        });
+      }
+      const both = [...old, ...r];
+      if (conflict.where !== undefined && conflict.where(both, ctx.env) !== true) continue;
+      const next: Row = old.slice();
+      for (let j = 0; j < n; j++) {
+        const f = conflict.set[j] as EvalFn | undefined;
+        if (f !== undefined) next[j] = f(both, ctx.env);
+      }
+      checkRow(table, next, ctx);
+      const nk = codec.encodeKey(next);
+      if (!nk.equals(k)) throw new SqlError('sql.unimplemented', '0A000', 'unimplemented: ON CONFLICT DO UPDATE changing the primary key');
+      current.set(s, next);
+      touched.add(s);
+      rowOfKey.set(s, next);
+      out.push(next);
+    }
+    for (const s of touched) {
+      const r = current.get(s) as Row;
+      b.put(Buffer.from(s, 'latin1'), codec.encodeValue(r));
+    }
+  }
+  await write(ctx, b, commit, table, rowOfKey);
+  return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
+}
+
+export async function runUpdate(node: UpdateNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
+  const table = node.table;
+  const codec = table.codec;
+  const rows = await drain(node.input, ctx);
+  const b = new KVBatch();
+  const rowOfKey = new Map<string, Row>();
+  const out: Row[] = [];
+  const n = table.desc.columns.length;
+  const pkChanged: { oldKey: Buffer; row: Row }[] = [];
+  for (const old of rows) {
+    const next: Row = old.slice();
+    for (let j = 0; j < n; j++) {
+      const f = node.set[j];
+      if (f !== undefined) next[j] = f(old, ctx.env);
+    }
+    checkRow(table, next, ctx);
+    const oldKey = codec.encodeKey(old);
+    const newKey = codec.encodeKey(next);
+    if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(next));
+    else pkChanged.push({ oldKey, row: next });
+    out.push(next);
+  }
+  // Deletes of moved rows first, so rows may swap keys within one statement.
+  for (const m of pkChanged) b.del(m.oldKey);
+  for (const m of pkChanged) {
+    const k = codec.encodeKey(m.row);
+    rowOfKey.set(k.toString('latin1'), m.row);
+    b.cput(k, codec.encodeValue(m.row), null);
+  }
+  await write(ctx, b, commit, table, rowOfKey);
+  return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
+}
+
+export async function runDelete(node: DeleteNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
+  const table = node.table;
+  const rows = await drain(node.input, ctx);
+  const b = new KVBatch();
+  for (const r of rows) b.del(table.codec.encodeKey(r));
+  await write(ctx, b, commit, table, new Map());
+  return { count: rows.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, rows, ctx.env) : undefined };
+}
+
+export { formatType };

@@ -1,0 +1,334 @@
+/**
+ * sql/exec/operators.ts — pull-based operators over batches of rows.
+ *
+ *   open(plan) → RowIter;  await iter.next() → Datum[][] (a batch) | null (done)
+ *
+ * Every operator pulls batches from its input and hands back a batch, so
+ * the per-row cost is a closure call, and KV reads are batched: a point
+ * lookup of an IN list is one batch of gets, a span is read in chunks of
+ * rows (the pushed-down LIMIT, else growing from 128 to 8192 rows per round
+ * trip, each capped at 4 MiB by targetBytes).
+ *
+ * Mutations (INSERT/UPDATE/DELETE) are in mutation.ts; they drain their input
+ * through these operators and write one KV batch per statement.
+ *
+ * Cancellation: `ctx.checkCancel()` runs between batches and every 1024 rows
+ * of filters, so a long scan stops promptly with 57014.
+ */
+import { assertNever } from '../../src/util/assert.js';
+import { prefixEnd, compareBytes } from '../../storage/encoding/index.js';
+import { KVBatch } from '../kv.js';
+import type { Datum } from '../sem/datum.js';
+import type { EvalEnv, EvalFn } from '../sem/expr.js';
+import type { FilterNode, LimitNode, PlanNode, ProjectNode, ScanNode, SortNode, ValuesNode } from '../plan/plan-node.js';
+import type { SqlTxn } from './sql-txn.js';
+
+export type Row = Datum[];
+
+export interface ExecCtx {
+  readonly txn: SqlTxn;
+  readonly env: EvalEnv;
+  checkCancel(): void;
+}
+
+export interface RowIter {
+  next(): Promise<Row[] | null>;
+}
+
+const NO_ROW: readonly Datum[] = [];
+const FIRST_CHUNK = 128;
+const MAX_CHUNK = 8192;
+const TARGET_BYTES = 4 << 20;
+
+export function open(node: PlanNode, ctx: ExecCtx): RowIter {
+  switch (node.kind) {
+    case 'scan':
+      return node.spans.kind === 'points' ? new PointScan(node, ctx) : new RangeScan(node, ctx);
+    case 'values':
+      return new ValuesIter(node, ctx);
+    case 'filter':
+      return new FilterIter(node, ctx);
+    case 'sort':
+      return new SortIter(node, ctx);
+    case 'limit':
+      return new LimitIter(node, ctx);
+    case 'project':
+      return new ProjectIter(node, ctx);
+    case 'insert':
+    case 'update':
+    case 'delete':
+      throw new Error('exec: mutations are run by mutation.ts');
+    default:
+      return assertNever(node);
+  }
+}
+
+function decodeRow(node: ScanNode, key: Buffer, value: Buffer): Row {
+  const row: Row = new Array(node.columns.length).fill(null);
+  node.table.codec.decodeKey(key, row);
+  node.table.codec.decodeValue(value, row, node.needed);
+  return row;
+}
+
+class PointScan implements RowIter {
+  private done = false;
+  constructor(
+    private readonly node: ScanNode,
+    private readonly ctx: ExecCtx,
+  ) {}
+
+  async next(): Promise<Row[] | null> {
+    if (this.done) return null;
+    this.done = true;
+    const { node, ctx } = this;
+    if (node.spans.kind !== 'points') return null;
+    const codec = node.table.codec;
+    let keys: Buffer[] = [];
+    for (const fns of node.spans.keys) {
+      const vals: Datum[] = new Array(fns.length);
+      let isNull = false;
+      for (let i = 0; i < fns.length; i++) {
+        const v = (fns[i] as EvalFn)(NO_ROW, ctx.env);
+        if (v === null) isNull = true;
+        vals[i] = v;
+      }
+      if (!isNull) keys.push(codec.encodeKeyPrefix(vals));
+    }
+    if (keys.length > 1) {
+      keys.sort(compareBytes);
+      keys = keys.filter((k, i) => i === 0 || !k.equals(keys[i - 1] as Buffer));
+      if (node.reverse) keys.reverse();
+    }
+    if (keys.length === 0) return null;
+    const b = new KVBatch();
+    for (const k of keys) b.get(k, node.lock);
+    ctx.checkCancel();
+    const res = await ctx.txn.run(b);
+    const rows: Row[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const r = res[i];
+      if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, keys[i] as Buffer, r.value));
+    }
+    return rows;
+  }
+}
+
+class RangeScan implements RowIter {
+  private start: Buffer | undefined;
+  private end: Buffer | undefined;
+  private finished = false;
+  private chunk = FIRST_CHUNK;
+  private remaining = -1;
+
+  constructor(
+    private readonly node: ScanNode,
+    private readonly ctx: ExecCtx,
+  ) {}
+
+  private init(): boolean {
+    const { node, ctx } = this;
+    if (node.spans.kind !== 'range') return false;
+    const codec = node.table.codec;
+    const prefix: Datum[] = [];
+    for (const f of node.spans.prefix) {
+      const v = f(NO_ROW, ctx.env);
+      if (v === null) return false;
+      prefix.push(v);
+    }
+    const prefixKey = codec.encodeKeyPrefix(prefix);
+    const { lo, hi } = node.spans;
+    let start = prefixKey;
+    let end = prefixEnd(prefixKey);
+    if (lo !== undefined) {
+      const v = lo.fn(NO_ROW, ctx.env);
+      if (v === null) return false;
+      const k = codec.encodeKeyPrefix([...prefix, v]);
+      start = lo.inclusive ? k : prefixEnd(k);
+    }
+    if (hi !== undefined) {
+      const v = hi.fn(NO_ROW, ctx.env);
+      if (v === null) return false;
+      const k = codec.encodeKeyPrefix([...prefix, v]);
+      end = hi.inclusive ? prefixEnd(k) : k;
+    }
+    if (compareBytes(start, end) >= 0) return false;
+    this.start = start;
+    this.end = end;
+    if (node.limit !== undefined) {
+      const l = node.limit(NO_ROW, ctx.env);
+      if (l !== null) {
+        this.remaining = Number(l);
+        if (this.remaining === 0) return false;
+      }
+    }
+    return true;
+  }
+
+  async next(): Promise<Row[] | null> {
+    if (this.finished) return null;
+    if (this.start === undefined && !this.init()) {
+      this.finished = true;
+      return null;
+    }
+    const { node, ctx } = this;
+    const limit = this.remaining >= 0 ? this.remaining : this.chunk;
+    const b = new KVBatch();
+    const opts = { limit, targetBytes: TARGET_BYTES, lock: node.lock };
+    if (node.reverse) b.reverseScan(this.start as Buffer, this.end as Buffer, opts);
+    else b.scan(this.start as Buffer, this.end as Buffer, opts);
+    ctx.checkCancel();
+    const [res] = await ctx.txn.run(b);
+    if (res?.kind !== 'scan') throw new Error('exec: unexpected scan result');
+    const rows: Row[] = new Array(res.rows.length);
+    for (let i = 0; i < res.rows.length; i++) {
+      const kv = res.rows[i] as { key: Buffer; value: Buffer };
+      rows[i] = decodeRow(node, kv.key, kv.value);
+    }
+    if (this.remaining >= 0) this.remaining -= rows.length;
+    if (res.resumeKey === null || this.remaining === 0) this.finished = true;
+    else if (node.reverse) this.end = res.resumeKey;
+    else this.start = res.resumeKey;
+    this.chunk = Math.min(this.chunk * 4, MAX_CHUNK);
+    return rows;
+  }
+}
+
+class ValuesIter implements RowIter {
+  private done = false;
+  constructor(
+    private readonly node: ValuesNode,
+    private readonly ctx: ExecCtx,
+  ) {}
+  async next(): Promise<Row[] | null> {
+    if (this.done) return null;
+    this.done = true;
+    const env = this.ctx.env;
+    return this.node.rows.map((fns) => fns.map((f) => f(NO_ROW, env)));
+  }
+}
+
+class FilterIter implements RowIter {
+  private readonly input: RowIter;
+  constructor(
+    private readonly node: FilterNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    const pred = this.node.pred;
+    const env = this.ctx.env;
+    for (;;) {
+      const batch = await this.input.next();
+      if (batch === null) return null;
+      const out: Row[] = [];
+      for (let i = 0; i < batch.length; i++) {
+        if ((i & 1023) === 1023) this.ctx.checkCancel();
+        const r = batch[i] as Row;
+        if (pred(r, env) === true) out.push(r);
+      }
+      if (out.length > 0) return out;
+    }
+  }
+}
+
+class SortIter implements RowIter {
+  private readonly input: RowIter;
+  private done = false;
+  constructor(
+    private readonly node: SortNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    if (this.done) return null;
+    this.done = true;
+    const all: { row: Row; keys: Datum[] }[] = [];
+    const env = this.ctx.env;
+    const keys = this.node.keys;
+    for (;;) {
+      const b = await this.input.next();
+      if (b === null) break;
+      for (const row of b) all.push({ row, keys: keys.map((k) => k.fn(row, env)) });
+      this.ctx.checkCancel();
+    }
+    all.sort((a, b) => {
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i] as SortNode['keys'][number];
+        const x = a.keys[i] as Datum;
+        const y = b.keys[i] as Datum;
+        if (x === null || y === null) {
+          if (x === y) continue;
+          return (x === null) === k.nullsFirst ? -1 : 1;
+        }
+        const c = k.cmp(x, y);
+        if (c !== 0) return k.desc ? -c : c;
+      }
+      return 0;
+    });
+    return all.map((x) => x.row);
+  }
+}
+
+class LimitIter implements RowIter {
+  private readonly input: RowIter;
+  private toSkip = -1;
+  private left = -1;
+  constructor(
+    private readonly node: LimitNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    if (this.toSkip < 0) {
+      const env = this.ctx.env;
+      const o = this.node.offset?.(NO_ROW, env) ?? null;
+      const l = this.node.limit?.(NO_ROW, env) ?? null;
+      this.toSkip = o === null ? 0 : Number(o);
+      this.left = l === null ? Infinity : Number(l);
+    }
+    while (this.left > 0) {
+      const b = await this.input.next();
+      if (b === null) return null;
+      let rows = b;
+      if (this.toSkip > 0) {
+        const skip = Math.min(this.toSkip, rows.length);
+        this.toSkip -= skip;
+        rows = rows.slice(skip);
+      }
+      if (rows.length > this.left) rows = rows.slice(0, this.left);
+      this.left -= rows.length;
+      if (rows.length > 0) return rows;
+    }
+    return null;
+  }
+}
+
+class ProjectIter implements RowIter {
+  private readonly input: RowIter;
+  constructor(
+    private readonly node: ProjectNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    const b = await this.input.next();
+    if (b === null) return null;
+    return projectRows(this.node.exprs, b, this.ctx.env);
+  }
+}
+
+export function projectRows(exprs: readonly EvalFn[], rows: readonly Row[], env: EvalEnv): Row[] {
+  const n = exprs.length;
+  const out: Row[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as Row;
+    const o: Row = new Array(n);
+    for (let j = 0; j < n; j++) o[j] = (exprs[j] as EvalFn)(r, env);
+    out[i] = o;
+  }
+  return out;
+}
