@@ -18,7 +18,8 @@
  *     0x01 false       0x02 true          —
  *     0x03 int         zig-zag varint (number or bigint)
  *     0x04 float       8 bytes IEEE-754 big-endian
- *     0x05 bytes/str   uvarint length | bytes (UTF-8 for strings)
+ *     0x05 bytes/str   uvarint length | bytes (UTF-8 for strings; other
+ *                      families — interval, jsonb, arrays — their text form)
  *     0x06 numeric     uvarint length | decimal text
  *   NULL columns are omitted; the leading format byte keeps the value
  *   non-empty (an empty value is a tombstone at the KV layer). Column ids
@@ -38,7 +39,7 @@ import { CorruptionError } from '../../src/util/errors.js';
 import { Decimal } from '../types/decimal.js';
 import { typeFromOid, Oid, type SqlType } from '../types/type.js';
 import { unimplemented } from '../parser/sql-error.js';
-import type { Datum } from '../sem/datum.js';
+import { datumFromText, datumToText, type Datum } from '../sem/datum.js';
 import type { ColumnType, TableDesc } from '../catalog/descriptor.js';
 
 const ROW_FORMAT_V1 = 0x01;
@@ -54,6 +55,11 @@ export function sqlTypeOf(ct: ColumnType): SqlType {
   const base = typeFromOid(ct.oid);
   if (base === undefined) throw new CorruptionError(`rowenc: unknown column type oid ${ct.oid}`);
   return ct.typmod === base.typmod ? base : Object.freeze({ ...base, typmod: ct.typmod });
+}
+
+/** Families held as a JS string (stored as UTF-8); other families go through their text form. */
+function isStringFamily(t: SqlType): boolean {
+  return t.family === 'string' || t.family === 'uuid' || t.family === 'json';
 }
 
 type KeyKind = 'bool' | 'int' | 'float' | 'string' | 'bytes';
@@ -74,7 +80,6 @@ function keyKindOf(t: SqlType): KeyKind {
     case 'string':
     case 'uuid':
     case 'json':
-    case 'jsonb':
       return 'string';
     default:
       throw unimplemented(`key column of type ${t.family}`);
@@ -192,7 +197,7 @@ export class RowCodec {
           w.appendByte(TAG_BYTES).appendUvarint((d as Buffer).length).appendRaw(d as Buffer);
           break;
         default: {
-          const s = Buffer.from(d as string, 'utf8');
+          const s = Buffer.from(isStringFamily(t) ? (d as string) : datumToText(d, t), 'utf8');
           w.appendByte(TAG_BYTES).appendUvarint(s.length).appendRaw(s);
           break;
         }
@@ -280,7 +285,8 @@ export class RowCodec {
             const t = this.types[ord] as SqlType;
             if (tag === TAG_NUMERIC) out[ord] = Decimal.parseOrThrow(value.toString('latin1', start, end));
             else if (t.family === 'bytes') out[ord] = Buffer.from(value.subarray(start, end));
-            else out[ord] = value.toString('utf8', start, end);
+            else if (isStringFamily(t)) out[ord] = value.toString('utf8', start, end);
+            else out[ord] = datumFromText(value.toString('utf8', start, end), t);
           }
           pos = end;
           break;
