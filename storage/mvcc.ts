@@ -218,7 +218,7 @@ function pushHistory(head: Head | null, c: CommittedVersion | null): { history: 
  * with one iterator; checked against the head's index and tail summary.
  */
 async function loadFullHistory(r: Reader, key: Buffer, head: Head): Promise<HistoryEntry[]> {
-  const it = r.iterator({ gte: keyNextEngine(encodeMvccKey(key)), lt: mvccKeyHistoryEnd(key) });
+  const it = r.iterator({ gte: keyNext(encodeMvccKey(key)), lt: mvccKeyHistoryEnd(key) });
   const out: HistoryEntry[] = [];
   try {
     for (;;) {
@@ -235,10 +235,6 @@ async function loadFullHistory(r: Reader, key: Buffer, head: Head): Promise<Hist
   const want = head.history.length + (head.tail?.count ?? 0);
   if (out.length !== want) throw new CorruptionError(`storage: ${prettyKey(key)} has ${out.length} stored versions below its head, which accounts for ${want}`);
   return out;
-}
-
-function keyNextEngine(k: Buffer): Buffer {
-  return Buffer.concat([k, Buffer.from([0])]);
 }
 
 function isIgnored(seq: number, ignored: readonly SeqRange[] | undefined): boolean {
