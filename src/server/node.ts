@@ -1,0 +1,1003 @@
+/**
+ * Node: the composition root of one Cairn process (DESIGN.md §2). It owns
+ * the listeners (RPC, SQL, HTTP), every timer (Raft ticks, liveness
+ * heartbeats, directory exchange, clock-offset pings) and the store's
+ * engine; the logic layers below it only take calls.
+ *
+ * Start-up, in order (every failure a ServerError with one clear line):
+ *
+ *   1. open the LevelDB store in --store (locked by another process →
+ *      storage.locked); read the store ident (cluster id, node id, store id)
+ *   2. RpcContext on --listen-addr, SQL on --sql-addr, HTTP on --http-addr
+ *      (a port in use → server.listen_failed naming the flag)
+ *   3a. initialised store: exchange directories with the --join addresses
+ *       (a peer of another cluster → server.cluster_mismatch; a live process
+ *       answering with our node id → server.duplicate_node_id), then start
+ *       the Store with the identity it had: a restarted node rejoins with its
+ *       identity and data
+ *   3b. empty store + start-single-node: bootstrap r1 on this node alone
+ *   3c. empty store: wait. Either `cairn init` reaches some node, which
+ *       bootstraps the cluster on itself and the uninitialised nodes at its
+ *       --join addresses (up to three: they become n1…n3, the initial
+ *       replicas of r1, all written by bootstrapCluster with one replica set
+ *       and one timestamp — the Bootstrap RPC), or a --join address answers
+ *       as part of an initialised cluster and this node joins it: node and
+ *       store ids are allocated by conditional puts on the id generator keys
+ *       through KV (so concurrent joiners never share an id), the ident is
+ *       written, and the Store starts (it holds no replicas until the
+ *       replication layer adds some).
+ *   4. serving: Raft tick timer, liveness heartbeats (liveness.ts), the
+ *      directory exchange with every known peer (node-directory.ts), and the
+ *      clock-offset monitor.
+ *
+ * Readiness (`/health?ready=1`): the store runs, this node's liveness
+ * heartbeat has succeeded within its TTL (so KV works through the cluster),
+ * the SQL listener is bound, and the clock is healthy.
+ *
+ * Clock offset (DESIGN.md §6): every second the node pings each known peer
+ * (RpcContext.ping); when its clock is out of bounds against a majority
+ * (RpcContext.isClockHealthy, 80 % of --max-offset) it stops serving: KV
+ * batches are refused with `server.clock_offset` (retryable: the client tries
+ * another replica), new SQL sessions are refused, and the store is no longer
+ * ticked, so its Raft leadership and leases lapse to healthy nodes. It resumes
+ * by itself once a majority agrees again. ClockOffsetErrors seen by the RPC
+ * layer trigger an immediate re-check. `/health`, `/_status/vars`
+ * (cairn_clock_offset_healthy) and the log show it.
+ *
+ * Shutdown (SIGTERM/SIGINT, handled by the CLI, or stop()): stop accepting
+ * SQL and HTTP, stop timers, stop the Store (pending commands answer
+ * ambiguous), close RPC, close the engine.
+ *
+ * Ownership: Node owns everything it opens and closes it in stop().
+ */
+import { randomUUID } from 'node:crypto';
+import { CairnError } from '../util/errors.js';
+import { Clock, systemPhysicalMicros, type ClockOffsetError } from '../util/hlc.js';
+import { silentLogger, type Logger } from '../util/log.js';
+import { Prng } from '../util/prng.js';
+import type { Engine } from '../../storage/engine.js';
+import { LevelEngine } from '../../storage/level-engine.js';
+import { ConditionFailedError } from '../../storage/mvcc.js';
+import { NODE_ID_GENERATOR_KEY, STORE_ID_GENERATOR_KEY, META2_PREFIX, META2_MAX } from '../../storage/keys.js';
+import { STATE_TYPE_NAMES } from '../../raft/types.js';
+import { secureContextFromCertsDir } from '../../sql/pgwire/server.js';
+import { RpcContext, type PeerAddress } from '../rpc/rpc-context.js';
+import type { RpcHandler, RpcTransport } from '../rpc/transport.js';
+import { KvMethod, type RangeDescriptor, type ReplicaDescriptor, type StoreIdent } from '../kv/api.js';
+import { decodeRangeDescriptor } from '../kv/api-codec.js';
+import { bootstrapCluster, readStoreIdent, writeStoreIdent } from '../kv/bootstrap.js';
+import { KvClient, LeaseholderRouter, RpcNodeDialer } from '../kv/kv-client.js';
+import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
+import { Store } from '../kv/store.js';
+import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
+import { NodeLiveness, isLive, type LivenessRecord } from './liveness.js';
+import { MetricRegistry, type Counter, type Gauge, type Histogram } from './metrics.js';
+import {
+  NodeDirectory,
+  ServerMethod,
+  decodeJson,
+  encodeJson,
+  peerAddress,
+  type BootstrapRequest,
+  type GossipRequest,
+  type GossipResponse,
+  type InitResponse,
+  type NodeDescriptor,
+} from './node-directory.js';
+import { SqlServer, sqlSessionFactory } from './sql-server.js';
+import { StatusServer } from './status-server.js';
+
+/** Replicas of r1 created by `cairn init` (the default replication factor). */
+export const INITIAL_REPLICAS = 3;
+const GOSSIP_INTERVAL_MS = 1_000;
+const CLOCK_CHECK_INTERVAL_MS = 1_000;
+const JOIN_POLL_MS = 300;
+
+export type NodeState = 'waiting-for-init' | 'joining' | 'serving' | 'stopping' | 'stopped';
+
+/** One node's own view, answered by ServerMethod.NodeStatus. */
+export interface LocalNodeStatus {
+  readonly nodeId: number;
+  readonly ranges: number;
+  readonly leaseholders: number;
+  readonly leaders: number;
+  readonly underreplicated: number;
+}
+
+/** One row of `cairn node status` / `/_status/nodes`. */
+export interface NodeStatusRow {
+  readonly id: number;
+  readonly address: string;
+  readonly sqlAddress: string;
+  readonly httpAddress: string;
+  /** ISO time the process started, '' if unknown. */
+  readonly started: string;
+  readonly isLive: boolean;
+  readonly epoch: number;
+  readonly decommissioning: boolean;
+  /** null: the node did not answer. */
+  readonly ranges: number | null;
+  readonly leaseholders: number | null;
+  readonly underreplicated: number | null;
+}
+
+/** One replica as `/_status/ranges` shows it. */
+export interface RangeStatus {
+  readonly rangeId: number;
+  readonly startKey: string;
+  readonly endKey: string;
+  readonly replicas: readonly ReplicaDescriptor[];
+  readonly replicaId: number;
+  readonly raftState: string;
+  readonly term: number;
+  readonly commit: number;
+  readonly applied: number;
+  readonly isLeader: boolean;
+  readonly isLeaseholder: boolean;
+  readonly leaseholderNodeId: number | null;
+}
+
+export interface NodeOptions {
+  readonly logger?: Logger;
+  /** A fatal condition found after start-up (cluster mismatch, duplicate id): the CLI exits. */
+  readonly onFatal?: (e: CairnError) => void;
+}
+
+function errMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function uint64Value(b: Buffer | null): number {
+  if (b === null) return 0;
+  if (b.length !== 8) throw new ServerError('server.bad_generator', `server: id generator value has ${b.length} bytes, expected 8`);
+  return b.readUInt32BE(0) * 2 ** 32 + b.readUInt32BE(4);
+}
+
+function uint64Buffer(n: number): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeUInt32BE(Math.floor(n / 2 ** 32), 0);
+  b.writeUInt32BE(n >>> 0, 4);
+  return b;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class Node {
+  readonly metrics = new MetricRegistry();
+  readonly clock: Clock;
+  readonly rpc: RpcContext;
+  readonly directory: NodeDirectory;
+  readonly instanceId = randomUUID();
+  readonly startedAtMicros: number;
+  readonly log: Logger;
+  state: NodeState = 'joining';
+  store: Store | null = null;
+  kv: KvClient | null = null;
+  liveness: NodeLiveness | null = null;
+  /** Physical clock skew added for tests and the jepsen-style suite (POST /_admin/clock). */
+  clockSkewMicros = 0;
+  clockHealthy = true;
+  rpcAddr: HostPort;
+  sqlAddr: HostPort;
+  httpAddr: HostPort;
+
+  private readonly engine: Engine;
+  private readonly settings: KvSettings;
+  private readonly sql: SqlServer;
+  private readonly http: StatusServer;
+  private readonly timers: ReturnType<typeof setInterval>[] = [];
+  private bootstrapping = false;
+  private readonly onFatal: (e: CairnError) => void;
+  private readonly kvRequests: Counter;
+  private readonly kvErrors: Counter;
+  private readonly kvLatency: Histogram;
+  private readonly syncLatency: Histogram;
+  private readonly clockHealthyGauge: Gauge;
+  private readonly clockOffsetErrors: Counter;
+  private stopping: Promise<void> | null = null;
+  private gossipRunning = false;
+  private clockCheckRunning = false;
+
+  private constructor(
+    readonly config: NodeConfig,
+    engine: Engine,
+    opts: NodeOptions,
+  ) {
+    this.engine = engine;
+    this.log = opts.logger ?? silentLogger();
+    this.onFatal = opts.onFatal ?? ((e) => this.log.error({ code: e.code }, e.message));
+    this.clock = new Clock(() => systemPhysicalMicros() + this.clockSkewMicros, config.maxOffsetMs * 1000);
+    this.startedAtMicros = systemPhysicalMicros();
+    this.settings = { ...DEFAULT_KV_SETTINGS, tickIntervalMs: config.tickIntervalMs, leaseDurationMicros: config.leaseDurationMs * 1000 };
+    const ident = readStoreIdent(engine);
+    const seed = Math.floor(Math.random() * 2 ** 32);
+    this.rpc = new RpcContext({
+      nodeId: ident?.nodeId ?? 0,
+      clusterId: ident?.clusterId ?? '',
+      clock: this.clock,
+      prng: new Prng(seed),
+      logger: this.log,
+      ...(config.localAddress === undefined ? {} : { localAddress: config.localAddress }),
+      resolve: (id) => this.directory.address(id),
+      onClockOffset: (peer, err) => this.onClockOffsetError(peer, err),
+    });
+    this.directory = new NodeDirectory(
+      () => this.rpc.nodeId,
+      (id, addr) => this.rpc.setPeerAddress(id, addr),
+    );
+    this.rpcAddr = config.listenAddr;
+    this.sqlAddr = config.sqlAddr;
+    this.httpAddr = config.httpAddr;
+    const secure = config.certsDir === undefined || config.insecure ? undefined : secureContextFromCertsDir(config.certsDir);
+    this.sql = new SqlServer(sqlSessionFactory({ notServingReason: () => this.notServingReason() }), this.log, secure);
+    this.http = new StatusServer(this);
+    const m = this.metrics;
+    this.kvRequests = m.counter('cairn_kv_requests_total', 'KV batches served by this node');
+    this.kvErrors = m.counter('cairn_kv_request_errors_total', 'KV batches refused or failed on this node');
+    this.kvLatency = m.histogram('cairn_kv_request_latency_seconds', 'Latency of KV batches served by this node');
+    this.syncLatency = m.histogram('cairn_storage_sync_latency_seconds', 'Latency of synced LevelDB writes (Raft log group commits)');
+    this.clockHealthyGauge = m.gauge('cairn_clock_offset_healthy', '1 while this node is within the max offset of a majority of its peers');
+    this.clockHealthyGauge.set(1);
+    this.clockOffsetErrors = m.counter('cairn_clock_offset_errors_total', 'Messages refused because a clock was beyond the max offset');
+    this.registerMetrics();
+    this.measureSyncs();
+  }
+
+  /** Times every synced engine write (the Raft log's group commits) into cairn_storage_sync_latency_seconds. */
+  private measureSyncs(): void {
+    const engine = this.engine;
+    const write = engine.write.bind(engine);
+    engine.write = async (batch, opts) => {
+      if (opts?.sync !== true) return write(batch, opts);
+      const start = performance.now();
+      try {
+        return await write(batch, opts);
+      } finally {
+        this.syncLatency.observeSince(start);
+      }
+    };
+  }
+
+  /** Opens the store, binds the listeners and joins or bootstraps (see the header). */
+  static async start(config: NodeConfig, opts: NodeOptions = {}): Promise<Node> {
+    const engine = await LevelEngine.open(config.storeDir, { cacheSize: config.cacheBytes });
+    let node: Node;
+    try {
+      node = new Node(config, engine, opts);
+    } catch (e) {
+      await engine.close();
+      throw e;
+    }
+    try {
+      await node.listen();
+      await node.joinOrBootstrap();
+    } catch (e) {
+      await node.stop();
+      throw e;
+    }
+    return node;
+  }
+
+  // ---- start-up ----------------------------------------------------------------------------
+
+  private async listen(): Promise<void> {
+    this.rpc.register(ServerMethod.Gossip, (p) => encodeJson(this.answerGossip(decodeJson<GossipRequest>(p, 'gossip'))));
+    this.rpc.register(ServerMethod.Bootstrap, async (p) => {
+      await this.acceptBootstrap(decodeJson<BootstrapRequest>(p, 'bootstrap'));
+    });
+    this.rpc.register(ServerMethod.Init, async () => encodeJson(await this.initCluster()));
+    this.rpc.register(ServerMethod.NodeStatus, () => encodeJson(this.localStatus()));
+    this.rpc.register(ServerMethod.ClusterStatus, async () => encodeJson(await this.clusterStatus()));
+    this.rpc.register(ServerMethod.Checksum, async (p) => {
+      const q = decodeJson<{ rangeId: number; checksumId: number }>(p, 'checksum');
+      return encodeJson({ checksum: await this.requireStore().checksum(q.rangeId, q.checksumId) });
+    });
+    try {
+      const a = await this.rpc.listen(this.config.listenAddr.host, this.config.listenAddr.port);
+      this.rpcAddr = { host: this.config.listenAddr.host, port: a.port };
+    } catch (e) {
+      const why = errMessage(e).includes('EADDRINUSE') ? 'address already in use' : errMessage(e).replace(/^rpc: cannot listen on \S+: /, '');
+      throw new ServerError('server.listen_failed', `server: cannot listen on ${formatHostPort(this.config.listenAddr)} (--listen-addr): ${why}`, { cause: e });
+    }
+    const s = await this.sql.listen(this.config.sqlAddr);
+    this.sqlAddr = { host: this.config.sqlAddr.host, port: s.port };
+    const h = await this.http.listen(this.config.httpAddr);
+    this.httpAddr = { host: this.config.httpAddr.host, port: h.port };
+  }
+
+  private selfDescriptor(): NodeDescriptor {
+    return {
+      nodeId: this.rpc.nodeId,
+      clusterId: this.rpc.clusterId,
+      instanceId: this.instanceId,
+      rpcAddr: formatHostPort(this.rpcAddr),
+      sqlAddr: formatHostPort(this.sqlAddr),
+      httpAddr: formatHostPort(this.httpAddr),
+      startedAtMicros: this.startedAtMicros,
+    };
+  }
+
+  private get initialized(): boolean {
+    return this.rpc.nodeId !== 0;
+  }
+
+  private joinAddrs(): HostPort[] {
+    const self = formatHostPort(this.rpcAddr);
+    return this.config.join.filter((a) => formatHostPort(a) !== self);
+  }
+
+  private async joinOrBootstrap(): Promise<void> {
+    const ident = readStoreIdent(this.engine);
+    if (ident !== null) {
+      this.directory.setSelf(this.selfDescriptor());
+      await this.checkPeers(true);
+      await this.startServing(ident);
+      return;
+    }
+    if (this.config.singleNode) {
+      await this.bootstrapLocal({
+        clusterId: randomUUID(),
+        nodeId: 1,
+        replicas: [{ nodeId: 1, storeId: 1, replicaId: 1 }],
+        nowWall: this.clock.now().wall,
+        nowLogical: 0,
+        known: [],
+      });
+      return;
+    }
+    this.state = 'waiting-for-init';
+    void this.waitForCluster();
+  }
+
+  /**
+   * An uninitialised node polls its --join addresses until one belongs to an
+   * initialised cluster (then joins it) or `cairn init` bootstraps this node.
+   */
+  private async waitForCluster(): Promise<void> {
+    const deadline = this.config.joinTimeoutMs > 0 ? performance.now() + this.config.joinTimeoutMs : Infinity;
+    let answered = false;
+    let logged = false;
+    while (this.state === 'waiting-for-init' && !this.initialized && this.stopping === null) {
+      for (const addr of this.joinAddrs()) {
+        if (this.bootstrapping || this.initialized) return;
+        let res: GossipResponse;
+        try {
+          res = await this.gossipAddress(addr);
+        } catch (e) {
+          if (this.isFatalPeerError(e, addr)) return;
+          continue;
+        }
+        answered = true;
+        if (res.initialized && !this.bootstrapping && !this.initialized) {
+          try {
+            await this.joinCluster(res);
+          } catch (e) {
+            this.log.warn({ err: errMessage(e) }, 'server: join failed; retrying');
+            continue;
+          }
+          return;
+        }
+      }
+      if (!answered && performance.now() > deadline) {
+        const list = this.config.join.map(formatHostPort).join(',');
+        this.fatal(new ServerError('server.join_unreachable', `server: no node answered at --join=${list} within ${this.config.joinTimeoutMs} ms; check the addresses`));
+        return;
+      }
+      if (!logged && answered) {
+        this.log.info('server: waiting for `cairn init` or for the --join nodes to be initialised');
+        logged = true;
+      }
+      await sleep(JOIN_POLL_MS);
+    }
+  }
+
+  /** Joins an initialised cluster: allocates ids through KV, writes the ident, starts serving. */
+  private async joinCluster(res: GossipResponse): Promise<void> {
+    this.state = 'joining';
+    this.rpc.setClusterId(res.clusterId);
+    this.directory.mergeAll(res.known);
+    const kv = this.newKvClient();
+    const nodeId = await this.allocateId(kv, NODE_ID_GENERATOR_KEY);
+    const storeId = await this.allocateId(kv, STORE_ID_GENERATOR_KEY);
+    const ident: StoreIdent = { clusterId: res.clusterId, nodeId, storeId };
+    await writeStoreIdent(this.engine, ident);
+    this.log.info({ nodeId, storeId, clusterId: res.clusterId }, 'server: joined the cluster');
+    await this.startServing(ident);
+  }
+
+  /** Increments an id generator with a conditional put (unique under concurrent joins). */
+  private async allocateId(kv: KvClient, key: Buffer): Promise<number> {
+    for (;;) {
+      const old = await kv.get(key);
+      const next = uint64Value(old) + 1;
+      try {
+        await kv.cput(key, uint64Buffer(next), old);
+        return next;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError)) throw e;
+      }
+    }
+  }
+
+  /** `cairn init` on this node: bootstraps it and the uninitialised --join nodes (see the header). */
+  private async initCluster(): Promise<InitResponse> {
+    if (this.initialized) {
+      throw new ServerError('server.already_initialized', `server: the cluster has already been initialized (n${this.rpc.nodeId} belongs to cluster ${this.rpc.clusterId})`);
+    }
+    if (this.bootstrapping) throw new ServerError('server.init_in_progress', 'server: this node is already being initialized');
+    this.bootstrapping = true;
+    try {
+      const members: { addr: string; instanceId: string }[] = [{ addr: formatHostPort(this.rpcAddr), instanceId: this.instanceId }];
+      for (const addr of this.joinAddrs()) {
+        if (members.length >= INITIAL_REPLICAS) break;
+        let res: GossipResponse;
+        try {
+          res = await this.gossipAddress(addr);
+        } catch (e) {
+          this.log.warn({ addr: formatHostPort(addr), err: errMessage(e) }, 'server: init: --join node unreachable, left out');
+          continue;
+        }
+        if (res.initialized) {
+          throw new ServerError('server.already_initialized', `server: the cluster has already been initialized (the node at ${formatHostPort(addr)} is n${res.nodeId} of cluster ${res.clusterId})`);
+        }
+        if (members.some((m) => m.instanceId === res.instanceId)) continue;
+        members.push({ addr: res.rpcAddr, instanceId: res.instanceId });
+      }
+      const clusterId = randomUUID();
+      const now = this.clock.now();
+      const replicas = members.map((_, i) => ({ nodeId: i + 1, storeId: i + 1, replicaId: i + 1 }));
+      const known: NodeDescriptor[] = members.map((m, i) => ({
+        nodeId: i + 1,
+        clusterId,
+        instanceId: m.instanceId,
+        rpcAddr: m.addr,
+        sqlAddr: '',
+        httpAddr: '',
+        startedAtMicros: 0,
+      }));
+      const base = { clusterId, replicas, nowWall: now.wall, nowLogical: now.logical, known };
+      await Promise.all(
+        members.slice(1).map((m, i) =>
+          this.rpc.callAddress(peerAddress(m.addr), ServerMethod.Bootstrap, encodeJson({ ...base, nodeId: i + 2 }), { timeoutMs: 30_000 }),
+        ),
+      );
+      await this.bootstrapLocal({ ...base, nodeId: 1 }, true);
+      this.log.info({ clusterId, nodes: members.length }, 'server: cluster initialized');
+      return { clusterId, nodeIds: replicas.map((r) => r.nodeId) };
+    } finally {
+      this.bootstrapping = false;
+    }
+  }
+
+  private async acceptBootstrap(q: BootstrapRequest): Promise<void> {
+    if (this.initialized) {
+      throw new ServerError('server.already_initialized', `server: the node at ${formatHostPort(this.rpcAddr)} already belongs to cluster ${this.rpc.clusterId}`);
+    }
+    if (this.bootstrapping) throw new ServerError('server.init_in_progress', 'server: this node is already being initialized');
+    this.bootstrapping = true;
+    try {
+      await this.bootstrapLocal(q, true);
+    } finally {
+      this.bootstrapping = false;
+    }
+  }
+
+  private async bootstrapLocal(q: BootstrapRequest, alreadyClaimed = false): Promise<void> {
+    if (!alreadyClaimed && this.bootstrapping) throw new ServerError('server.init_in_progress', 'server: this node is already being initialized');
+    const ident: StoreIdent = { clusterId: q.clusterId, nodeId: q.nodeId, storeId: q.nodeId };
+    const replicas: ReplicaDescriptor[] = q.replicas.map((r) => ({ ...r, type: 0 }));
+    await bootstrapCluster(this.engine, { clusterId: q.clusterId, ident, replicas, now: { wall: q.nowWall, logical: q.nowLogical } });
+    this.rpc.setClusterId(q.clusterId);
+    for (const d of q.known) if (d.nodeId !== q.nodeId) this.directory.merge(d);
+    await this.startServing(ident);
+  }
+
+  private async startServing(ident: StoreIdent): Promise<void> {
+    this.rpc.setClusterId(ident.clusterId);
+    this.rpc.setNodeId(ident.nodeId);
+    this.directory.setSelf(this.selfDescriptor());
+    this.store = await Store.start({
+      engine: this.engine,
+      clock: this.clock,
+      transport: this.storeTransport(),
+      prng: new Prng(Math.floor(Math.random() * 2 ** 32)),
+      settings: this.settings,
+      logger: this.log,
+    });
+    this.kv = this.newKvClient();
+    this.liveness = new NodeLiveness(this.kv, this.clock, ident.nodeId, this.config.livenessTtlMs * 1000);
+    this.state = 'serving';
+    this.timers.push(
+      setInterval(() => {
+        if (this.clockHealthy) this.store?.tick();
+      }, this.settings.tickIntervalMs),
+    );
+    void this.gossipRound();
+    this.timers.push(setInterval(() => void this.gossipRound(), GOSSIP_INTERVAL_MS));
+    this.timers.push(setInterval(() => void this.checkClock(), CLOCK_CHECK_INTERVAL_MS));
+    void this.livenessLoop();
+    this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
+  }
+
+  private newKvClient(): KvClient {
+    const router = new LeaseholderRouter(new RpcNodeDialer(this.rpc), {
+      nodes: () => {
+        const ids = this.directory.nodeIds();
+        return ids.length > 0 ? ids : [this.rpc.nodeId].filter((id) => id > 0);
+      },
+      maxAttempts: 20,
+    });
+    return new KvClient(router);
+  }
+
+  /** The transport the Store sees: RpcContext, with KV batches measured and refused while the clock is unhealthy. */
+  private storeTransport(): RpcTransport {
+    const rpc = this.rpc;
+    return {
+      get nodeId() {
+        return rpc.nodeId;
+      },
+      register: (method: number, handler: RpcHandler) => rpc.register(method, method === KvMethod.Batch ? this.wrapBatch(handler) : handler),
+      call: (nodeId, method, payload, opts) => rpc.call(nodeId, method, payload, opts),
+      send: (nodeId, method, payload, cls) => rpc.send(nodeId, method, payload, cls),
+    };
+  }
+
+  private wrapBatch(handler: RpcHandler): RpcHandler {
+    return async (payload, ctx) => {
+      const start = performance.now();
+      this.kvRequests.inc();
+      if (!this.clockHealthy) {
+        this.kvErrors.inc();
+        throw this.clockOffsetRefusal();
+      }
+      try {
+        return await handler(payload, ctx);
+      } catch (e) {
+        this.kvErrors.inc();
+        throw e;
+      } finally {
+        this.kvLatency.observeSince(start);
+      }
+    };
+  }
+
+  private clockOffsetRefusal(): ServerError {
+    return new ServerError('server.clock_offset', `server: n${this.rpc.nodeId} is not serving: its clock is beyond the max offset (${this.config.maxOffsetMs} ms) from a majority of its peers`, {
+      retryable: true,
+      sqlState: '58000',
+    });
+  }
+
+  /** Null while serving; otherwise a one-line reason (SQL refuses sessions with it). */
+  notServingReason(): string | null {
+    if (this.state !== 'serving') return `server: node is not serving yet (${this.state})`;
+    if (!this.clockHealthy) return this.clockOffsetRefusal().message;
+    return null;
+  }
+
+  get ready(): boolean {
+    return this.state === 'serving' && this.clockHealthy && this.liveness?.selfLive === true;
+  }
+
+  private requireStore(): Store {
+    if (this.store === null) throw new ServerError('server.not_serving', `server: node is not serving yet (${this.state})`, { retryable: true });
+    return this.store;
+  }
+
+  requireKv(): KvClient {
+    const why = this.notServingReason();
+    if (why !== null || this.kv === null) throw new ServerError('server.not_serving', why ?? 'server: not serving', { retryable: true });
+    return this.kv;
+  }
+
+  // ---- peers: directory exchange, cluster id and duplicate checks ----------------------------
+
+  private answerGossip(q: GossipRequest): GossipResponse {
+    if (q.from !== null && this.initialized && q.from.clusterId === this.rpc.clusterId) this.directory.merge(q.from);
+    if (this.initialized) for (const d of q.known) if (d.clusterId === this.rpc.clusterId) this.directory.merge(d);
+    return {
+      clusterId: this.rpc.clusterId,
+      nodeId: this.rpc.nodeId,
+      instanceId: this.instanceId,
+      initialized: this.initialized,
+      rpcAddr: formatHostPort(this.rpcAddr),
+      known: this.initialized ? this.directory.all() : [],
+    };
+  }
+
+  private gossipRequest(): Buffer {
+    return encodeJson({ from: this.initialized ? this.selfDescriptor() : null, known: this.initialized ? this.directory.all() : [] } satisfies GossipRequest);
+  }
+
+  private async gossipAddress(addr: HostPort, timeoutMs = 2_000): Promise<GossipResponse> {
+    const res = decodeJson<GossipResponse>(await this.rpc.callAddress(addr, ServerMethod.Gossip, this.gossipRequest(), { timeoutMs }), 'gossip');
+    this.checkAnswer(res, formatHostPort(addr));
+    return res;
+  }
+
+  /** A peer's answer that makes this node unable to go on. */
+  private checkAnswer(res: GossipResponse, addr: string): void {
+    if (!this.initialized) return;
+    if (res.clusterId !== '' && res.clusterId !== this.rpc.clusterId) {
+      throw new ServerError('server.cluster_mismatch', `server: store ${this.config.storeDir} belongs to cluster ${this.rpc.clusterId}, but the node at ${addr} belongs to cluster ${res.clusterId}`);
+    }
+    if (res.nodeId === this.rpc.nodeId && res.instanceId !== this.instanceId) {
+      throw new ServerError('server.duplicate_node_id', `server: node id ${res.nodeId} is already in use by the node at ${addr} (was store ${this.config.storeDir} copied from it?)`);
+    }
+  }
+
+  /** True (and fatal() called) if the error shows a misconfiguration rather than a transient failure. */
+  private isFatalPeerError(e: unknown, addr: HostPort): boolean {
+    if (!(e instanceof CairnError)) return false;
+    const where = formatHostPort(addr);
+    if (e.code === 'server.cluster_mismatch' || e.code === 'server.duplicate_node_id') {
+      this.fatal(e);
+      return true;
+    }
+    if (e.code === 'rpc.cluster_id_mismatch') {
+      this.fatal(new ServerError('server.cluster_mismatch', `server: store ${this.config.storeDir} belongs to cluster ${this.rpc.clusterId}, but the node at ${where} belongs to another cluster`));
+      return true;
+    }
+    if (e.code === 'rpc.version_mismatch' || e.code === 'rpc.unknown_method') {
+      this.fatal(new ServerError('server.bad_join', `server: --join address ${where} is not the RPC address of a Cairn node (${e.message})`));
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Exchanges directories with the --join addresses (start-up) or every known
+   * peer; throws a fatal ServerError at start-up, reports it later.
+   */
+  private async checkPeers(startup: boolean): Promise<void> {
+    let fatal: CairnError | null = null;
+    const onFatal = (e: CairnError): void => {
+      fatal ??= e;
+    };
+    const saved = this.fatalSink;
+    if (startup) this.fatalSink = onFatal;
+    try {
+      await Promise.all(
+        this.joinAddrs().map(async (addr) => {
+          try {
+            this.absorb(await this.gossipAddress(addr));
+          } catch (e) {
+            this.isFatalPeerError(e, addr);
+          }
+        }),
+      );
+      // A process answering at another address with our own node id is a duplicate.
+      const self = formatHostPort(this.rpcAddr);
+      const mine = [...new Set(this.knownClaims.filter((a) => a !== self))];
+      await Promise.all(
+        mine.map(async (a) => {
+          try {
+            await this.gossipAddress(peerAddress(a), 1_000);
+          } catch (e) {
+            this.isFatalPeerError(e, peerAddress(a));
+          }
+        }),
+      );
+    } finally {
+      this.fatalSink = saved;
+    }
+    if (fatal !== null) throw fatal;
+  }
+
+  /** Addresses other nodes list for our own node id (merge() never stores them in the directory). */
+  private knownClaims: string[] = [];
+
+  private absorb(res: GossipResponse): void {
+    for (const d of res.known) {
+      if (d.nodeId === this.rpc.nodeId && d.instanceId !== this.instanceId && !this.knownClaims.includes(d.rpcAddr)) this.knownClaims.push(d.rpcAddr);
+    }
+    this.directory.mergeAll(res.known);
+  }
+  private fatalSink: ((e: CairnError) => void) | null = null;
+
+  private fatal(e: CairnError): void {
+    if (this.fatalSink !== null) {
+      this.fatalSink(e);
+      return;
+    }
+    this.onFatal(e);
+  }
+
+  private async gossipRound(): Promise<void> {
+    if (this.gossipRunning || this.state !== 'serving') return;
+    this.gossipRunning = true;
+    try {
+      const self = formatHostPort(this.rpcAddr);
+      const peers = this.directory.all().filter((d) => d.nodeId !== this.rpc.nodeId);
+      const targets = new Map<string, () => Promise<Buffer>>();
+      for (const d of peers) targets.set(d.rpcAddr, () => this.rpc.call(d.nodeId, ServerMethod.Gossip, this.gossipRequest(), { timeoutMs: 2_000, connectionClass: 1 }));
+      for (const a of this.joinAddrs()) {
+        const key = formatHostPort(a);
+        if (key !== self && !targets.has(key)) targets.set(key, () => this.rpc.callAddress(a, ServerMethod.Gossip, this.gossipRequest(), { timeoutMs: 2_000 }));
+      }
+      await Promise.all(
+        [...targets].map(async ([addr, call]) => {
+          try {
+            const res = decodeJson<GossipResponse>(await call(), 'gossip');
+            this.checkAnswer(res, addr);
+            this.absorb(res);
+          } catch (e) {
+            this.isFatalPeerError(e, peerAddress(addr));
+          }
+        }),
+      );
+    } finally {
+      this.gossipRunning = false;
+    }
+  }
+
+  // ---- liveness ------------------------------------------------------------------------------
+
+  private async livenessLoop(): Promise<void> {
+    const interval = Math.max(50, this.config.livenessTtlMs / 3);
+    let started = false;
+    while (this.state === 'serving') {
+      const t0 = performance.now();
+      const l = this.liveness;
+      if (l === null) return;
+      try {
+        if (!this.clockHealthy) {
+          // A node out of clock bounds does not claim to be live.
+        } else if (!started) {
+          await l.start();
+          started = true;
+        } else {
+          await l.heartbeat();
+        }
+        await l.refresh();
+      } catch (e) {
+        this.log.debug({ err: errMessage(e) }, 'server: liveness heartbeat failed');
+      }
+      await sleep(Math.max(0, interval - (performance.now() - t0)));
+    }
+  }
+
+  // ---- clock offset ---------------------------------------------------------------------------
+
+  private onClockOffsetError(peer: number, err: ClockOffsetError): void {
+    this.clockOffsetErrors.inc();
+    this.log.warn({ peer, err: err.message }, 'server: clock offset error');
+    void this.checkClock();
+  }
+
+  private async checkClock(): Promise<void> {
+    if (this.clockCheckRunning || this.state !== 'serving') return;
+    this.clockCheckRunning = true;
+    try {
+      const now = this.clock.physicalNow();
+      const peers = this.directory.nodeIds().filter((id) => id !== this.rpc.nodeId && this.livenessOf(id, now) !== false);
+      await Promise.all(
+        peers.map(async (id) => {
+          try {
+            await this.rpc.ping(id, { timeoutMs: 1_000 });
+          } catch {
+            this.rpc.forgetClockOffset(id);
+          }
+        }),
+      );
+      const healthy = this.rpc.isClockHealthy();
+      if (healthy !== this.clockHealthy) {
+        if (healthy) this.log.warn('server: clock back within the max offset of a majority of peers; serving again');
+        else this.log.error({ maxOffsetMs: this.config.maxOffsetMs }, 'server: clock beyond the max offset from a majority of peers; refusing KV and SQL');
+      }
+      this.clockHealthy = healthy;
+      this.clockHealthyGauge.set(healthy ? 1 : 0);
+    } finally {
+      this.clockCheckRunning = false;
+    }
+  }
+
+  private livenessOf(nodeId: number, nowMicros: number): boolean | null {
+    const r = this.liveness?.cached.get(nodeId);
+    return r === undefined ? null : isLive(r, nowMicros);
+  }
+
+  // ---- status --------------------------------------------------------------------------------
+
+  localStatus(): LocalNodeStatus {
+    const s = this.store;
+    if (s === null) return { nodeId: this.rpc.nodeId, ranges: 0, leaseholders: 0, leaders: 0, underreplicated: 0 };
+    const now = this.clock.now();
+    const nowMicros = this.clock.physicalNow();
+    let leaseholders = 0;
+    let leaders = 0;
+    let under = 0;
+    const replicas = s.allReplicas();
+    for (const r of replicas) {
+      const lh = r.ownsValidLease(now);
+      if (lh) leaseholders++;
+      if (r.isLeader()) leaders++;
+      if (lh) {
+        const voters = r.desc.replicas.filter((x) => x.type === 0);
+        const liveVoters = voters.filter((x) => x.nodeId === this.rpc.nodeId || this.livenessOf(x.nodeId, nowMicros) !== false);
+        if (liveVoters.length < Math.min(INITIAL_REPLICAS, this.directory.nodeIds().length)) under++;
+      }
+    }
+    return { nodeId: this.rpc.nodeId, ranges: replicas.length, leaseholders, leaders, underreplicated: under };
+  }
+
+  rangeStatus(): RangeStatus[] {
+    const s = this.store;
+    if (s === null) return [];
+    const now = this.clock.now();
+    return s
+      .allReplicas()
+      .map((r) => {
+        const st = r.raw.basicStatus();
+        const lease = r.lease;
+        return {
+          rangeId: r.rangeId,
+          startKey: r.desc.startKey.toString('hex'),
+          endKey: r.desc.endKey.toString('hex'),
+          replicas: r.desc.replicas,
+          replicaId: r.replicaId,
+          raftState: STATE_TYPE_NAMES[st.softState.raftState] ?? String(st.softState.raftState),
+          term: st.hardState.term,
+          commit: st.hardState.commit,
+          applied: r.applied.raftAppliedIndex,
+          isLeader: r.isLeader(),
+          isLeaseholder: r.ownsValidLease(now),
+          leaseholderNodeId: lease?.replica.nodeId ?? null,
+        };
+      })
+      .sort((a, b) => a.rangeId - b.rangeId);
+  }
+
+  /** Every node's row (this node asks the others for their local counts). */
+  async clusterStatus(): Promise<NodeStatusRow[]> {
+    const l = this.liveness;
+    if (l !== null) await l.refresh().catch(() => undefined);
+    const records: ReadonlyMap<number, LivenessRecord> = l?.cached ?? new Map();
+    const ids = new Set<number>([...this.directory.nodeIds(), ...records.keys()]);
+    const nowMicros = this.clock.physicalNow();
+    const rows = await Promise.all(
+      [...ids].sort((a, b) => a - b).map(async (id): Promise<NodeStatusRow> => {
+        const d = this.directory.get(id);
+        const rec = records.get(id);
+        let local: LocalNodeStatus | null = null;
+        if (id === this.rpc.nodeId) local = this.localStatus();
+        else if (d !== undefined && (rec === undefined || isLive(rec, nowMicros))) {
+          try {
+            local = decodeJson<LocalNodeStatus>(await this.rpc.call(id, ServerMethod.NodeStatus, Buffer.alloc(0), { timeoutMs: 2_000, connectionClass: 1 }), 'status');
+          } catch {
+            local = null;
+          }
+        }
+        return {
+          id,
+          address: d?.rpcAddr ?? '',
+          sqlAddress: d?.sqlAddr ?? '',
+          httpAddress: d?.httpAddr ?? '',
+          started: d === undefined || d.startedAtMicros === 0 ? '' : new Date(d.startedAtMicros / 1000).toISOString(),
+          isLive: rec === undefined ? false : isLive(rec, nowMicros),
+          epoch: rec?.epoch ?? 0,
+          decommissioning: rec?.decommissioning ?? false,
+          ranges: local?.ranges ?? null,
+          leaseholders: local?.leaseholders ?? null,
+          underreplicated: local?.underreplicated ?? null,
+        };
+      }),
+    );
+    return rows;
+  }
+
+  /** Per-range consistency checksums: ComputeChecksum through Raft, then each replica's result. */
+  async rangeChecksums(): Promise<{ rangeId: number; checksums: Record<number, string> }[]> {
+    const kv = this.requireKv();
+    const rows = await kv.scan(META2_PREFIX, META2_MAX);
+    const out: { rangeId: number; checksums: Record<number, string> }[] = [];
+    for (const row of rows) {
+      const desc: RangeDescriptor = decodeRangeDescriptor(Buffer.from(row.value));
+      const checksumId = 1 + Math.floor(Math.random() * 2 ** 31);
+      await kv.sender.send({ header: { rangeId: desc.rangeId, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'computeChecksum', checksumId }] });
+      const checksums: Record<number, string> = {};
+      await Promise.all(
+        desc.replicas.map(async (r) => {
+          const payload = encodeJson({ rangeId: desc.rangeId, checksumId });
+          const res =
+            r.nodeId === this.rpc.nodeId
+              ? { checksum: await this.requireStore().checksum(desc.rangeId, checksumId) }
+              : decodeJson<{ checksum: string }>(await this.rpc.call(r.nodeId, ServerMethod.Checksum, payload, { timeoutMs: 30_000 }), 'checksum');
+          checksums[r.nodeId] = res.checksum;
+        }),
+      );
+      out.push({ rangeId: desc.rangeId, checksums });
+    }
+    return out;
+  }
+
+  private registerMetrics(): void {
+    const m = this.metrics;
+    const sm = (k: keyof Store['metrics']): number => this.store?.metrics[k] ?? 0;
+    m.gaugeFunc('cairn_ranges', 'Replicas held by this node', () => this.store?.allReplicas().length ?? 0);
+    m.gaugeFunc('cairn_leaseholders', 'Ranges whose valid lease this node holds', () => this.localStatus().leaseholders);
+    m.gaugeFunc('cairn_raft_leaders', 'Ranges whose Raft leader is on this node', () => this.localStatus().leaders);
+    m.gaugeFunc('cairn_ranges_underreplicated', 'Ranges led here with fewer live voters than wanted', () => this.localStatus().underreplicated);
+    m.counterFunc('cairn_raft_proposals_total', 'Raft proposals', () => sm('proposals'));
+    m.counterFunc('cairn_raft_reproposals_total', 'Raft re-proposals', () => sm('reproposals'));
+    m.counterFunc('cairn_raft_applied_commands_total', 'Commands applied', () => sm('appliedCommands'));
+    m.counterFunc('cairn_raft_rejected_commands_total', 'Commands rejected at apply', () => sm('rejectedCommands'));
+    m.counterFunc('cairn_raft_ready_rounds_total', 'Ready rounds of the store loop', () => sm('readyRounds'));
+    m.counterFunc('cairn_raft_syncs_total', 'Synced engine writes (group commits)', () => sm('syncs'));
+    m.counterFunc('cairn_raft_messages_sent_total', 'Raft messages sent', () => sm('raftMessagesSent'));
+    m.counterFunc('cairn_raft_snapshots_sent_total', 'Raft snapshots sent', () => sm('snapshotsSent'));
+    m.counterFunc('cairn_raft_snapshots_applied_total', 'Raft snapshots applied', () => sm('snapshotsApplied'));
+    m.counterFunc('cairn_raft_leader_changes_total', 'Raft leadership changes observed by this node', () => this.leaderChanges());
+    const rpcTotal = (k: keyof ReturnType<RpcContext['metrics']['totals']>): (() => number) => () => this.rpc.metrics.totals()[k];
+    m.counterFunc('cairn_rpc_bytes_sent_total', 'RPC bytes sent (whole frames)', rpcTotal('bytesSent'));
+    m.counterFunc('cairn_rpc_bytes_received_total', 'RPC bytes received (whole frames)', rpcTotal('bytesReceived'));
+    m.counterFunc('cairn_rpc_messages_sent_total', 'RPC messages sent', rpcTotal('messagesSent'));
+    m.counterFunc('cairn_rpc_messages_received_total', 'RPC messages received', rpcTotal('messagesReceived'));
+    m.counterFunc('cairn_rpc_connection_errors_total', 'RPC connections closed for an error', rpcTotal('errors'));
+    m.counterFunc('cairn_rpc_malformed_frames_total', 'Malformed RPC frames received', rpcTotal('malformedFrames'));
+    m.counterFunc('cairn_rpc_one_way_dropped_total', 'One-way RPC messages dropped', rpcTotal('oneWayDropped'));
+    m.counterFunc('cairn_rpc_faults_dropped_total', 'Messages dropped by the fault hook', () => this.rpc.faults.totals().dropped);
+    m.counterFunc('cairn_liveness_heartbeats_total', 'Successful liveness heartbeats', () => this.liveness?.heartbeats ?? 0);
+    m.counterFunc('cairn_liveness_heartbeat_failures_total', 'Failed liveness heartbeats', () => this.liveness?.heartbeatFailures ?? 0);
+    m.gaugeFunc('cairn_liveness_live_nodes', 'Nodes whose liveness record has not expired', () => {
+      const now = this.clock.physicalNow();
+      let n = 0;
+      for (const r of this.liveness?.cached.values() ?? []) if (isLive(r, now)) n++;
+      return n;
+    });
+    m.gaugeFunc('cairn_sql_connections_total', 'SQL connections accepted', () => this.sql.connections);
+    m.gaugeFunc('cairn_node_id', 'This node id (0 while joining)', () => this.rpc.nodeId);
+    m.gaugeFunc('cairn_clock_skew_injected_micros', 'Physical clock skew injected through /_admin/clock', () => this.clockSkewMicros);
+  }
+
+  private leaderChangeCount = 0;
+  private lastLeaders = new Map<number, number>();
+  private leaderChanges(): number {
+    for (const r of this.store?.allReplicas() ?? []) {
+      const lead = r.raw.basicStatus().softState.lead;
+      const prev = this.lastLeaders.get(r.rangeId);
+      if (prev !== undefined && prev !== lead) this.leaderChangeCount++;
+      this.lastLeaders.set(r.rangeId, lead);
+    }
+    return this.leaderChangeCount;
+  }
+
+  // ---- admin hooks ---------------------------------------------------------------------------
+
+  /** Skews this node's physical clock (the jepsen-style clock nemesis). */
+  setClockSkew(offsetMs: number): void {
+    this.clockSkewMicros = Math.round(offsetMs * 1000);
+    void this.checkClock();
+  }
+
+  async transferLease(rangeId: number, toNodeId: number): Promise<void> {
+    const s = this.requireStore();
+    const r = s.replica(rangeId);
+    if (r === undefined) throw new ServerError('server.no_replica', `server: n${this.rpc.nodeId} holds no replica of r${rangeId}`);
+    const target = r.desc.replicas.find((x) => x.nodeId === toNodeId);
+    if (target === undefined) throw new ServerError('server.no_replica', `server: r${rangeId} has no replica on n${toNodeId}`);
+    await s.transferLease(rangeId, target.replicaId);
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------------
+
+  /** Stops accepting, drains and closes everything; idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    this.state = 'stopping';
+    for (const t of this.timers) clearInterval(t);
+    await this.sql.close().catch(() => undefined);
+    await this.http.close().catch(() => undefined);
+    await this.store?.stop().catch(() => undefined);
+    await this.rpc.close().catch(() => undefined);
+    await this.engine.close().catch(() => undefined);
+    this.state = 'stopped';
+  }
+}
+
+export type { PeerAddress };

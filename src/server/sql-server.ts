@@ -1,0 +1,100 @@
+/**
+ * The SQL listener: accepts PostgreSQL-protocol connections on --sql-addr
+ * and hands each socket to pgwire's handlePgConnection with the node's
+ * SessionFactory.
+ *
+ * The one function the SQL session layer plugs into is `sqlSessionFactory`:
+ * until sql/session lands it answers every connection's authentication with
+ * a clear refusal (SQLSTATE 0A000, "sql: the SQL layer is not mounted in
+ * this build"); when it lands, this function builds the session layer's
+ * factory over the node's KVDB and nothing else here changes. A node whose
+ * clock is out of bounds (DESIGN.md §6) refuses new sessions (SQLSTATE
+ * 58000) rather than risk a stale read.
+ *
+ * Ownership: src/server owns the listener and its sockets; pgwire owns the
+ * protocol.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
+import type { Logger } from '../util/log.js';
+import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
+import { handlePgConnection } from '../../sql/pgwire/server.js';
+import type { AuthMethod, SessionFactory } from '../../sql/pgwire/session-backend.js';
+import { ServerError, formatHostPort, type HostPort } from './config.js';
+
+export interface SqlServingState {
+  /** Null while the node may serve; otherwise why it refuses. */
+  notServingReason(): string | null;
+}
+
+/** The node's SessionFactory (see the header). */
+export function sqlSessionFactory(state: SqlServingState): SessionFactory {
+  return {
+    authMethod: async (): Promise<AuthMethod> => {
+      const why = state.notServingReason();
+      if (why !== null) return { kind: 'reject', sqlState: '58000', message: why };
+      return { kind: 'reject', sqlState: '0A000', message: 'sql: the SQL layer is not mounted in this build of cairn yet (the KV admin endpoint serves reads and writes)' };
+    },
+    startSession: async () => {
+      throw new ServerError('server.sql_unavailable', 'sql: the SQL layer is not mounted in this build of cairn yet', { sqlState: '0A000' });
+    },
+  };
+}
+
+export class SqlServer {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  readonly cancelRegistry = new CancelRegistry();
+  connections = 0;
+
+  constructor(
+    private readonly factory: SessionFactory,
+    private readonly log: Logger,
+    private readonly secureContext?: SecureContext,
+  ) {}
+
+  /** Binds; rejects with server.listen_failed naming the flag. */
+  listen(addr: HostPort): Promise<HostPort> {
+    const server = createServer((socket) => this.accept(socket));
+    this.server = server;
+    return listenOn(server, addr, '--sql-addr');
+  }
+
+  private accept(socket: Socket): void {
+    this.connections++;
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    const conn = handlePgConnection(socket, {
+      factory: this.factory,
+      cancelRegistry: this.cancelRegistry,
+      ...(this.secureContext === undefined ? {} : { secureContext: this.secureContext }),
+      logger: this.log,
+      onInternalError: (err) => this.log.error({ err: (err as Error).message }, 'sql: internal error'),
+    });
+    void conn;
+  }
+
+  /** Stops accepting and closes open connections. */
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    for (const sock of this.sockets) sock.destroy();
+    if (s !== null) await new Promise<void>((r) => s.close(() => r()));
+  }
+}
+
+/** listen() with the error turned into one clear line. */
+export function listenOn(server: Server, addr: HostPort, flag: string): Promise<HostPort> {
+  return new Promise((resolve, reject) => {
+    const fail = (e: NodeJS.ErrnoException): void => {
+      const why = e.code === 'EADDRINUSE' ? 'address already in use' : e.code === 'EADDRNOTAVAIL' ? 'address not available on this machine' : e.message;
+      reject(new ServerError('server.listen_failed', `server: cannot listen on ${formatHostPort(addr)} (${flag}): ${why}`, { cause: e }));
+    };
+    server.once('error', fail);
+    server.listen({ host: addr.host, port: addr.port }, () => {
+      server.off('error', fail);
+      const a = server.address();
+      resolve(a !== null && typeof a === 'object' ? { host: a.address, port: a.port } : addr);
+    });
+  });
+}

@@ -1,0 +1,230 @@
+/**
+ * The HTTP listener on --http-addr (node:http): health, status and the admin
+ * hooks that tests and the jepsen-style suite drive.
+ *
+ *   GET  /health                 200 {"status":"ok",…} while the process serves HTTP
+ *   GET  /health?ready=1         200 when joined, initialised, live and clock-healthy;
+ *                                503 {"status":"not ready","reason":…} otherwise
+ *   GET  /_status/vars           Prometheus text format (metrics.ts)
+ *   GET  /_status/nodes          JSON: NodeStatusRow[] (every node, with liveness)
+ *   GET  /_status/ranges         JSON: RangeStatus[] (this node's replicas)
+ *   GET  /_status/rpc            JSON: outgoing connection states (RpcContext.status)
+ *   POST /_admin/faults          {"nodeId":N,"spec":FaultSpec} sets RPC faults towards
+ *                                peer N; {"clear":true[,"nodeId":N]} clears them
+ *   POST /_admin/clock           {"offsetMs":X} skews this node's physical clock
+ *   POST /_admin/kv              {"ops":[{"op":"put","key":HEX,"value":HEX} |
+ *                                        {"op":"get","key":HEX} |
+ *                                        {"op":"scan","key":HEX,"endKey":HEX,"maxKeys":N}]}
+ *                                → {"results":[{"ok":true,"value":HEX|null} |
+ *                                   {"ok":true,"rows":[[HEX,HEX]…]} |
+ *                                   {"ok":false,"code":…,"message":…,"ambiguous":bool}]}
+ *                                ops run concurrently (at most 64 in flight), each its
+ *                                own KV batch through this node's router
+ *   POST /_admin/checksum        → [{"rangeId":N,"checksums":{nodeId:hex}}]
+ *   POST /_admin/transfer-lease  {"rangeId":N,"toNodeId":M}
+ *
+ * The admin KV endpoint is for tests and tools (JSON is fine off the hot
+ * path); SQL is the production interface.
+ *
+ * Errors: a CairnError answers 4xx/5xx with {"code","message"}; anything else
+ * is 500 and logged.
+ *
+ * Ownership: src/server owns the listener.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { CairnError } from '../util/errors.js';
+import type { FaultSpec } from '../rpc/fault-hook.js';
+import { ServerError, type HostPort } from './config.js';
+import type { Node } from './node.js';
+import { listenOn } from './sql-server.js';
+
+const MAX_BODY_BYTES = 64 << 20;
+const KV_CONCURRENCY = 64;
+
+type AdminOp =
+  | { readonly op: 'put'; readonly key: string; readonly value: string }
+  | { readonly op: 'get'; readonly key: string }
+  | { readonly op: 'scan'; readonly key: string; readonly endKey: string; readonly maxKeys?: number };
+
+type OpResult =
+  | { ok: true; value?: string | null; rows?: [string, string][] }
+  | { ok: false; code: string; message: string; ambiguous: boolean };
+
+function hex(s: unknown, what: string): Buffer {
+  if (typeof s !== 'string' || !/^([0-9a-fA-F]{2})*$/.test(s)) throw new ServerError('server.bad_request', `server: ${what} must be a hex string`);
+  return Buffer.from(s, 'hex');
+}
+
+function readBody(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on('data', (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_BODY_BYTES) {
+        reject(new ServerError('server.bad_request', 'server: request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text === '') return resolve({});
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        reject(new ServerError('server.bad_request', 'server: request body is not JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export class StatusServer {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly node: Node) {}
+
+  listen(addr: HostPort): Promise<HostPort> {
+    const server = createServer((req, res) => {
+      this.handle(req, res).catch((e: unknown) => this.fail(res, e));
+    });
+    server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+    });
+    this.server = server;
+    return listenOn(server, addr, '--http-addr');
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    for (const sock of this.sockets) sock.destroy();
+    if (s !== null) await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  private fail(res: ServerResponse, e: unknown): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (e instanceof CairnError) {
+      const status = e.code === 'server.bad_request' || e.code.startsWith('rpc.invalid') ? 400 : e.code === 'server.not_serving' || e.retryable ? 503 : 500;
+      send(res, status, { code: e.code, message: e.message });
+      return;
+    }
+    this.node.log.error({ err: (e as Error).message }, 'server: HTTP handler failed');
+    send(res, 500, { code: 'server.internal', message: (e as Error).message });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const n = this.node;
+    const route = `${req.method ?? 'GET'} ${url.pathname}`;
+    switch (route) {
+      case 'GET /health': {
+        const base = { nodeId: n.rpc.nodeId, state: n.state, clockHealthy: n.clockHealthy };
+        if (url.searchParams.get('ready') === '1' && !n.ready) {
+          send(res, 503, { status: 'not ready', reason: n.notServingReason() ?? 'server: liveness heartbeat has not succeeded yet', ...base });
+          return;
+        }
+        send(res, 200, { status: 'ok', ...base });
+        return;
+      }
+      case 'GET /_status/vars':
+        send(res, 200, n.metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
+        return;
+      case 'GET /_status/nodes':
+        send(res, 200, await n.clusterStatus());
+        return;
+      case 'GET /_status/ranges':
+        send(res, 200, n.rangeStatus());
+        return;
+      case 'GET /_status/rpc':
+        send(res, 200, n.rpc.status());
+        return;
+      case 'POST /_admin/faults': {
+        const b = (await readBody(req)) as { nodeId?: number; spec?: FaultSpec; clear?: boolean };
+        if (b.clear === true) n.rpc.faults.clearFaults(b.nodeId);
+        else {
+          if (typeof b.nodeId !== 'number' || b.spec === undefined) throw new ServerError('server.bad_request', 'server: faults need {"nodeId":N,"spec":{…}} or {"clear":true}');
+          n.rpc.faults.setFaults(b.nodeId, b.spec);
+        }
+        send(res, 200, { faults: n.rpc.faults.describe(), counters: n.rpc.faults.totals() });
+        return;
+      }
+      case 'POST /_admin/clock': {
+        const b = (await readBody(req)) as { offsetMs?: number };
+        if (typeof b.offsetMs !== 'number' || !Number.isFinite(b.offsetMs)) throw new ServerError('server.bad_request', 'server: clock needs {"offsetMs":X}');
+        n.setClockSkew(b.offsetMs);
+        send(res, 200, { offsetMs: b.offsetMs });
+        return;
+      }
+      case 'POST /_admin/kv': {
+        const b = (await readBody(req)) as { ops?: AdminOp[] };
+        if (!Array.isArray(b.ops)) throw new ServerError('server.bad_request', 'server: kv needs {"ops":[…]}');
+        send(res, 200, { results: await this.runOps(b.ops) });
+        return;
+      }
+      case 'POST /_admin/checksum':
+        send(res, 200, await n.rangeChecksums());
+        return;
+      case 'POST /_admin/transfer-lease': {
+        const b = (await readBody(req)) as { rangeId?: number; toNodeId?: number };
+        await n.transferLease(Number(b.rangeId), Number(b.toNodeId));
+        send(res, 200, { ok: true });
+        return;
+      }
+      default:
+        send(res, 404, { code: 'server.not_found', message: `server: no route ${route}` });
+    }
+  }
+
+  private async runOps(ops: readonly AdminOp[]): Promise<OpResult[]> {
+    const kv = this.node.requireKv();
+    const out: OpResult[] = new Array<OpResult>(ops.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < ops.length) {
+        const i = next++;
+        const op = ops[i] as AdminOp;
+        try {
+          switch (op.op) {
+            case 'put':
+              await kv.put(hex(op.key, 'key'), hex(op.value, 'value'));
+              out[i] = { ok: true };
+              break;
+            case 'get': {
+              const v = await kv.get(hex(op.key, 'key'));
+              out[i] = { ok: true, value: v === null ? null : v.toString('hex') };
+              break;
+            }
+            case 'scan': {
+              const rows = await kv.scan(hex(op.key, 'key'), hex(op.endKey, 'endKey'), op.maxKeys ?? 0);
+              out[i] = { ok: true, rows: rows.map((r) => [Buffer.from(r.key).toString('hex'), Buffer.from(r.value).toString('hex')]) };
+              break;
+            }
+            default:
+              throw new ServerError('server.bad_request', `server: unknown op ${JSON.stringify((op as { op: unknown }).op)}`);
+          }
+        } catch (e) {
+          if (!(e instanceof CairnError)) throw e;
+          out[i] = { ok: false, code: e.code, message: e.message, ambiguous: e.ambiguous };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(KV_CONCURRENCY, ops.length) }, worker));
+    return out;
+  }
+}
+
