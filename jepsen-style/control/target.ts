@@ -1,0 +1,86 @@
+/**
+ * What the runner and the nemeses need from a system under test: its nodes, their SQL
+ * URLs, the real pids of the node processes, and kill / restart / pause / resume.
+ *
+ *   ClusterTarget ──┬── PostgresTarget (postgres-target.ts): one PostgreSQL server; tests
+ *                   │   the harness itself (kill = SIGKILL of the postmaster, restart on
+ *                   │   the same data directory).
+ *                   └── CairnTarget (cairn-target.ts): N `cairn start` processes, one per
+ *                       loopback address 127.0.0.11…, each with its own store directory;
+ *                       admin HTTP for faults, clock skew and range status.
+ *
+ * Ownership: a target owns its processes and directories; `stop()` kills every process it
+ * started (idempotent) and leaves the node logs in the run's store directory.
+ */
+export interface TargetNode {
+  /** 1-based node id. */
+  readonly id: number;
+  /** Loopback address the node listens and dials from (127.0.0.1 for PostgreSQL). */
+  readonly host: string;
+  readonly sqlUrl: string;
+  /** Admin HTTP base URL (Cairn only). */
+  readonly httpUrl: string | undefined;
+  readonly logPath: string;
+}
+
+export interface ClusterTarget {
+  readonly kind: 'cairn' | 'postgres';
+  readonly nodes: readonly TargetNode[];
+  /** Pid of node i's process (the server itself, never a wrapper); undefined when down. */
+  pid(i: number): number | undefined;
+  /** SIGKILL node i's process and wait for it to exit. */
+  kill(i: number): Promise<void>;
+  /** Start node i again on the same data directory (no-op if running). */
+  restart(i: number): Promise<void>;
+  /** SIGSTOP (paused = true) or SIGCONT the node's processes. */
+  pause(i: number, paused: boolean): Promise<void>;
+  /** Resolves once every node answers SQL (bounded by timeoutMs; throws otherwise). */
+  waitHealthy(timeoutMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Sends `sig` to `pid`; false when the process does not exist. */
+export function signal(pid: number, sig: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a process with this pid exists (and is not a zombie we reaped). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `cond` every `everyMs` until it holds or `timeoutMs` passes. */
+export async function waitFor(what: string, timeoutMs: number, cond: () => boolean | Promise<boolean>, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new Error(`jepsen: timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Probes one SQL connection with `SELECT 1`. */
+export async function sqlAnswers(url: string, timeoutMs: number): Promise<boolean> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}

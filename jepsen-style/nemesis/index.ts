@@ -1,0 +1,43 @@
+/**
+ * Nemesis names as the command line gives them: `none`, one name, or a comma / plus list
+ * (`partition,kill`) composed into one nemesis that picks one part per fault window.
+ */
+import { CairnError } from '../../src/util/index.js';
+import { ClockNemesis } from './clock.js';
+import { KillNemesis } from './kill.js';
+import type { Nemesis } from './nemesis.js';
+import { ComposedNemesis } from './nemesis.js';
+import { PartitionNemesis } from './partition.js';
+import { PauseNemesis } from './pause.js';
+import { LeaseNemesis, SplitNemesis } from './split.js';
+
+export * from './nemesis.js';
+
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease'] as const;
+
+/** Builds the nemesis for `spec`; undefined for 'none'. `tables` feeds the split nemesis. */
+export function nemesisFor(spec: string, tables: readonly string[]): Nemesis | undefined {
+  const names = spec.split(/[,+]/).map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
+  if (names.length === 0) return undefined;
+  const parts = names.map((name): Nemesis => {
+    switch (name) {
+      case 'kill':
+        return new KillNemesis();
+      case 'pause':
+        return new PauseNemesis();
+      case 'partition':
+        return new PartitionNemesis();
+      case 'clock':
+        return new ClockNemesis();
+      case 'clock-safe':
+        return new ClockNemesis(500, true);
+      case 'split':
+        return new SplitNemesis(tables);
+      case 'lease':
+        return new LeaseNemesis();
+      default:
+        throw new CairnError('jepsen.unknown_nemesis', `jepsen: unknown nemesis ${name} (have none, ${NEMESIS_NAMES.join(', ')})`);
+    }
+  });
+  return parts.length === 1 ? parts[0] : new ComposedNemesis(parts);
+}

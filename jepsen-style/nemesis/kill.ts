@@ -1,0 +1,76 @@
+/**
+ * kill: SIGKILL of node processes — the server's own pid, never a wrapper — then restart
+ * on the same data directory when the fault is healed.
+ *
+ * Targets, chosen per fault: one node, a minority, the leaseholder of a hot range (from
+ * /_status/ranges, Cairn only; a random node otherwise), or all nodes. Evidence: each
+ * killed pid and that it no longer exists; the new pid after restart.
+ */
+import { isAlive } from '../control/target.js';
+import { rangeStatus } from '../control/admin.js';
+import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
+import { minority, pickNodes } from './nemesis.js';
+
+export type KillMode = 'one' | 'minority' | 'leaseholder' | 'all';
+
+async function leaseholderIndex(ctx: NemesisContext): Promise<number | undefined> {
+  for (const n of ctx.target.nodes) {
+    if (n.httpUrl === undefined || ctx.target.pid(n.id - 1) === undefined) continue;
+    try {
+      const ranges = (await rangeStatus(n.httpUrl)).filter((r) => r.leaseholder !== undefined);
+      // The newest user ranges are the hot ones; r1 holds the system keyspace.
+      const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
+      if (hot?.leaseholder !== undefined) return hot.leaseholder - 1;
+    } catch {
+      // try the next node
+    }
+  }
+  return undefined;
+}
+
+export class KillNemesis implements Nemesis {
+  readonly name = 'kill';
+  private killed: number[] = [];
+
+  constructor(private readonly modes: readonly KillMode[] = ['one', 'minority', 'leaseholder', 'all']) {}
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    const n = ctx.target.nodes.length;
+    let mode = this.modes[ctx.prng.intn(this.modes.length)]!;
+    let targets: number[];
+    if (mode === 'leaseholder') {
+      const lh = await leaseholderIndex(ctx);
+      targets = lh === undefined ? pickNodes(ctx.prng, n, 1) : [lh];
+      if (lh === undefined) mode = 'one';
+    } else {
+      targets = mode === 'all' ? pickNodes(ctx.prng, n, n) : pickNodes(ctx.prng, n, mode === 'one' ? 1 : minority(n));
+    }
+    const evidence: string[] = [];
+    for (const i of targets) {
+      const pid = ctx.target.pid(i);
+      if (pid === undefined) {
+        evidence.push(`n${i + 1} was already down`);
+        continue;
+      }
+      await ctx.target.kill(i);
+      evidence.push(`SIGKILL n${i + 1} pid ${pid}: ${isAlive(pid) ? 'STILL ALIVE' : 'gone'}`);
+      this.killed.push(i);
+    }
+    return { description: `kill ${targets.map((i) => `n${i + 1}`).join(',')} (${mode})`, nodes: targets.map((i) => i + 1), evidence };
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    const evidence: string[] = [];
+    for (const i of this.killed) {
+      await ctx.target.restart(i);
+      evidence.push(`restarted n${i + 1} as pid ${ctx.target.pid(i) ?? '?'}`);
+    }
+    this.killed = [];
+    return evidence;
+  }
+
+  async healAll(ctx: NemesisContext): Promise<void> {
+    await this.stop(ctx);
+    for (let i = 0; i < ctx.target.nodes.length; i++) if (ctx.target.pid(i) === undefined) await ctx.target.restart(i);
+  }
+}

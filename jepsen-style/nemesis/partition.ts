@@ -1,0 +1,127 @@
+/**
+ * partition: network faults between nodes, each node on its own loopback address.
+ *
+ * Shapes (Jepsen's partitioners), as the set of directed pairs [from, to] that are cut:
+ *   isolate  — one node cut off from all others;
+ *   halves   — a random minority | majority split;
+ *   ring     — majority ring: each node still reaches a majority (its nearest neighbours
+ *              on a ring) but no two nodes agree on which majority;
+ *   bridge   — two halves that only one bridge node connects;
+ *   flaky    — no cut, but one node's RPC messages are dropped (20 %), delayed
+ *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook.
+ * Cuts go through iptables (iptables.ts) where it is usable; otherwise through each
+ * node's RPC fault hook (`POST /_admin/faults`, partition: true per peer). Heal removes
+ * every rule / clears every hook. Evidence: the rules or hook calls made.
+ */
+import type { Prng } from '../../src/util/index.js';
+import { CairnError } from '../../src/util/index.js';
+import { adminPost } from '../control/admin.js';
+import { IptablesPartitioner, iptablesAvailable } from './iptables.js';
+import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
+import { minority, pickNodes } from './nemesis.js';
+
+export type PartitionShape = 'isolate' | 'halves' | 'ring' | 'bridge' | 'flaky';
+
+/** Directed pairs [from, to] (0-based node indexes) that must not communicate. */
+export function partitionCuts(shape: Exclude<PartitionShape, 'flaky'>, n: number, prng: Prng): [number, number][] {
+  const cuts: [number, number][] = [];
+  const cutBoth = (a: number, b: number): void => {
+    cuts.push([a, b], [b, a]);
+  };
+  const order = pickNodes(prng, n, n);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = prng.intn(i + 1); // pickNodes sorts; the shapes need a random order
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  switch (shape) {
+    case 'isolate':
+    case 'halves': {
+      const k = shape === 'isolate' ? 1 : minority(n);
+      const side = new Set(order.slice(0, k));
+      for (const a of side) for (let b = 0; b < n; b++) if (!side.has(b)) cutBoth(a, b);
+      return cuts;
+    }
+    case 'bridge': {
+      // order[0] is the bridge: it keeps both sides.
+      const half = Math.floor((n - 1) / 2);
+      const left = new Set(order.slice(1, 1 + half));
+      const right = order.slice(1 + half);
+      for (const a of left) for (const b of right) cutBoth(a, b);
+      return cuts;
+    }
+    case 'ring': {
+      // Each node keeps its ring neighbours within ⌈⌊n/2⌋/2⌉ steps: itself plus them is a
+      // majority, and no two nodes' majorities coincide. Below 5 nodes no such ring
+      // exists; halves stand in.
+      if (n < 5) return partitionCuts('halves', n, prng);
+      const reach = Math.floor(n / 2);
+      for (let i = 0; i < n; i++) {
+        for (let j = i + 1; j < n; j++) {
+          const d = Math.min(j - i, n - (j - i));
+          if (d > Math.ceil(reach / 2)) cutBoth(order[i]!, order[j]!);
+        }
+      }
+      return cuts;
+    }
+  }
+}
+
+export class PartitionNemesis implements Nemesis {
+  readonly name = 'partition';
+  private iptables: IptablesPartitioner | undefined;
+  private hookUsed = false;
+
+  constructor(
+    private readonly shapes: readonly PartitionShape[] = ['isolate', 'halves', 'ring', 'bridge', 'flaky'],
+    useIptables: boolean = iptablesAvailable(),
+  ) {
+    if (useIptables) this.iptables = new IptablesPartitioner();
+  }
+
+  private async hook(ctx: NemesisContext, i: number, body: unknown): Promise<void> {
+    const url = ctx.target.nodes[i]!.httpUrl;
+    if (url === undefined) throw new CairnError('jepsen.unsupported', `jepsen: partition needs Cairn's admin endpoint (${ctx.target.kind} has none)`);
+    this.hookUsed = true;
+    await adminPost(url, '/_admin/faults', body);
+  }
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    const n = ctx.target.nodes.length;
+    const shape = this.shapes[ctx.prng.intn(this.shapes.length)]!;
+    const evidence: string[] = [];
+    if (shape === 'flaky') {
+      const [victim] = pickNodes(ctx.prng, n, 1);
+      const spec = { dropProbability: 0.2, delayMs: [0, 50], duplicateProbability: 0.1 };
+      for (let b = 0; b < n; b++) {
+        if (b === victim) continue;
+        await this.hook(ctx, victim!, { peer: b + 1, spec });
+        evidence.push(`hook n${victim! + 1}→n${b + 1} ${JSON.stringify(spec)}`);
+      }
+      return { description: `flaky n${victim! + 1}`, nodes: [victim! + 1], evidence };
+    }
+    const cuts = partitionCuts(shape, n, ctx.prng);
+    const host = (i: number): string => ctx.target.nodes[i]!.host;
+    if (this.iptables !== undefined) {
+      this.iptables.install(cuts.map(([a, b]) => [host(a), host(b)] as const));
+      evidence.push(`iptables: ${cuts.length} DROP rules`);
+    } else {
+      for (const [a, b] of cuts) await this.hook(ctx, a, { peer: b + 1, spec: { partition: true } });
+      evidence.push(`fault hook: ${cuts.length} directed cuts`);
+    }
+    const affected = [...new Set(cuts.flat())].sort((a, b) => a - b);
+    return { description: `${shape} ${cuts.filter(([a, b]) => a < b).map(([a, b]) => `n${a + 1}-n${b + 1}`).join(' ')}`, nodes: affected.map((i) => i + 1), evidence };
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    this.iptables?.heal();
+    if (this.hookUsed) {
+      for (let i = 0; i < ctx.target.nodes.length; i++) await this.hook(ctx, i, { clear: true }).catch(() => undefined);
+    }
+    return ['healed'];
+  }
+
+  async healAll(ctx: NemesisContext): Promise<void> {
+    await this.stop(ctx);
+    this.iptables?.removeAll();
+  }
+}

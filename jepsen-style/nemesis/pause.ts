@@ -1,0 +1,59 @@
+/**
+ * pause: SIGSTOP a node's process(es), SIGCONT on heal — a process that stops without
+ * dying (GC pause, VM stall). Fault durations alternate between shorter and longer than
+ * the lease duration (`leaseMs`), so both "pause and come back still leaseholder" and
+ * "lease expired while paused" are exercised. Evidence: the process state read from
+ * /proc/<pid>/stat ('T' = stopped).
+ */
+import { readFileSync } from 'node:fs';
+import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
+import { minority, pickNodes } from './nemesis.js';
+
+function procState(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return '?';
+  }
+}
+
+export class PauseNemesis implements Nemesis {
+  readonly name = 'pause';
+  private paused: number[] = [];
+  private count = 0;
+
+  constructor(private readonly leaseMs = 9000) {}
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    const n = ctx.target.nodes.length;
+    const targets = pickNodes(ctx.prng, n, ctx.prng.bool() ? 1 : minority(n));
+    const long = this.count++ % 2 === 1;
+    const durationMs = long ? Math.round(this.leaseMs * 1.5) : Math.round(this.leaseMs * 0.3);
+    const evidence: string[] = [];
+    for (const i of targets) {
+      const pid = ctx.target.pid(i);
+      if (pid === undefined) continue;
+      await ctx.target.pause(i, true);
+      this.paused.push(i);
+      evidence.push(`SIGSTOP n${i + 1} pid ${pid}: state ${procState(pid)}`);
+    }
+    return { description: `pause ${targets.map((i) => `n${i + 1}`).join(',')} for ${durationMs} ms (${long ? 'longer' : 'shorter'} than the lease)`, nodes: targets.map((i) => i + 1), evidence, durationMs };
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    const evidence: string[] = [];
+    for (const i of this.paused) {
+      await ctx.target.pause(i, false);
+      const pid = ctx.target.pid(i);
+      evidence.push(`SIGCONT n${i + 1} pid ${pid ?? '?'}: state ${pid === undefined ? '?' : procState(pid)}`);
+    }
+    this.paused = [];
+    return evidence;
+  }
+
+  async healAll(ctx: NemesisContext): Promise<void> {
+    await this.stop(ctx);
+    for (let i = 0; i < ctx.target.nodes.length; i++) await ctx.target.pause(i, false);
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * split and lease: range reorganisation under load.
+ *
+ *   split — `ALTER TABLE <t> SPLIT AT VALUES (<k>)` on one of the workload's tables at a
+ *           random key (through SQL on a random live node);
+ *   lease — moves a range's lease to another node through `POST /_admin/lease-transfer
+ *           { rangeId, target }`, the range picked from /_status/ranges.
+ * Both are instantaneous: stop() only collects evidence — the ranges / leaseholders that
+ * changed between the snapshots taken before and after (leadershipChanges).
+ */
+import pg from 'pg';
+import { CairnError } from '../../src/util/index.js';
+import { adminPost, leadershipChanges, rangeStatus } from '../control/admin.js';
+import type { RangeLeadership } from '../control/admin.js';
+import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
+
+async function snapshot(ctx: NemesisContext): Promise<RangeLeadership[] | undefined> {
+  for (let i = 0; i < ctx.target.nodes.length; i++) {
+    const url = ctx.target.nodes[i]!.httpUrl;
+    if (url === undefined || ctx.target.pid(i) === undefined) continue;
+    try {
+      return await rangeStatus(url);
+    } catch {
+      // next node
+    }
+  }
+  return undefined;
+}
+
+function liveNode(ctx: NemesisContext): number {
+  const live = ctx.target.nodes.map((_, i) => i).filter((i) => ctx.target.pid(i) !== undefined);
+  if (live.length === 0) throw new CairnError('jepsen.no_live_node', 'jepsen: no live node');
+  return live[ctx.prng.intn(live.length)]!;
+}
+
+abstract class RangeNemesis implements Nemesis {
+  abstract readonly name: string;
+  private before: RangeLeadership[] | undefined;
+
+  protected abstract act(ctx: NemesisContext, ranges: RangeLeadership[] | undefined): Promise<FaultStart>;
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    this.before = await snapshot(ctx);
+    return this.act(ctx, this.before);
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    const after = await snapshot(ctx);
+    const before = this.before;
+    this.before = undefined;
+    if (before === undefined || after === undefined) return ['range status unavailable'];
+    const changes = leadershipChanges(before, after);
+    return changes.length > 0 ? changes : [`no range or lease changed (${after.length} ranges)`];
+  }
+
+  async healAll(): Promise<void> {
+    this.before = undefined;
+  }
+}
+
+export class SplitNemesis extends RangeNemesis {
+  readonly name = 'split';
+  constructor(private readonly tables: readonly string[]) {
+    super();
+  }
+
+  protected async act(ctx: NemesisContext): Promise<FaultStart> {
+    if (this.tables.length === 0) throw new CairnError('jepsen.unsupported', 'jepsen: split: the workload names no tables');
+    const table = this.tables[ctx.prng.intn(this.tables.length)]!;
+    const key = ctx.prng.intn(1000);
+    const i = liveNode(ctx);
+    const c = new pg.Client({ connectionString: ctx.target.nodes[i]!.sqlUrl, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+    c.on('error', () => undefined);
+    let outcome: string;
+    try {
+      await c.connect();
+      await c.query(`ALTER TABLE ${table} SPLIT AT VALUES (${key})`);
+      outcome = 'ok';
+    } catch (e) {
+      outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+    return { description: `split ${table} at ${key} via n${i + 1}`, nodes: [i + 1], evidence: [`SPLIT AT: ${outcome}`], durationMs: 1000 };
+  }
+}
+
+export class LeaseNemesis extends RangeNemesis {
+  readonly name = 'lease';
+
+  protected async act(ctx: NemesisContext, ranges: RangeLeadership[] | undefined): Promise<FaultStart> {
+    const held = (ranges ?? []).filter((r) => r.leaseholder !== undefined);
+    if (held.length === 0) return { description: 'lease: no range with a known leaseholder', nodes: [], evidence: [], durationMs: 1000 };
+    const r = held[ctx.prng.intn(held.length)]!;
+    const n = ctx.target.nodes.length;
+    const to = ((r.leaseholder! - 1 + 1 + ctx.prng.intn(n - 1)) % n) + 1;
+    let outcome: string;
+    try {
+      await adminPost(ctx.target.nodes[r.leaseholder! - 1]!.httpUrl!, '/_admin/lease-transfer', { rangeId: r.rangeId, target: to });
+      outcome = 'ok';
+    } catch (e) {
+      outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    return { description: `transfer r${r.rangeId} lease n${r.leaseholder} → n${to}`, nodes: [r.leaseholder!, to], evidence: [`transfer: ${outcome}`], durationMs: 1000 };
+  }
+}

@@ -1,0 +1,364 @@
+/**
+ * The jepsen-style test runner: one run of one workload under one nemesis.
+ *
+ *   start target ─▶ setup schema ─▶ fork N client processes ─┬─ clients: generator → op → outcome
+ *                                                            └─ nemesis: quiet, fault on, heal, …
+ *   time up ─▶ stop clients ─▶ heal everything ─▶ wait for recovery ─▶ final reads
+ *           ─▶ stop target ─▶ history ─▶ checkers ─▶ results.json, timeline.html, summary
+ *
+ * Every operation's invoke and completion instants come from CLOCK_MONOTONIC, read in the
+ * client process right before sending and right after the answer (the runner's own
+ * events — nemesis start/stop — from the same clock); the history is these events sorted
+ * by time, so `index` order is real-time order across processes. A client that answers
+ * `info` moves to a fresh process id (process += concurrency), as in Jepsen; an operation
+ * whose client died has no completion (= info). Final operations are read-only and are
+ * retried, each attempt a recorded operation of its own, until one succeeds.
+ *
+ * Store layout, `<storeRoot>/<workload>-<nemesis>-<yyyymmddThhmmss>/`:
+ *   history.jsonl  nemesis.log  seed  node<i>.log  results.json  timeline.html
+ * Verdict: valid only when every checker says exactly true (composeResults).
+ *
+ * Ownership: the runner owns the target, the client processes and the store directory;
+ * every exit path (including a thrown error) heals faults, kills clients and stops the
+ * target.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Prng } from '../src/util/index.js';
+import { composeResults, unknownResult } from './checkers/index.js';
+import type { CheckResult, ComposedResult, Validity } from './checkers/index.js';
+import { HistoryRecorder } from './history/recorder.js';
+import type { Op } from './history/history.js';
+import { writeHistoryFile } from './history/history.js';
+import type { FromWorker, ToWorker, WorkerInit } from './control/client-worker.js';
+import { PostgresTarget } from './control/postgres-target.js';
+import { CairnTarget } from './control/cairn-target.js';
+import type { ClusterTarget } from './control/target.js';
+import { nemesisFor } from './nemesis/index.js';
+import type { NemesisContext } from './nemesis/index.js';
+import { workloadNamed } from './workloads/index.js';
+import type { OpGenerator, OpRequest, OpResult, WorkloadOptions } from './workloads/index.js';
+import { renderTimeline } from './report/timeline.js';
+import type { FaultWindow } from './report/timeline.js';
+import { formatSummary, opCounts } from './report/summary.js';
+
+export interface RunOptions {
+  readonly workload: string;
+  readonly nemesis: string;
+  readonly nodes: number;
+  readonly timeSec: number;
+  readonly concurrency: number;
+  readonly seed: number;
+  readonly target: 'cairn' | 'postgres';
+  /** CAIRN_CANARY for the nodes: a deliberately broken build the run must catch. */
+  readonly canary?: string;
+  /** Isolation of every transaction; anything but serializable is a broken client. */
+  readonly isolation?: WorkloadOptions['isolation'];
+  readonly storeRoot?: string;
+  /** Quiet time between faults and fault duration (ms). */
+  readonly faultIntervalMs?: number;
+  readonly faultDurationMs?: number;
+  /** Client-side timeout of one operation (ms). */
+  readonly opTimeoutMs?: number;
+  readonly recoveryTimeoutMs?: number;
+  /** Budget of the linearizability search etc. is the checkers' own; this bounds the whole check. */
+  readonly log?: (line: string) => void;
+}
+
+export interface RunResult {
+  readonly dir: string;
+  readonly summary: string;
+  readonly valid: Validity;
+  readonly checks: ComposedResult;
+  readonly counts: ReturnType<typeof opCounts>;
+  readonly faults: readonly FaultWindow[];
+  readonly history: readonly Op[];
+}
+
+interface RawEvent {
+  readonly time: bigint;
+  readonly seq: number;
+  readonly process: number | string;
+  readonly type: Op['type'];
+  readonly f: string;
+  readonly value: unknown;
+  readonly key?: string | number;
+  readonly error?: string;
+}
+
+/** The repository root, whether this module runs from dist/ or from its .ts source. */
+export function repoRoot(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return here.split('/').includes('dist') ? join(here, '..', '..') : join(here, '..');
+}
+
+/** The compiled client-worker.js (from dist/ when this module runs from its .ts source). */
+function workerPath(): string {
+  const local = join(dirname(fileURLToPath(import.meta.url)), 'control', 'client-worker.js');
+  return existsSync(local) ? local : join(repoRoot(), 'dist', 'jepsen-style', 'control', 'client-worker.js');
+}
+
+function stamp(d: Date): string {
+  return d.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
+}
+
+class ClientProcess {
+  private readonly pending = new Map<number, { resolve: (m: FromWorker | undefined) => void; sent: bigint }>();
+  private nextId = 0;
+  private dead = false;
+  readonly exited: Promise<void>;
+
+  constructor(readonly child: ChildProcess) {
+    child.on('message', (m) => {
+      const msg = m as FromWorker;
+      const p = this.pending.get(msg.id);
+      this.pending.delete(msg.id);
+      p?.resolve(msg);
+    });
+    this.exited = new Promise((r) =>
+      child.once('exit', () => {
+        this.dead = true;
+        for (const p of this.pending.values()) p.resolve(undefined);
+        this.pending.clear();
+        r();
+      }),
+    );
+  }
+
+  /** Runs op; undefined when the client process died before answering. */
+  call(op: OpRequest): { sent: bigint; done: Promise<FromWorker | undefined> } {
+    const sent = process.hrtime.bigint();
+    if (this.dead) return { sent, done: Promise.resolve(undefined) };
+    const id = this.nextId++;
+    const done = new Promise<FromWorker | undefined>((resolve) => this.pending.set(id, { resolve, sent }));
+    this.child.send({ kind: 'op', id, op } satisfies ToWorker);
+    return { sent, done };
+  }
+
+  async close(): Promise<void> {
+    if (!this.dead) this.child.send({ kind: 'close' } satisfies ToWorker, () => undefined);
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 3000);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function runJepsen(opts: RunOptions): Promise<RunResult> {
+  const log = opts.log ?? (() => undefined);
+  const workload = workloadNamed(opts.workload);
+  const storeRoot = opts.storeRoot ?? join(repoRoot(), 'jepsen-style', 'store');
+  const nemesisName = opts.nemesis.split(/[,+]/).join('+');
+  const dir = join(storeRoot, `${opts.workload}-${nemesisName}-${stamp(new Date())}-s${opts.seed}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'seed'), `${opts.seed}\n`);
+  const nemesisLog = join(dir, 'nemesis.log');
+  writeFileSync(nemesisLog, '');
+  const t0 = process.hrtime.bigint();
+  const rel = (t: bigint): number => Number(t - t0);
+  const nlog = (line: string): void => appendFileSync(nemesisLog, `${(rel(process.hrtime.bigint()) / 1e9).toFixed(3)} ${line}\n`);
+  const prng = new Prng(opts.seed);
+  const nemesis = nemesisFor(opts.nemesis, workload.tables);
+  const events: RawEvent[] = [];
+  let seq = 0;
+  const push = (e: Omit<RawEvent, 'seq'>): void => {
+    events.push({ ...e, seq: seq++ });
+  };
+  const notes: string[] = [];
+  const env: Record<string, string> = opts.canary === undefined ? {} : { CAIRN_CANARY: opts.canary };
+  if (opts.canary !== undefined) nlog(`canary: CAIRN_CANARY=${opts.canary}`);
+
+  log(`jepsen: starting ${opts.target} (${opts.target === 'postgres' ? 1 : opts.nodes} nodes) in ${dir}`);
+  const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env });
+  const clients: ClientProcess[] = [];
+  const faults: FaultWindow[] = [];
+  const ctx: NemesisContext = { target, prng: new Prng(opts.seed ^ 0x9e3779b9), log: nlog };
+  let gen: OpGenerator | undefined;
+  try {
+    // Schema.
+    let tsMode: WorkloadOptions['tsMode'] = 'value';
+    {
+      const c = new pg.Client({ connectionString: target.nodes[0]!.sqlUrl });
+      await c.connect();
+      try {
+        await workload.setup(c as never, { isolation: 'serializable', target: opts.target });
+        if (opts.workload === 'monotonic' && opts.target === 'cairn') {
+          tsMode = await c.query('SELECT cluster_logical_timestamp()').then(
+            () => 'cluster_logical_timestamp' as const,
+            () => 'value' as const,
+          );
+        }
+      } finally {
+        await c.end();
+      }
+    }
+    if (opts.workload === 'monotonic' && tsMode === 'value') notes.push('monotonic: no commit timestamp readable in SQL; rows ordered by value (regression check vacuous)');
+    const wopts: WorkloadOptions = { isolation: opts.isolation ?? 'serializable', target: opts.target, tsMode };
+    if (wopts.isolation !== 'serializable') notes.push(`clients run at ${wopts.isolation.toUpperCase()} (deliberately broken)`);
+
+    // Client processes.
+    const opTimeoutMs = opts.opTimeoutMs ?? 5000;
+    for (let w = 0; w < opts.concurrency; w++) {
+      const init: WorkerInit = { url: target.nodes[w % target.nodes.length]!.sqlUrl, workload: opts.workload, opts: wopts, timeoutMs: opTimeoutMs };
+      clients.push(new ClientProcess(fork(workerPath(), [JSON.stringify(init)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
+    }
+    gen = workload.generator(prng, opts.concurrency);
+    const g = gen;
+    const processOf = clients.map((_, w) => w);
+    const runOp = async (w: number, op: OpRequest): Promise<OpResult | undefined> => {
+      const proc = processOf[w]!;
+      const { sent, done } = clients[w]!.call(op);
+      const m = await done;
+      const inv = { process: proc, f: op.f, ...(op.key === undefined ? {} : { key: op.key }) };
+      if (m === undefined) {
+        push({ ...inv, time: sent, type: 'invoke', value: op.value });
+        processOf[w]! += opts.concurrency;
+        return undefined;
+      }
+      push({ ...inv, time: BigInt(m.invokeNs), type: 'invoke', value: op.value });
+      const r = m.result;
+      push({ ...inv, time: BigInt(m.completeNs), type: r.type, value: r.value, ...(r.error === undefined ? {} : { error: r.error }) });
+      if (r.type === 'info') processOf[w]! += opts.concurrency;
+      return r;
+    };
+
+    // The run: clients and nemesis until time is up.
+    let stopping = false;
+    const endAt = Date.now() + opts.timeSec * 1000;
+    const clientLoop = async (w: number): Promise<void> => {
+      while (!stopping && Date.now() < endAt) {
+        const op = g.next(processOf[w]!, w);
+        if (op === undefined) {
+          await sleep(10);
+          continue;
+        }
+        await runOp(w, op);
+      }
+    };
+    const nemesisLoop = async (): Promise<void> => {
+      if (nemesis === undefined) return;
+      const quiet = opts.faultIntervalMs ?? 5000;
+      const on = opts.faultDurationMs ?? 5000;
+      while (Date.now() + quiet + 1000 < endAt) {
+        await sleep(quiet);
+        const startT = process.hrtime.bigint();
+        let started;
+        try {
+          started = await nemesis.start(ctx);
+        } catch (e) {
+          nlog(`start failed: ${e instanceof Error ? e.message : String(e)}`);
+          notes.push(`nemesis ${nemesis.name} failed to start: ${e instanceof Error ? e.message : String(e)}`);
+          break;
+        }
+        nlog(`start ${started.description} | ${started.evidence.join('; ')}`);
+        push({ time: startT, process: 'nemesis', type: 'info', f: 'start', value: started.description });
+        await sleep(Math.min(started.durationMs ?? on, Math.max(0, endAt - Date.now())));
+        let healed: readonly string[];
+        try {
+          healed = await nemesis.stop(ctx);
+        } catch (e) {
+          healed = [`stop failed: ${e instanceof Error ? e.message : String(e)}`];
+        }
+        const stopT = process.hrtime.bigint();
+        nlog(`stop ${started.description} | ${healed.join('; ')}`);
+        push({ time: stopT, process: 'nemesis', type: 'info', f: 'stop', value: started.description });
+        faults.push({ description: started.description, nodes: started.nodes, startNs: rel(startT), endNs: rel(stopT), evidence: [...started.evidence, ...healed], clientErrors: 0, bit: false });
+      }
+    };
+    await Promise.all([...clients.map((_, w) => clientLoop(w)), nemesisLoop()]);
+    stopping = true;
+    log(`jepsen: workload done (${events.length} events); healing`);
+
+    // Heal, recover, final reads.
+    if (nemesis !== undefined) {
+      await nemesis.healAll(ctx).catch((e: unknown) => notes.push(`healAll: ${String(e)}`));
+      nlog('healed everything');
+    }
+    const recoveryMs = opts.recoveryTimeoutMs ?? 60_000;
+    try {
+      await target.waitHealthy(recoveryMs);
+    } catch (e) {
+      notes.push(`cluster did not recover within ${recoveryMs} ms: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const finalDeadline = Date.now() + recoveryMs;
+    for (const op of workload.finalOps(g)) {
+      for (let attempt = 0; ; attempt++) {
+        const r = await runOp(0, op);
+        if (r?.type === 'ok') break;
+        if (Date.now() > finalDeadline) {
+          notes.push(`final ${op.f} never succeeded (${attempt + 1} attempts)`);
+          break;
+        }
+        await sleep(Math.min(1000, 50 * 2 ** attempt));
+      }
+    }
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    if (nemesis !== undefined) await nemesis.healAll(ctx).catch(() => undefined);
+    await target.stop().catch((e: unknown) => notes.push(`target stop: ${String(e)}`));
+  }
+
+  // History, checks, reports.
+  events.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : a.seq - b.seq));
+  let cur = 0;
+  const rec = new HistoryRecorder({ now: () => cur });
+  const open = new Map<number | string, Op>();
+  for (const e of events) {
+    cur = rel(e.time);
+    if (typeof e.process === 'string') {
+      rec.event(e.process, e.f, e.value);
+    } else if (e.type === 'invoke') {
+      const prev = open.get(e.process);
+      if (prev !== undefined) rec.complete(prev, 'info', prev.value, 'client: no answer');
+      open.set(e.process, rec.invoke(e.process, e.f, e.value, e.key));
+    } else {
+      const inv = open.get(e.process)!;
+      open.delete(e.process);
+      rec.complete(inv, e.type, e.value, e.error);
+    }
+  }
+  const history = rec.history();
+  await writeHistoryFile(join(dir, 'history.jsonl'), history);
+  for (const f of faults) {
+    const inWindow = history.filter((o) => typeof o.process === 'number' && o.type !== 'invoke' && o.type !== 'ok' && o.time >= f.startNs && o.time <= f.endNs + 1e9);
+    f.clientErrors = inWindow.length;
+    f.bit = inWindow.length > 0 || f.evidence.some((e) => /gone|SIGSTOP|iptables|hook|lease n|leader n|appeared|clock offset set/.test(e) && !/STILL ALIVE/.test(e));
+    if (!f.bit) nlog(`fault "${f.description}" did nothing visible`);
+  }
+  const wopts: WorkloadOptions = { isolation: opts.isolation ?? 'serializable', target: opts.target };
+  const results: Record<string, CheckResult> = {};
+  for (const c of gen === undefined ? [] : workload.checkers(gen, wopts)) {
+    try {
+      results[c.name] = c.check(history);
+    } catch (e) {
+      results[c.name] = unknownResult(`${c.name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const checks = composeResults(results);
+  const counts = opCounts(history);
+  const summary = formatSummary({ workload: opts.workload, nemesis: nemesisName, seed: opts.seed, timeSec: opts.timeSec, counts, faults: faults.length, checks });
+  writeFileSync(
+    join(dir, 'results.json'),
+    JSON.stringify(
+      {
+        summary,
+        valid: checks.valid,
+        options: { ...opts, log: undefined },
+        counts,
+        notes,
+        faults,
+        faultsThatBit: faults.filter((f) => f.bit).length,
+        checkers: checks.results,
+      },
+      null,
+      2,
+    ),
+  );
+  writeFileSync(join(dir, 'timeline.html'), renderTimeline(history, faults, { title: summary, concurrency: opts.concurrency }));
+  log(summary);
+  return { dir, summary, valid: checks.valid, checks, counts, faults, history };
+}

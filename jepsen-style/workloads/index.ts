@@ -1,0 +1,30 @@
+/**
+ * The workload registry: name → Workload, used by the runner and the client processes.
+ */
+import { CairnError } from '../../src/util/index.js';
+import { appendWorkload } from './append.js';
+import { bankWorkload } from './bank.js';
+import { g2Workload } from './g2.js';
+import { monotonicWorkload } from './monotonic.js';
+import { registerWorkload } from './register.js';
+import { sequentialWorkload } from './sequential.js';
+import { setsWorkload } from './sets.js';
+import type { Workload } from './workload.js';
+
+export * from './workload.js';
+
+export const WORKLOADS: Readonly<Record<string, Workload>> = {
+  append: appendWorkload,
+  register: registerWorkload,
+  bank: bankWorkload,
+  sets: setsWorkload,
+  monotonic: monotonicWorkload,
+  sequential: sequentialWorkload,
+  g2: g2Workload,
+};
+
+export function workloadNamed(name: string): Workload {
+  const w = WORKLOADS[name];
+  if (w === undefined) throw new CairnError('jepsen.unknown_workload', `jepsen: unknown workload ${name} (have ${Object.keys(WORKLOADS).join(', ')})`);
+  return w;
+}
