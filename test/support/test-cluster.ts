@@ -178,11 +178,15 @@ export class TestCluster {
     this.ticker = null;
   }
 
-  /** A client whose requests enter the cluster through node i's RPC context (routing to any node). */
-  client(i = 0): KvClient {
+  /**
+   * A client whose requests enter the cluster through node i's RPC context
+   * (routing to any node); `timeoutMs` bounds each RPC (a timed-out call is
+   * ambiguous).
+   */
+  client(i = 0, timeoutMs = 10_000): KvClient {
     const rpc = this.node(i).rpc;
     if (rpc === null) throw new Error(`test-cluster: node ${i} is stopped`);
-    const router = new LeaseholderRouter(new RpcNodeDialer(rpc), { nodes: () => this.nodes.filter((n) => n.store !== null).map((n) => n.nodeId) });
+    const router = new LeaseholderRouter(new RpcNodeDialer(rpc, timeoutMs), { nodes: () => this.nodes.filter((n) => n.store !== null).map((n) => n.nodeId) });
     return new KvClient(router);
   }
 
