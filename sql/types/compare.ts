@@ -13,8 +13,8 @@
  *   date, timestamp(tz)   the number (±Infinity at the ends)
  *   interval      months × 30 days + days, × 24 h, + µs ('1 mon' = '30 days')
  *   uuid          canonical text = byte order
- *   jsonb         PostgreSQL's jsonb order: object > array > boolean > number
- *                 > string > null; containers by size, then element-wise
+ *   jsonb         PostgreSQL's jsonb order (compareJson: '[]' first, scalars,
+ *                 arrays by length, objects by size, then element-wise)
  *   array         element-wise (a NULL element sorts after any value), then length
  *
  * datumKey(d, t) gives a Map key (number or string) that is equal exactly when
@@ -31,7 +31,7 @@
  */
 import { assertNever } from '../../src/util/assert.js';
 import { Decimal } from './decimal.js';
-import { compareJsonKeys, Jsonb, type Datum, type JsonObject, type JsonValue } from './datum.js';
+import { Jsonb, type Datum, type JsonObject, type JsonValue } from './datum.js';
 import { Interval } from './interval.js';
 import { intToOid } from './cast.js';
 import { datatypeMismatch, undefinedOperator } from './type-error.js';
@@ -132,8 +132,28 @@ function jsonRank(v: JsonValue): number {
   return Array.isArray(v) ? 4 : 5;
 }
 
-/** PostgreSQL's jsonb btree order. */
+/**
+ * PostgreSQL's jsonb btree order (compareJsonbContainers). A top-level scalar
+ * is a one-element "raw scalar" array. Arrays compare by length, then raw
+ * scalar before real array, then element-wise; objects by pair count, then
+ * pair by pair in storage order (keys compared lexically, then values);
+ * values of different kinds by null < string < number < boolean < array < object.
+ * So '[]' sorts first of all, and every scalar before any non-empty array.
+ */
 export function compareJson(a: JsonValue, b: JsonValue): number {
+  const rawA = jsonRank(a) < 4;
+  const rawB = jsonRank(b) < 4;
+  if (rawA === rawB) return compareJsonValues(a, b);
+  const xa = rawA ? [a] : a;
+  const xb = rawB ? [b] : b;
+  if (Array.isArray(xa) && Array.isArray(xb)) {
+    if (xa.length !== xb.length) return xa.length - xb.length;
+    return rawA ? -1 : 1; // same length: the raw scalar first
+  }
+  return compareJsonValues(xa, xb);
+}
+
+function compareJsonValues(a: JsonValue, b: JsonValue): number {
   const ra = jsonRank(a);
   const rb = jsonRank(b);
   if (ra !== rb) return ra - rb;
@@ -151,7 +171,7 @@ export function compareJson(a: JsonValue, b: JsonValue): number {
       const y = b as readonly JsonValue[];
       if (x.length !== y.length) return x.length - y.length;
       for (let i = 0; i < x.length; i++) {
-        const c = compareJson(x[i] as JsonValue, y[i] as JsonValue);
+        const c = compareJsonValues(x[i] as JsonValue, y[i] as JsonValue);
         if (c !== 0) return c;
       }
       return 0;
@@ -166,9 +186,9 @@ export function compareJson(a: JsonValue, b: JsonValue): number {
         const p = xi.next();
         const q = yi.next();
         if (p.done || q.done) return 0;
-        const kc = compareJsonKeys(p.value[0], q.value[0]);
+        const kc = compareStrings(p.value[0], q.value[0]);
         if (kc !== 0) return kc;
-        const vc = compareJson(p.value[1], q.value[1]);
+        const vc = compareJsonValues(p.value[1], q.value[1]);
         if (vc !== 0) return vc;
       }
     }
@@ -224,7 +244,7 @@ export function datumKey(d: Datum, t: SqlType): string | number | null {
       if (typeof d === 'bigint') return d >= -9007199254740991n && d <= 9007199254740991n ? Number(d) : d.toString();
       return d as number;
     case 'float':
-      return (d as number) === 0 ? 0 : (d as number); // Map keys: SameValueZero already merges ±0 and NaN
+      return (d as number) === 0 ? 0 : (d as number) !== (d as number) ? 'NaN' : (d as number); // −0 → 0; NaN → 'NaN' so === works
     case 'oid':
     case 'date':
     case 'timestamp':
