@@ -122,4 +122,21 @@ describe('faults', () => {
     await c.client(0).put(k('q2'), Buffer.from('2'));
     expect((await c.client(1).get(k('q2')))?.toString()).toBe('2');
   });
+
+  it('a quiesced range whose leader dies elects a new leader and serves again when a request wakes it', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    await c.client(0).put(k('before'), Buffer.from('1'));
+    await c.waitFor(() => c.replicas(1).every(({ r }) => r.quiescent), 10_000, 'quiescence');
+    const old = c.leader();
+    await c.stopNode(old);
+    const gw = (old + 1) % 3;
+    const t0 = performance.now();
+    await c.client(gw).put(k('after'), Buffer.from('2'));
+    const ms = performance.now() - t0;
+    expect(c.leader()).not.toBe(old);
+    expect((await c.client(gw).get(k('before')))?.toString()).toBe('1');
+    const s = c.settings;
+    expect(ms).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 2_000);
+  });
 });
