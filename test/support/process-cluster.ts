@@ -1,0 +1,258 @@
+/**
+ * A multi-process test cluster: N real `cairn start` processes from
+ * dist/src/cli/main.js (build first: `npm test` does) on 127.0.0.1, each with
+ * its own temporary store directory and free ports.
+ *
+ *   const c = await ProcessCluster.start({ nodes: 3 });   // spawned, initialised, ready
+ *   await c.kv(0, [{ op: 'put', key, value }]);             // POST /_admin/kv on node 1
+ *   await c.kill(1);                                        // SIGKILL node 2's process
+ *   await c.restart(1);                                     // same store, same ports; waits ready
+ *   c.logs(1);                                              // its output and log file
+ *   await c.close();                                        // kills what is left, removes the dirs
+ *
+ * Nodes are 0-based indexes here (node i is usually n(i+1)). Every process is
+ * killed in close(), which tests call in afterEach/afterAll so nothing
+ * outlives a failed test; a process-exit hook kills stragglers if the runner
+ * itself is torn down. CAIRN_KEEP_TEST_DIRS=1 keeps the directories.
+ *
+ * The KV operations of multi-process tests go through the node's admin HTTP
+ * endpoint (/_admin/kv, src/server/status-server.ts), which routes each
+ * operation through that node's KV client to the leaseholder — the SQL layer
+ * is not mounted yet.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { requestInit } from '../../src/server/admin-client.js';
+import { httpRequest, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
+
+export const REPO_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+export const MAIN_JS = join(REPO_ROOT, 'dist/src/cli/main.js');
+
+/** Flags that make a test cluster fast: 20 ms ticks (election 200 ms), 2 s leases and liveness. */
+export const FAST_NODE_FLAGS: readonly string[] = ['--raft-tick=20ms', '--lease-duration=2s', '--liveness-ttl=2s'];
+
+export interface ProcessClusterOptions {
+  readonly nodes: number;
+  /** Run `cairn init` through node 1 and wait for every node to be ready (default true). */
+  readonly init?: boolean;
+  readonly extraArgs?: readonly string[];
+  readonly readyTimeoutMs?: number;
+}
+
+export interface AdminOpResult {
+  readonly ok: boolean;
+  readonly value?: string | null;
+  readonly rows?: [string, string][];
+  readonly code?: string;
+  readonly message?: string;
+  readonly ambiguous?: boolean;
+}
+
+export type AdminOp =
+  | { readonly op: 'put'; readonly key: string; readonly value: string }
+  | { readonly op: 'get'; readonly key: string }
+  | { readonly op: 'scan'; readonly key: string; readonly endKey: string; readonly maxKeys?: number };
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
+/** Ports nobody listens on right now (bound and released; a small race the tests accept). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<import('node:net').Server>((res, rej) => {
+          const s = createServer();
+          s.once('error', rej);
+          s.listen(0, '127.0.0.1', () => res(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+/** Runs the CLI to completion: exit status and output. */
+export function runCli(args: readonly string[], timeoutMs = 30_000): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [MAIN_JS, ...args], { encoding: 'utf8', timeout: timeoutMs });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs the CLI without blocking the event loop (a test may serve or kill meanwhile). */
+export function runCliAsync(args: readonly string[], timeoutMs = 30_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolveRun) => {
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      live.delete(child);
+      resolveRun({ status, stdout, stderr });
+    });
+  });
+}
+
+export class ProcessNode {
+  child: ChildProcess | null = null;
+  exitCode: number | null = null;
+  /** The process's stdout and stderr so far (the last 1 MiB). */
+  output = '';
+  constructor(
+    readonly index: number,
+    readonly spec: NodeProcessSpec,
+  ) {}
+  get running(): boolean {
+    return this.child !== null && this.exitCode === null && this.child.signalCode === null;
+  }
+  get rpcAddr(): string {
+    return `${this.spec.host}:${this.spec.rpcPort}`;
+  }
+}
+
+export class ProcessCluster {
+  readonly nodes: ProcessNode[] = [];
+
+  private constructor(
+    readonly dir: string,
+    private readonly readyTimeoutMs: number,
+  ) {}
+
+  static async start(opts: ProcessClusterOptions): Promise<ProcessCluster> {
+    if (!existsSync(MAIN_JS)) throw new Error(`process-cluster: ${MAIN_JS} is missing; run \`npx tsc -p .\` (npm test builds first)`);
+    const c = new ProcessCluster(mkdtempSync(join(tmpdir(), 'cairn-proc-')), opts.readyTimeoutMs ?? 60_000);
+    try {
+      const ports = await freePorts(3 * opts.nodes);
+      const joinList = Array.from({ length: opts.nodes }, (_, i) => `127.0.0.1:${ports[3 * i] as number}`);
+      for (let i = 0; i < opts.nodes; i++) {
+        c.nodes.push(
+          new ProcessNode(i, {
+            store: join(c.dir, `n${i + 1}`),
+            host: '127.0.0.1',
+            rpcPort: ports[3 * i] as number,
+            sqlPort: ports[3 * i + 1] as number,
+            httpPort: ports[3 * i + 2] as number,
+            join: joinList,
+            extraArgs: [...FAST_NODE_FLAGS, ...(opts.extraArgs ?? [])],
+            outFile: join(c.dir, `n${i + 1}.out`),
+          }),
+        );
+      }
+      for (const n of c.nodes) c.spawn(n);
+      await Promise.all(c.nodes.map((n) => waitForHealth('127.0.0.1', n.spec.httpPort, false, c.readyTimeoutMs, () => n.running)));
+      if (opts.init !== false) {
+        await requestInit({ host: '127.0.0.1', port: c.node(0).spec.rpcPort });
+        await c.waitReady();
+      }
+      return c;
+    } catch (e) {
+      const logs = c.nodes.map((n) => `--- n${n.index + 1}\n${c.logs(n.index).slice(-2000)}`).join('\n');
+      await c.close();
+      throw new Error(`process-cluster: start failed: ${(e as Error).message}\n${logs}`);
+    }
+  }
+
+  node(i: number): ProcessNode {
+    const n = this.nodes[i];
+    if (n === undefined) throw new Error(`process-cluster: no node ${i}`);
+    return n;
+  }
+
+  private spawn(n: ProcessNode): void {
+    mkdirSync(n.spec.store, { recursive: true });
+    const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(child);
+    n.child = child;
+    n.exitCode = null;
+    let out = '';
+    const append = (d: Buffer): void => {
+      out += d.toString();
+      if (out.length > 1 << 20) out = out.slice(-(1 << 19));
+      n.output = out;
+    };
+    child.stdout?.on('data', append);
+    child.stderr?.on('data', append);
+    child.on('exit', (code, signal) => {
+      n.exitCode = code ?? (signal === null ? -1 : 128);
+      live.delete(child);
+    });
+  }
+
+  /** Waits until every running node answers /health?ready=1. */
+  async waitReady(timeoutMs = this.readyTimeoutMs): Promise<void> {
+    await Promise.all(this.nodes.filter((n) => n.running).map((n) => waitForHealth('127.0.0.1', n.spec.httpPort, true, timeoutMs, () => n.running)));
+  }
+
+  /** SIGKILL of node i's process; resolves once it is gone. */
+  async kill(i: number): Promise<void> {
+    const n = this.node(i);
+    if (!n.running || n.child === null) return;
+    const pid = n.child.pid as number;
+    n.child.kill('SIGKILL');
+    await waitForExit(pid, 10_000);
+    await this.exited(n);
+  }
+
+  /** SIGTERM (clean shutdown); resolves with the exit code. */
+  async stop(i: number): Promise<number | null> {
+    const n = this.node(i);
+    if (!n.running || n.child === null) return n.exitCode;
+    n.child.kill('SIGTERM');
+    await this.exited(n, 20_000);
+    return n.exitCode;
+  }
+
+  private async exited(n: ProcessNode, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (n.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (n.exitCode === null) throw new Error(`process-cluster: n${n.index + 1} did not exit`);
+  }
+
+  /** Starts node i again on its store and ports; waits until it is ready (or only up). */
+  async restart(i: number, waitReady = true): Promise<void> {
+    const n = this.node(i);
+    if (n.running) await this.stop(i);
+    this.spawn(n);
+    await waitForHealth('127.0.0.1', n.spec.httpPort, waitReady, this.readyTimeoutMs, () => n.running);
+  }
+
+  async http(i: number, path: string, method = 'GET', body?: unknown): Promise<{ status: number; body: string }> {
+    return httpRequest('127.0.0.1', this.node(i).spec.httpPort, path, method, body, 120_000);
+  }
+
+  async json<T>(i: number, path: string, method = 'GET', body?: unknown): Promise<T> {
+    const r = await this.http(i, path, method, body);
+    if (r.status !== 200) throw new Error(`process-cluster: ${method} ${path} on n${i + 1}: ${r.status} ${r.body}`);
+    return JSON.parse(r.body) as T;
+  }
+
+  /** KV operations through node i's admin endpoint. */
+  async kv(i: number, ops: readonly AdminOp[]): Promise<AdminOpResult[]> {
+    return (await this.json<{ results: AdminOpResult[] }>(i, '/_admin/kv', 'POST', { ops })).results;
+  }
+
+  /** Node i's process output and log file. */
+  logs(i: number): string {
+    const n = this.node(i);
+    const file = join(n.spec.store, 'logs', 'cairn.log');
+    return `${n.output}${existsSync(file) ? readFileSync(file, 'utf8') : ''}`;
+  }
+
+  async close(): Promise<void> {
+    for (const n of this.nodes) if (n.running) n.child?.kill('SIGKILL');
+    for (const n of this.nodes) if (n.child !== null) await this.exited(n).catch(() => undefined);
+    if (process.env['CAIRN_KEEP_TEST_DIRS'] !== '1') rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
