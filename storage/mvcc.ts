@@ -435,34 +435,55 @@ export function keyNext(k: Buffer): Buffer {
 }
 
 /**
- * Entries per nextv. Each chunk costs one trip through the libuv pool, so a
- * limited scan asks for enough entries in its first chunk to finish in one
- * trip (the limit, one more to find the resume key, slack for history
- * entries between heads); unlimited scans grow their chunks.
+ * Entries per nextv. Each chunk costs one trip through the libuv pool and
+ * every entry read costs a copy, so a limited scan sizes its chunks from what
+ * it still needs: the first asks for the rows wanted plus one (to find the
+ * resume key), later ones scale the rows still wanted by the entries per head
+ * seen so far (older versions sit between heads). Unlimited scans grow their
+ * chunks geometrically.
  */
 const FIRST_CHUNK = 64;
+const MIN_CHUNK = 16;
 const MAX_CHUNK = 1024;
 
 /**
  * Visits every head in user keys [start, end) in order (descending with
  * `reverse`), in chunks. `fn` returns false to stop. Heads are decoded from
  * the chunk already read, so `fn` may write through a ReadWriter it shares.
+ * `rowsWanted`, when given, says how many more heads the caller may still
+ * need, to size chunks.
  */
-async function forEachHead(r: Reader, start: Buffer, end: Buffer, reverse: boolean, fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean | Promise<boolean>, firstChunk = FIRST_CHUNK): Promise<void> {
+async function forEachHead(
+  r: Reader,
+  start: Buffer,
+  end: Buffer,
+  reverse: boolean,
+  fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean | Promise<boolean>,
+  rowsWanted?: () => number,
+): Promise<void> {
   const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
+  let entries = 0;
+  let heads = 0;
+  const nextChunk = (prev: number): number => {
+    if (rowsWanted === undefined) return prev === 0 ? FIRST_CHUNK : Math.min(prev * 2, MAX_CHUNK);
+    const perHead = heads === 0 ? (prev === 0 ? 1 : 2) : entries / heads;
+    return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * perHead * (prev === 0 ? 1 : 1.1))));
+  };
   try {
-    let chunk = firstChunk;
+    let chunk = nextChunk(0);
     for (;;) {
       const rows = await it.nextBatch(chunk);
       if (rows.length === 0) return;
-      chunk = Math.min(chunk * 2, MAX_CHUNK);
       for (const { key: ek, value } of rows) {
+        entries++;
         const plen = mvccKeyPrefixLen(ek);
         if (plen !== ek.length) continue;
+        heads++;
         let more = fn(mvccUserKey(ek, plen), ek, decodeHead(ek, value));
         if (typeof more !== 'boolean') more = await more;
         if (!more) return;
       }
+      chunk = nextChunk(chunk);
     }
   } finally {
     await it.close();
@@ -495,7 +516,7 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
     if (o.kv !== NEEDS_TAIL) return accept(key, o.kv);
     return readTail(r, key, ts, opts.uncertaintyLimit).then((kv) => accept(key, kv));
   };
-  await forEachHead(r, start, end, reverse, onHead, maxKeys > 0 ? Math.min(MAX_CHUNK, Math.ceil(maxKeys * 1.25) + 1) : FIRST_CHUNK);
+  await forEachHead(r, start, end, reverse, onHead, maxKeys > 0 ? () => Math.max(0, maxKeys - kvs.length) : undefined);
   if (intents.length > 0 && opts.inconsistent !== true) throw new WriteIntentError(intents);
   return { kvs, intents, resumeSpan, numBytes };
 }
