@@ -241,12 +241,18 @@ export function encodeVersion(versionKey: Buffer, value: Buffer | null): Buffer 
 
 // --- reading ---------------------------------------------------------------
 
+/** A cursor over one value; decodeHead reuses a single instance (decoding is synchronous). */
 class Decoder {
   o = 5;
-  constructor(
-    readonly buf: Buffer,
-    readonly engineKey: Buffer,
-  ) {}
+  buf: Buffer = Buffer.alloc(0);
+  engineKey: Buffer = Buffer.alloc(0);
+
+  reset(buf: Buffer, engineKey: Buffer): this {
+    this.buf = buf;
+    this.engineKey = engineKey;
+    this.o = 5;
+    return this;
+  }
 
   fail(why: string): CorruptionError {
     return new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(this.engineKey)}: ${why}`);
@@ -286,6 +292,8 @@ class Decoder {
   }
 }
 
+const decoder = new Decoder();
+
 function verify(engineKey: Buffer, buf: Buffer): void {
   if (buf.length < 5) throw new CorruptionError(`storage: corrupt MVCC value at ${prettyEngineKey(engineKey)}: truncated (${buf.length} bytes)`);
   if (buf.readUInt32LE(0) !== checksum(engineKey, buf.subarray(4))) {
@@ -296,7 +304,7 @@ function verify(engineKey: Buffer, buf: Buffer): void {
 /** Decodes and verifies a head. Returned buffers are views into `buf`. */
 export function decodeHead(metaKey: Buffer, buf: Buffer): Head {
   verify(metaKey, buf);
-  const d = new Decoder(buf, metaKey);
+  const d = decoder.reset(buf, metaKey);
   if (buf[4] !== HEAD_VERSION) throw d.fail(`unknown head version ${buf[4]}`);
   const flags = d.byte();
   let committed: CommittedVersion | null = null;
