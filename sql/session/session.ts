@@ -1,0 +1,796 @@
+/**
+ * sql/session/session.ts — one SQL session: pgwire's SessionBackend over the KV.
+ *
+ * Transaction state machine (PostgreSQL's, with CockroachDB's retry protocol):
+ *
+ *            BEGIN                         statement error
+ *   idle ───────────► open ─────────────────────────────► aborted (25P02 for
+ *    ▲  ◄──COMMIT/ROLLBACK─┘ ◄──ROLLBACK TO SAVEPOINT x──┘   all but ROLLBACK,
+ *    │                      ◄──ROLLBACK TO cockroach_restart (KV restart)  COMMIT,
+ *    └────────────────── COMMIT (= ROLLBACK when aborted) ◄┘   ROLLBACK TO)
+ *
+ *   RELEASE SAVEPOINT cockroach_restart commits the KV transaction; if that
+ *   fails with 40001 the session stays in the transaction (aborted) and
+ *   ROLLBACK TO SAVEPOINT cockroach_restart starts the next epoch.
+ *
+ * Implicit transactions: a statement outside BEGIN runs in its own
+ * transaction, committed with the statement (DML sends its writes with
+ * commitInBatch: 1PC where the KV layer can). On a retryable error (40001,
+ * including SchemaChangedError) it is retried transparently — up to
+ * MAX_AUTO_RETRIES times — as long as no row of it reached the client
+ * (RowSink.canRewind). Results are materialised before they are sent, so a
+ * statement's rows are never partially sent when it retries.
+ * NB: statements of a multi-statement simple Query outside BEGIN each get
+ * their own implicit transaction (PostgreSQL would group them in one).
+ *
+ * DDL works inside explicit transactions (ddl.ts): later statements of the
+ * transaction plan against its own uncommitted schema; the node's catalog
+ * cache is dropped when it commits.
+ *
+ * Prepared statements are parsed once (and planned once, re-planned when the
+ * schema version moved); simple queries go through the node's statement
+ * cache. Parameter types are inferred while planning (sem/expr.ts); a
+ * parameter nothing constrains is text.
+ *
+ * Cancellation (CancelRequest) and statement_timeout set a flag that the
+ * executor checks between KV batches and every 1024 rows: 57014.
+ *
+ * Errors: every expected failure leaves as a PgError (SqlError's position,
+ * detail and hint preserved; retryable KV errors become 40001
+ * "restart transaction: …"; ambiguous ones 40003).
+ */
+import { CairnError } from '../../src/util/errors.js';
+import { prettyKey, tableSpan } from '../../storage/keys.js';
+import type { ColumnDescriptor, TxnStatus } from '../pgwire/backend.js';
+import { PgError } from '../pgwire/errors.js';
+import type { FormatCode } from '../pgwire/frontend.js';
+import type { BindParams, ExecuteResult, Portal, PreparedStatement, RowSink, SessionBackend, SimpleQuerySink } from '../pgwire/session-backend.js';
+import type { ParsedStatement, Statement, TransactionModes, Expr } from '../parser/ast.js';
+import { formatExpr } from '../parser/format.js';
+import { SqlError, unimplemented } from '../parser/sql-error.js';
+import type { StatementCache } from '../parser/statement-cache.js';
+import { statementTag } from '../parser/statement-info.js';
+import { T, typeFromOid, typlen, type SqlType } from '../types/type.js';
+import type { KVDB, KVTxn } from '../kv.js';
+import { loadSnapshot, type Catalog, type CatalogSnapshot } from '../catalog/catalog.js';
+import { alterUser, createUser, dropUser } from '../catalog/users.js';
+import { SqlTxn } from '../exec/sql-txn.js';
+import { open, type ExecCtx, type Row } from '../exec/operators.js';
+import { runDelete, runInsert, runUpdate } from '../exec/mutation.js';
+import { planDelete, planInsert, planSelect, planUpdate, resolveTable, type PlanContext } from '../plan/planner.js';
+import type { QueryPlan, ResultColumn } from '../plan/plan-node.js';
+import { explainPlan } from '../plan/explain.js';
+import { datumFromBinary, datumFromText, datumToBinary, datumToText, type Datum } from '../sem/datum.js';
+import type { EvalEnv, NodeServices } from '../sem/expr.js';
+import { SessionVars } from './session-vars.js';
+import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
+
+const MAX_AUTO_RETRIES = 100;
+const PG_EPOCH_MICROS = 946_684_800_000_000;
+
+/** What a session needs from its node. */
+export interface SessionDeps {
+  readonly db: KVDB;
+  readonly catalog: Catalog;
+  readonly node: NodeServices;
+  readonly statementCache: StatementCache;
+  readonly timers: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(h: unknown): void };
+}
+
+interface OutColumn {
+  readonly name: string;
+  readonly type: SqlType;
+  readonly tableOid: number;
+  readonly columnAttr: number;
+}
+
+/** The outcome of one statement, fully materialised. */
+interface StmtResult {
+  readonly tag: string;
+  readonly columns: readonly OutColumn[] | undefined;
+  readonly rows: readonly Row[];
+}
+
+export interface SessionStatement extends PreparedStatement {
+  readonly sql: string;
+  readonly parsed: ParsedStatement | undefined;
+  readonly types: (SqlType | undefined)[];
+  plan: QueryPlan | undefined;
+  resultColumns: readonly OutColumn[] | undefined;
+}
+
+export interface SessionPortal extends Portal {
+  readonly stmt: SessionStatement;
+  readonly params: Datum[];
+  readonly formats: readonly FormatCode[];
+  result: StmtResult | undefined;
+  pos: number;
+}
+
+interface SavepointEntry {
+  readonly name: string;
+  readonly sp: unknown;
+  readonly restart: boolean;
+}
+
+interface ExplicitTxn {
+  sql: SqlTxn;
+  aborted: boolean;
+  /** RELEASE cockroach_restart committed the KV transaction; only COMMIT is left. */
+  committed: boolean;
+  savepoints: SavepointEntry[];
+}
+
+function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
+  return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
+}
+
+function describeColumns(cols: readonly OutColumn[] | undefined, formats: readonly FormatCode[]): ColumnDescriptor[] | null {
+  if (cols === undefined) return null;
+  return cols.map((c, i) => ({
+    name: c.name,
+    tableOid: c.tableOid,
+    columnAttr: c.columnAttr,
+    typeOid: c.type.oid,
+    typeSize: typlen(c.type),
+    typeModifier: c.type.typmod,
+    format: (formats.length === 1 ? formats[0] : (formats[i] ?? 0)) as FormatCode,
+  }));
+}
+
+function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly FormatCode[]): (Uint8Array | null)[] {
+  const out: (Uint8Array | null)[] = new Array(cols.length);
+  for (let i = 0; i < cols.length; i++) {
+    const v = row[i] as Datum;
+    if (v === null) {
+      out[i] = null;
+      continue;
+    }
+    const t = (cols[i] as OutColumn).type;
+    const f = formats.length === 1 ? formats[0] : formats[i];
+    if (f === 1) out[i] = datumToBinary(v, t);
+    else out[i] = typeof v === 'string' && t.family === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(datumToText(v, t), 'utf8');
+  }
+  return out;
+}
+
+/** The PgError a client sees for any expected failure. */
+export function toClientError(e: unknown): unknown {
+  if (e instanceof PgError) return e;
+  if (e instanceof SqlError) {
+    return new PgError(e.code, e.sqlState, e.message, { position: e.position, detail: e.detail, hint: e.hint }, { retryable: e.retryable });
+  }
+  if (e instanceof CairnError) {
+    if (e.retryable) {
+      const msg = e.message.startsWith('restart transaction') ? e.message : `restart transaction: ${e.message}`;
+      return new PgError(e.code, '40001', msg, {}, { retryable: true });
+    }
+    if (e.ambiguous) return new PgError(e.code, '40003', e.message, {}, { ambiguous: true });
+    return e;
+  }
+  return e;
+}
+
+function isRetryableError(e: unknown): boolean {
+  return e instanceof CairnError && e.retryable;
+}
+
+const NOT_IN_ABORTED = new Set(['Rollback', 'Commit', 'RollbackToSavepoint']);
+
+function modesNotice(modes: TransactionModes | undefined, vars: SessionVars): string | undefined {
+  const iso = modes?.isolation ?? (vars.get('default_transaction_isolation') as TransactionModes['isolation']);
+  if (iso === undefined || iso === 'serializable') return undefined;
+  return `${iso.toUpperCase()} isolation level is not supported; the transaction runs as SERIALIZABLE`;
+}
+
+function varValue(values: readonly Expr[]): string {
+  return values
+    .map((v) => {
+      if (v.kind === 'Const') return v.type === 'null' ? '' : String(v.text);
+      if (v.kind === 'ColumnRef') return v.names.join('.');
+      return formatExpr(v);
+    })
+    .join(', ');
+}
+
+export class Session implements SessionBackend<SessionStatement, SessionPortal> {
+  private readonly vars: SessionVars;
+  private txn: ExplicitTxn | undefined;
+  private running: { cancelled: boolean; reason: string } | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly deps: SessionDeps,
+    readonly user: string,
+    private database: string,
+    params: ReadonlyMap<string, string>,
+  ) {
+    this.vars = new SessionVars(params);
+  }
+
+  parameterStatus(): Iterable<readonly [string, string]> {
+    return [
+      ['application_name', this.vars.get('application_name')],
+      ['TimeZone', this.vars.get('timezone')],
+      ['is_superuser', this.user === 'root' ? 'on' : 'off'],
+      ['session_authorization', this.user],
+    ];
+  }
+
+  txnStatus(): TxnStatus {
+    if (this.txn === undefined) return 'I';
+    return this.txn.aborted ? 'E' : 'T';
+  }
+
+  // ---- protocol entry points ---------------------------------------------------------
+
+  async simpleQuery(sql: string, sink: SimpleQuerySink): Promise<void> {
+    let parsed: readonly ParsedStatement[];
+    try {
+      parsed = this.deps.statementCache.get(sql);
+    } catch (e) {
+      this.failTxn();
+      throw toClientError(e);
+    }
+    if (parsed.length === 0) {
+      sink.emptyQuery();
+      return;
+    }
+    for (const ps of parsed) {
+      const r = await this.runOne(ps, undefined, [], sink);
+      if (r.columns !== undefined) {
+        sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
+        for (const row of r.rows) {
+          const p = sink.row(encodeRow(row, r.columns, [0]));
+          if (p !== undefined) await p;
+        }
+      }
+      sink.commandComplete(r.tag);
+    }
+  }
+
+  async prepare(_name: string, sql: string, paramTypes: readonly number[]): Promise<SessionStatement> {
+    try {
+      const parsed = this.deps.statementCache.get(sql);
+      if (parsed.length > 1) throw new SqlError('sql.syntax_error', '42601', 'cannot insert multiple commands into a prepared statement');
+      const ps = parsed[0];
+      const types: (SqlType | undefined)[] = paramTypes.map((oid) => {
+        if (oid === 0) return undefined;
+        const t = typeFromOid(oid);
+        if (t === undefined) throw new SqlError('sql.undefined_object', '42704', `type with OID ${oid} does not exist`);
+        return t;
+      });
+      const stmt: SessionStatement = { sql, parsed: ps, types, plan: undefined, resultColumns: undefined, paramTypes: [], columns: null };
+      if (ps !== undefined) {
+        const n = Math.max(types.length, ps.params.length);
+        for (let i = types.length; i < n; i++) types.push(undefined);
+        await this.prepareResult(stmt, ps.ast);
+      }
+      const final = types.map((t) => (t === undefined ? T.text : t));
+      for (let i = 0; i < final.length; i++) types[i] = final[i];
+      return Object.assign(stmt, { paramTypes: final.map((t) => t.oid), columns: describeColumns(stmt.resultColumns, []) });
+    } catch (e) {
+      throw toClientError(e);
+    }
+  }
+
+  /** Plans queries at Parse (types for Describe); utility statements describe their fixed columns. */
+  private async prepareResult(stmt: SessionStatement, ast: Statement): Promise<void> {
+    const plannable = ast.kind === 'Select' || ast.kind === 'Insert' || ast.kind === 'Update' || ast.kind === 'Delete';
+    if (plannable) {
+      const snap = this.txn !== undefined && this.txn.sql.schemaDirty ? await loadSnapshot(this.txn.sql.kv) : await this.nodeSnapshot();
+      stmt.plan = this.plan(ast, snap, stmt.types);
+      stmt.resultColumns = toOutColumns(stmt.plan.result);
+      return;
+    }
+    stmt.resultColumns = utilityColumns(ast);
+  }
+
+  async bind(stmt: SessionStatement, _portalName: string, params: BindParams): Promise<SessionPortal> {
+    try {
+      const values: Datum[] = params.values.map((v, i) => {
+        if (v === null) return null;
+        const t = T.text;
+        const type = typeFromOid(stmt.paramTypes[i] ?? 0) ?? t;
+        return params.paramFormats[i] === 1 ? datumFromBinary(v, type) : datumFromText(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), type);
+      });
+      return { stmt, params: values, formats: params.resultFormats, result: undefined, pos: 0, columns: describeColumns(stmt.resultColumns, params.resultFormats) };
+    } catch (e) {
+      throw toClientError(e);
+    }
+  }
+
+  async execute(portal: SessionPortal, maxRows: number, sink: RowSink): Promise<ExecuteResult> {
+    const ps = portal.stmt.parsed;
+    if (ps === undefined) return { kind: 'empty' };
+    if (portal.result === undefined) {
+      portal.result = await this.runOne(ps, portal.stmt, portal.params, sink);
+    } else if (portal.pos >= portal.result.rows.length && portal.result.columns === undefined) {
+      return { kind: 'complete', tag: portal.result.tag };
+    }
+    const r = portal.result;
+    const cols = r.columns;
+    if (cols !== undefined) {
+      const end = maxRows > 0 ? Math.min(portal.pos + maxRows, r.rows.length) : r.rows.length;
+      for (; portal.pos < end; portal.pos++) {
+        const p = sink.row(encodeRow(r.rows[portal.pos] as Row, cols, portal.formats));
+        if (p !== undefined) await p;
+      }
+      if (portal.pos < r.rows.length) return { kind: 'suspended' };
+    }
+    return { kind: 'complete', tag: r.tag };
+  }
+
+  closeStatement(_s: SessionStatement): void {}
+  closePortal(_p: SessionPortal): void {}
+
+  async sync(failed: boolean): Promise<void> {
+    if (failed) this.failTxn();
+  }
+
+  cancel(): void {
+    if (this.running !== undefined) {
+      this.running.cancelled = true;
+      this.running.reason = 'canceling statement due to user request';
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancel();
+    const t = this.txn;
+    this.txn = undefined;
+    if (t !== undefined) await t.sql.kv.rollback();
+  }
+
+  // ---- statements ----------------------------------------------------------------------
+
+  private failTxn(): void {
+    if (this.txn !== undefined) this.txn.aborted = true;
+  }
+
+  /** Runs one statement with its transaction handling; materialises its result. */
+  private async runOne(ps: ParsedStatement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink): Promise<StmtResult> {
+    const ast = ps.ast;
+    if (this.txn?.aborted === true && !NOT_IN_ABORTED.has(ast.kind)) {
+      throw new PgError('sql.in_failed_sql_transaction', '25P02', 'current transaction is aborted, commands ignored until end of transaction block');
+    }
+    const running = { cancelled: false, reason: '' };
+    this.running = running;
+    const timeoutMs = this.vars.statementTimeoutMs();
+    const timer =
+      timeoutMs > 0
+        ? this.deps.timers.setTimeout(() => {
+            running.cancelled = true;
+            running.reason = 'canceling statement due to statement timeout';
+          }, timeoutMs)
+        : undefined;
+    try {
+      return await this.dispatch(ast, prep, params, sink);
+    } catch (e) {
+      this.failTxn();
+      throw toClientError(e);
+    } finally {
+      if (timer !== undefined) this.deps.timers.clearTimeout(timer);
+      this.running = undefined;
+    }
+  }
+
+  private checkCancel = (): void => {
+    const r = this.running;
+    if (r !== undefined && r.cancelled) throw new PgError('sql.query_canceled', '57014', r.reason);
+  };
+
+  private async dispatch(ast: Statement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink): Promise<StmtResult> {
+    switch (ast.kind) {
+      case 'Begin':
+        return this.begin(ast.modes, sink);
+      case 'Commit':
+        return this.commit();
+      case 'Rollback':
+        return this.rollback();
+      case 'SetTransaction': {
+        if (this.txn === undefined) sink.notice({ severity: 'WARNING', code: '25P01', message: 'SET TRANSACTION can only be used in transaction blocks' });
+        const n = modesNotice(ast.modes, this.vars);
+        if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
+        if (ast.modes.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
+        return { tag: 'SET', columns: undefined, rows: [] };
+      }
+      case 'Savepoint':
+        return this.savepoint(ast.name);
+      case 'ReleaseSavepoint':
+        return this.release(ast.name);
+      case 'RollbackToSavepoint':
+        return this.rollbackTo(ast.name);
+      case 'SetVar': {
+        if (ast.name === 'database') {
+          this.database = varValue(ast.values);
+          return { tag: 'SET', columns: undefined, rows: [] };
+        }
+        const report = ast.isDefault ? this.vars.reset(ast.name) : this.vars.set(ast.name, varValue(ast.values));
+        if (report !== undefined) sink.parameterStatus(report, this.vars.get(ast.name));
+        return { tag: 'SET', columns: undefined, rows: [] };
+      }
+      case 'ResetVar': {
+        const report = this.vars.reset(ast.name);
+        if (report !== undefined) sink.parameterStatus(report, this.vars.get(ast.name));
+        return { tag: 'RESET', columns: undefined, rows: [] };
+      }
+      case 'ShowVar': {
+        const name = ast.name.toLowerCase();
+        let v: string;
+        if (name === 'transaction_isolation' || name === 'transaction isolation level') v = 'serializable';
+        else if (name === 'database') v = this.database;
+        else if (name === 'session_user' || name === 'session_authorization') v = this.user;
+        else v = this.vars.get(name);
+        return { tag: 'SHOW', columns: [{ name: ast.name, type: T.text, tableOid: 0, columnAttr: 0 }], rows: [[v]] };
+      }
+      default:
+        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink));
+    }
+  }
+
+  /** Runs `fn` in the explicit transaction, or in an implicit one with automatic retries. */
+  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>): Promise<StmtResult> {
+    const ex = this.txn;
+    if (ex !== undefined) {
+      if (ex.committed) throw new PgError('sql.invalid_transaction_state', '25000', 'current transaction is committed, commands ignored until end of transaction block');
+      return (await fn(ex.sql, false)).result;
+    }
+    let kv: KVTxn | undefined;
+    for (let attempt = 0; ; attempt++) {
+      if (kv === undefined) kv = this.deps.db.newTxn();
+      else await kv.restart();
+      const txn = new SqlTxn(kv);
+      try {
+        const { result, committed } = await fn(txn, true);
+        if (!committed) await txn.commit();
+        if (txn.schemaDirty) this.deps.catalog.invalidate();
+        return result;
+      } catch (e) {
+        if (e instanceof CairnError && e.code === 'sql.schema_changed') this.deps.catalog.invalidate();
+        if (isRetryableError(e) && sink.canRewind() && attempt < MAX_AUTO_RETRIES && !this.closed) {
+          this.checkCancel();
+          sink.rewind();
+          continue;
+        }
+        await kv.rollback();
+        throw e;
+      }
+    }
+  }
+
+  private async snapshotFor(txn: SqlTxn): Promise<CatalogSnapshot> {
+    if (txn.schemaDirty) {
+      const s = await loadSnapshot(txn.kv);
+      txn.markSchemaChecked();
+      return s;
+    }
+    const c = this.deps.catalog.cached();
+    if (c !== undefined) {
+      txn.expectSchemaVersion(c.version);
+      return c;
+    }
+    const s = await loadSnapshot(txn.kv);
+    this.deps.catalog.offer(s);
+    txn.markSchemaChecked();
+    return s;
+  }
+
+  /** The node's cached snapshot, loading it with a short read-only transaction if needed. */
+  private async nodeSnapshot(): Promise<CatalogSnapshot> {
+    const c = this.deps.catalog.cached();
+    if (c !== undefined) return c;
+    const kv = this.deps.db.newTxn({ readOnly: true });
+    try {
+      const s = await loadSnapshot(kv);
+      await kv.commit();
+      this.deps.catalog.offer(s);
+      return s;
+    } catch (e) {
+      await kv.rollback();
+      throw e;
+    }
+  }
+
+  private plan(ast: Statement, snap: CatalogSnapshot, types: (SqlType | undefined)[]): QueryPlan {
+    const ctx: PlanContext = { snapshot: snap, database: this.database, paramTypes: types };
+    switch (ast.kind) {
+      case 'Select':
+        if (ast.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
+        return planSelect(ctx, ast);
+      case 'Insert':
+        return planInsert(ctx, ast);
+      case 'Update':
+        return planUpdate(ctx, ast);
+      case 'Delete':
+        return planDelete(ctx, ast);
+      default:
+        throw unimplemented(statementTag(ast));
+    }
+  }
+
+  private env(txn: SqlTxn, params: Datum[]): EvalEnv {
+    const ts = txn.kv.readTimestamp();
+    const now = this.deps.db.now();
+    return {
+      params,
+      txnTime: ts.wall - PG_EPOCH_MICROS,
+      stmtTime: now.wall - PG_EPOCH_MICROS,
+      node: this.deps.node,
+      user: this.user,
+      database: this.database,
+    };
+  }
+
+  private async execInTxn(
+    ast: Statement,
+    prep: SessionStatement | undefined,
+    params: Datum[],
+    txn: SqlTxn,
+    implicit: boolean,
+    sink: RowSink,
+  ): Promise<{ result: StmtResult; committed: boolean }> {
+    const util = (r: UtilityResult): { result: StmtResult; committed: boolean } => {
+      for (const n of r.notices ?? []) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
+      return { result: { tag: r.tag, columns: r.columns?.map((c) => ({ ...c, tableOid: 0, columnAttr: 0 })), rows: r.rows }, committed: false };
+    };
+    switch (ast.kind) {
+      case 'Select':
+      case 'Insert':
+      case 'Update':
+      case 'Delete': {
+        const snap = await this.snapshotFor(txn);
+        let plan = prep?.plan;
+        if (plan === undefined || plan.schemaVersion !== snap.version || txn.schemaDirty) {
+          plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
+          if (prep !== undefined && !txn.schemaDirty) prep.plan = plan;
+        }
+        const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
+        const root = plan.root;
+        const cols = toOutColumns(plan.result);
+        if (root.kind === 'insert' || root.kind === 'update' || root.kind === 'delete') {
+          const run = root.kind === 'insert' ? runInsert : root.kind === 'update' ? runUpdate : runDelete;
+          const r = await run(root as never, ctx, implicit);
+          const tag = root.kind === 'insert' ? `INSERT 0 ${r.count}` : `${plan.tag} ${r.count}`;
+          return { result: { tag, columns: cols, rows: r.rows ?? [] }, committed: implicit };
+        }
+        const it = open(root, ctx);
+        const rows: Row[] = [];
+        for (;;) {
+          const b = await it.next();
+          if (b === null) break;
+          for (const r of b) rows.push(r);
+        }
+        return { result: { tag: `SELECT ${rows.length}`, columns: cols, rows }, committed: false };
+      }
+      case 'Explain': {
+        const inner = ast.statement;
+        if (ast.options.some((o) => o.name === 'analyze')) throw unimplemented('EXPLAIN ANALYZE');
+        const snap = await this.snapshotFor(txn);
+        const plan = this.plan(inner, snap, prep !== undefined ? prep.types.slice() : []);
+        const lines = explainPlan(plan.root);
+        return { result: { tag: 'EXPLAIN', columns: [{ name: 'info', type: T.text, tableOid: 0, columnAttr: 0 }], rows: lines.map((l) => [l]) }, committed: false };
+      }
+      case 'CreateTable':
+        return util(await createTable(txn, this.database, ast));
+      case 'DropTable':
+        if (ast.cascade) throw unimplemented('DROP TABLE … CASCADE');
+        return util(await dropTables(txn, this.database, ast.tables, ast.ifExists));
+      case 'CreateDatabase':
+        return util(await createDatabase(txn, ast.name, ast.ifNotExists));
+      case 'DropDatabase':
+        return util(await dropDatabase(txn, this.database, ast.name, ast.ifExists));
+      case 'ShowDatabases':
+        return util(showDatabases(await this.snapshotFor(txn)));
+      case 'ShowTables':
+        return util(showTables(await this.snapshotFor(txn), ast.database ?? this.database));
+      case 'ShowColumns':
+        return util(showColumns(resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, ast.table)));
+      case 'ShowCreateTable':
+        return util(showCreateTable(resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, ast.table)));
+      case 'CreateRole':
+        this.requireRoot('CREATE ROLE');
+        await createUser(txn.kv, ast.name, ast.options.password, ast.ifNotExists);
+        return util({ tag: 'CREATE ROLE', columns: undefined, rows: [] });
+      case 'AlterRole':
+        this.requireRoot('ALTER ROLE');
+        await alterUser(txn.kv, ast.name, ast.options.password);
+        return util({ tag: 'ALTER ROLE', columns: undefined, rows: [] });
+      case 'DropRole':
+        this.requireRoot('DROP ROLE');
+        for (const n of ast.names) await dropUser(txn.kv, n, ast.ifExists);
+        return util({ tag: 'DROP ROLE', columns: undefined, rows: [] });
+      case 'ShowRanges':
+        return util(await this.showRanges(txn, ast.target));
+      case 'SplitAt':
+        return util(await this.splitAt(txn, ast, sink));
+      default:
+        throw unimplemented(statementTag(ast));
+    }
+  }
+
+  private requireRoot(what: string): void {
+    if (this.user !== 'root') throw new SqlError('sql.insufficient_privilege', '42501', `permission denied to ${what.toLowerCase()}`);
+  }
+
+  private async showRanges(txn: SqlTxn, target: Extract<Statement, { kind: 'ShowRanges' }>['target']): Promise<UtilityResult> {
+    if (target.kind !== 'table') throw unimplemented('SHOW RANGES FROM INDEX');
+    const admin = this.deps.db.admin;
+    if (admin === undefined) throw unimplemented('SHOW RANGES (no admin interface on this node)');
+    const t = resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, target.table);
+    const span = tableSpan(t.desc.id);
+    const ranges = await admin.ranges(span.key, span.endKey);
+    return {
+      columns: [
+        { name: 'start_key', type: T.text },
+        { name: 'end_key', type: T.text },
+        { name: 'range_id', type: T.int8 },
+        { name: 'replicas', type: T.text },
+        { name: 'lease_holder', type: T.int8 },
+      ],
+      rows: ranges.map((r) => [
+        Buffer.compare(r.startKey, span.key) <= 0 ? '…' : prettyKey(r.startKey),
+        Buffer.compare(r.endKey, span.endKey) >= 0 ? '…' : prettyKey(r.endKey),
+        BigInt(r.rangeId),
+        `{${r.replicas.join(',')}}`,
+        r.leaseholder === null ? null : BigInt(r.leaseholder),
+      ]),
+      tag: 'SHOW RANGES',
+    };
+  }
+
+  private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>, _sink: RowSink): Promise<UtilityResult> {
+    if (ast.target.kind !== 'table') throw unimplemented('ALTER INDEX … SPLIT AT');
+    const admin = this.deps.db.admin;
+    if (admin === undefined) throw unimplemented('SPLIT AT (no admin interface on this node)');
+    const snap = await this.snapshotFor(txn);
+    const t = resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, ast.target.table);
+    const q = planSelect({ snapshot: snap, database: this.database, paramTypes: [] }, ast.rows);
+    const ctx: ExecCtx = { txn, env: this.env(txn, []), checkCancel: this.checkCancel };
+    const it = open(q.root, ctx);
+    const out: Datum[][] = [];
+    const qcols = q.result ?? [];
+    if (qcols.length > t.codec.pkOrdinals.length) throw new SqlError('sql.syntax_error', '42601', `too many columns in SPLIT AT data`);
+    for (;;) {
+      const b = await it.next();
+      if (b === null) break;
+      for (const row of b) {
+        const vals = row.map((v, i) => {
+          const ct = t.codec.types[t.codec.pkOrdinals[i] as number] as SqlType;
+          const qt = (qcols[i] as ResultColumn).type;
+          return v === null || qt.family === ct.family ? v : datumFromText(datumToText(v, qt), ct);
+        });
+        const key = t.codec.encodeKeyPrefix(vals);
+        await admin.adminSplit(key);
+        out.push([key, prettyKey(key)]);
+      }
+    }
+    return {
+      columns: [
+        { name: 'key', type: T.bytea },
+        { name: 'pretty', type: T.text },
+      ],
+      rows: out,
+      tag: `SELECT ${out.length}`,
+    };
+  }
+
+  // ---- transaction control -------------------------------------------------------------
+
+  private begin(modes: TransactionModes, sink: RowSink): StmtResult {
+    if (this.txn !== undefined) {
+      sink.notice({ severity: 'WARNING', code: '25001', message: 'there is already a transaction in progress' });
+      return { tag: 'BEGIN', columns: undefined, rows: [] };
+    }
+    if (modes.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
+    const n = modesNotice(modes, this.vars);
+    if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
+    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true ? true : undefined });
+    this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [] };
+    return { tag: 'BEGIN', columns: undefined, rows: [] };
+  }
+
+  private async commit(): Promise<StmtResult> {
+    const t = this.txn;
+    if (t === undefined) return { tag: 'COMMIT', columns: undefined, rows: [] };
+    this.txn = undefined;
+    if (t.aborted) {
+      await t.sql.kv.rollback();
+      return { tag: 'ROLLBACK', columns: undefined, rows: [] };
+    }
+    if (!t.committed) {
+      try {
+        await t.sql.commit();
+      } catch (e) {
+        await t.sql.kv.rollback();
+        throw e;
+      }
+    }
+    if (t.sql.schemaDirty) this.deps.catalog.invalidate();
+    return { tag: 'COMMIT', columns: undefined, rows: [] };
+  }
+
+  private async rollback(): Promise<StmtResult> {
+    const t = this.txn;
+    this.txn = undefined;
+    if (t !== undefined) await t.sql.kv.rollback();
+    return { tag: 'ROLLBACK', columns: undefined, rows: [] };
+  }
+
+  private requireTxn(what: string): ExplicitTxn {
+    if (this.txn === undefined) throw new SqlError('sql.no_active_sql_transaction', '25P01', `${what} can only be used in transaction blocks`);
+    return this.txn;
+  }
+
+  private findSavepoint(t: ExplicitTxn, name: string): number {
+    for (let i = t.savepoints.length - 1; i >= 0; i--) if (t.savepoints[i]?.name === name) return i;
+    throw new SqlError('sql.invalid_savepoint', '3B001', `savepoint "${name}" does not exist`);
+  }
+
+  private async savepoint(name: string): Promise<StmtResult> {
+    const t = this.requireTxn('SAVEPOINT');
+    const restart = name === 'cockroach_restart';
+    const sp = restart ? undefined : await t.sql.kv.createSavepoint();
+    t.savepoints.push({ name, sp, restart });
+    return { tag: 'SAVEPOINT', columns: undefined, rows: [] };
+  }
+
+  private async release(name: string): Promise<StmtResult> {
+    const t = this.requireTxn('RELEASE SAVEPOINT');
+    const i = this.findSavepoint(t, name);
+    const entry = t.savepoints[i] as SavepointEntry;
+    if (entry.restart) {
+      // Commits the KV transaction; a 40001 leaves the session in the
+      // transaction so that ROLLBACK TO SAVEPOINT cockroach_restart can retry.
+      await t.sql.commit();
+      t.committed = true;
+      t.savepoints.length = i;
+      return { tag: 'RELEASE', columns: undefined, rows: [] };
+    }
+    await t.sql.kv.releaseSavepoint(entry.sp);
+    t.savepoints.length = i;
+    return { tag: 'RELEASE', columns: undefined, rows: [] };
+  }
+
+  private async rollbackTo(name: string): Promise<StmtResult> {
+    const t = this.requireTxn('ROLLBACK TO SAVEPOINT');
+    const i = this.findSavepoint(t, name);
+    const entry = t.savepoints[i] as SavepointEntry;
+    if (entry.restart) {
+      await t.sql.kv.restart();
+      t.sql = new SqlTxn(t.sql.kv);
+      t.committed = false;
+    } else {
+      await t.sql.kv.rollbackToSavepoint(entry.sp);
+    }
+    t.savepoints.length = i + 1;
+    t.aborted = false;
+    return { tag: 'ROLLBACK', columns: undefined, rows: [] };
+  }
+}
+
+/** Result columns of statements that are not planned (for Describe). */
+function utilityColumns(ast: Statement): OutColumn[] | undefined {
+  const c = (name: string, type: SqlType = T.text): OutColumn => ({ name, type, tableOid: 0, columnAttr: 0 });
+  switch (ast.kind) {
+    case 'ShowVar':
+      return [c(ast.name)];
+    case 'ShowDatabases':
+      return [c('database_name'), c('owner')];
+    case 'ShowTables':
+      return [c('schema_name'), c('table_name'), c('type'), c('owner')];
+    case 'ShowColumns':
+      return [c('column_name'), c('data_type'), c('is_nullable', T.bool), c('column_default'), c('indices'), c('is_hidden', T.bool)];
+    case 'ShowCreateTable':
+      return [c('table_name'), c('create_statement')];
+    case 'ShowRanges':
+      return [c('start_key'), c('end_key'), c('range_id', T.int8), c('replicas'), c('lease_holder', T.int8)];
+    case 'SplitAt':
+      return [c('key', T.bytea), c('pretty')];
+    case 'Explain':
+      return [c('info')];
+    default:
+      return undefined;
+  }
+}
