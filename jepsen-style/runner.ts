@@ -236,7 +236,9 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
           await sleep(10);
           continue;
         }
-        await runOp(w, op);
+        const r = await runOp(w, op);
+        // A node that refuses connections is down: back off instead of spinning.
+        if (r === undefined || r.error?.startsWith('connect:') === true) await sleep(100);
       }
     };
     const nemesisLoop = async (): Promise<void> => {
