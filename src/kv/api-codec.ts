@@ -57,7 +57,7 @@ import { assertNever } from '../util/assert.js';
 import type { Timestamp } from '../util/hlc.js';
 import { ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type Intent, type Txn } from '../../storage/mvcc.js';
 import type { TxnMeta } from '../../storage/mvcc-value.js';
-import type { MvccStats } from '../../storage/mvcc-stats.js';
+import { emptyStats, type MvccStats } from '../../storage/mvcc-stats.js';
 import type { ConfState, Entry, HardState, Message, Snapshot } from '../../raft/types.js';
 import {
   NotLeaseHolderError,
@@ -193,28 +193,17 @@ function readTxn(r: BufReader): Txn {
   return { ...meta, ignoredSeqNums };
 }
 
+/** The order stats fields travel in. */
+const STATS_FIELDS = ['liveBytes', 'liveCount', 'keyBytes', 'keyCount', 'valBytes', 'valCount', 'intentBytes', 'intentCount'] as const;
+
 function writeStats(wr: BufWriter, s: MvccStats): void {
-  wr.varint(s.liveBytes);
-  wr.varint(s.liveCount);
-  wr.varint(s.keyBytes);
-  wr.varint(s.keyCount);
-  wr.varint(s.valBytes);
-  wr.varint(s.valCount);
-  wr.varint(s.intentBytes);
-  wr.varint(s.intentCount);
+  for (const f of STATS_FIELDS) wr.varint(s[f]);
 }
 
 function readStats(r: BufReader): MvccStats {
-  return {
-    liveBytes: r.varint(),
-    liveCount: r.varint(),
-    keyBytes: r.varint(),
-    keyCount: r.varint(),
-    valBytes: r.varint(),
-    valCount: r.varint(),
-    intentBytes: r.varint(),
-    intentCount: r.varint(),
-  };
+  const s = emptyStats();
+  for (const f of STATS_FIELDS) s[f] = r.varint();
+  return s;
 }
 
 function writeNullableBytes(wr: BufWriter, b: Buffer | null): void {

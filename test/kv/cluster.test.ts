@@ -6,8 +6,6 @@
  * checksums (issue 4, "Must show" 1–3, in process).
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { addStats, computeStats } from '../../storage/mvcc-stats.js';
-import { LOCAL_MAX, KEY_MAX, KEY_MIN, rangeLocalSpan } from '../../storage/keys.js';
 import { TestCluster } from '../support/test-cluster.js';
 import type { KvClient } from '../../src/kv/kv-client.js';
 
@@ -69,14 +67,7 @@ describe('3-node cluster', () => {
     const sums = await checksums(c, kv, 1);
     expect(new Set(sums).size).toBe(1);
     // Incremental stats agree with a recount on every replica.
-    for (const { r } of c.replicas(1)) {
-      const engine = c.node(c.replicas(1).find((x) => x.r === r)!.i).engine;
-      const local = rangeLocalSpan(KEY_MIN, KEY_MAX);
-      const recount = await computeStats(engine, LOCAL_MAX, KEY_MAX);
-      addStats(recount, await computeStats(engine, local.key, local.endKey));
-      expect(r.applied.stats.liveCount).toBe(recount.liveCount);
-      expect(r.applied.stats.keyBytes).toBe(recount.keyBytes);
-    }
+    for (const { i, r } of c.replicas(1)) expect(r.applied.stats).toEqual(await c.recountStats(i));
   });
 
   it('a restarted follower catches up from the log, and from a snapshot after truncation', async () => {

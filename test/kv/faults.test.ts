@@ -10,8 +10,6 @@
  *   - an idle range quiesces (no Raft traffic while ticking) and wakes on a request.
  */
 import { describe, it, expect, afterEach } from 'vitest';
-import { addStats, computeStats } from '../../storage/mvcc-stats.js';
-import { KEY_MAX, KEY_MIN, LOCAL_MAX, rangeLocalSpan } from '../../storage/keys.js';
 import { TestCluster } from '../support/test-cluster.js';
 import type { Lease } from '../../src/kv/api.js';
 
@@ -33,13 +31,7 @@ function partition(c: TestCluster, i: number, on: boolean): void {
 }
 
 async function expectStatsMatchRecount(c: TestCluster): Promise<void> {
-  for (const { i, r } of c.replicas(1)) {
-    const engine = c.node(i).engine;
-    const local = rangeLocalSpan(KEY_MIN, KEY_MAX);
-    const recount = await computeStats(engine, LOCAL_MAX, KEY_MAX);
-    addStats(recount, await computeStats(engine, local.key, local.endKey));
-    expect(r.applied.stats).toEqual(recount);
-  }
+  for (const { i, r } of c.replicas(1)) expect(r.applied.stats).toEqual(await c.recountStats(i));
 }
 
 describe('faults', () => {

@@ -28,6 +28,8 @@ import { Clock, ManualPhysical, systemPhysicalMicros } from '../../src/util/hlc.
 import { Prng } from '../../src/util/prng.js';
 import { RpcContext, type PeerAddress } from '../../src/rpc/rpc-context.js';
 import type { Engine } from '../../storage/engine.js';
+import { addStats, computeStats, type MvccStats } from '../../storage/mvcc-stats.js';
+import { KEY_MAX, KEY_MIN, LOCAL_MAX, rangeLocalSpan } from '../../storage/keys.js';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { Store } from '../../src/kv/store.js';
@@ -210,6 +212,19 @@ export class TestCluster {
   leader(rangeId = 1): number {
     for (const { i, r } of this.replicas(rangeId)) if (r.isLeader()) return i;
     return -1;
+  }
+
+  /**
+   * MVCC stats of node i's copy of r1 recounted from its engine (range-local
+   * keys + user data), to compare with the incrementally maintained
+   * replica.applied.stats.
+   */
+  async recountStats(i: number): Promise<MvccStats> {
+    const engine = this.node(i).engine;
+    const local = rangeLocalSpan(KEY_MIN, KEY_MAX);
+    const s = await computeStats(engine, LOCAL_MAX, KEY_MAX);
+    addStats(s, await computeStats(engine, local.key, local.endKey));
+    return s;
   }
 
   /** Waits (bounded) for cond(), polling every 5 ms. */

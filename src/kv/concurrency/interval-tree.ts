@@ -6,7 +6,8 @@
  * O(log n) expected per operation).
  *
  * An item is a point `[key, key]` (endKey null) or a half-open range
- * `[key, endKey)` (endKey > key). Keys compare bytewise (Buffer.compare).
+ * `[key, endKey)` (endKey > key). Keys compare bytewise (storage's compareKeys,
+ * a JS loop that beats the native Buffer.compare call on short keys).
  * Items are ordered by (key, insertion id), so equal intervals coexist; each
  * node carries the largest end of its subtree ("maxEnd"), where a point's end
  * `key]` sorts just above a range end `key)` with the same bytes. An overlap
@@ -24,6 +25,7 @@
  * from an internal xorshift generator with a fixed seed, so the shape is
  * deterministic for a given sequence of operations.
  */
+import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 
 export interface IntervalItem {
@@ -54,7 +56,7 @@ class Node<T extends IntervalItem> implements IntervalHandle<T> {
 
 /** Compares two interval ends; an inclusive end sorts above an exclusive one with the same bytes. */
 function compareEnds(a: Buffer, aIncl: boolean, b: Buffer, bIncl: boolean): number {
-  const c = Buffer.compare(a, b);
+  const c = compareKeys(a, b);
   if (c !== 0) return c;
   return (aIncl ? 1 : 0) - (bIncl ? 1 : 0);
 }
@@ -77,7 +79,7 @@ function update<T extends IntervalItem>(n: Node<T>): void {
 }
 
 function compareNodeTo<T extends IntervalItem>(n: Node<T>, key: Buffer, id: number): number {
-  const c = Buffer.compare(n.item.key, key);
+  const c = compareKeys(n.item.key, key);
   if (c !== 0) return c;
   return n.id - id;
 }
@@ -85,11 +87,11 @@ function compareNodeTo<T extends IntervalItem>(n: Node<T>, key: Buffer, id: numb
 /** Whether the query [qs, qe) — or the point qs when qe is null — overlaps item. */
 export function overlaps(item: IntervalItem, qs: Buffer, qe: Buffer | null): boolean {
   // The item starts before the query ends ...
-  const startVsQueryEnd = Buffer.compare(item.key, qe ?? qs);
+  const startVsQueryEnd = compareKeys(item.key, qe ?? qs);
   if (startVsQueryEnd > 0 || (startVsQueryEnd === 0 && qe !== null)) return false;
   // ... and ends after the query starts.
-  if (item.endKey === null) return Buffer.compare(item.key, qs) >= 0;
-  return Buffer.compare(item.endKey, qs) > 0;
+  if (item.endKey === null) return compareKeys(item.key, qs) >= 0;
+  return compareKeys(item.endKey, qs) > 0;
 }
 
 export class IntervalTree<T extends IntervalItem> {
@@ -112,7 +114,7 @@ export class IntervalTree<T extends IntervalItem> {
   }
 
   insert(item: T): IntervalHandle<T> {
-    assert(item.endKey === null || Buffer.compare(item.key, item.endKey) < 0, 'interval-tree: empty or inverted range');
+    assert(item.endKey === null || compareKeys(item.key, item.endKey) < 0, 'interval-tree: empty or inverted range');
     const n = new Node(item, this.nextId++, this.nextPrio());
     this.root = this.insertAt(this.root, n);
     this.count++;
@@ -160,11 +162,11 @@ export class IntervalTree<T extends IntervalItem> {
   private searchAt(t: Node<T> | null, qs: Buffer, qe: Buffer | null, fn: (item: T) => boolean | void): boolean {
     while (t !== null) {
       // Nothing in this subtree ends after the query start.
-      const c = Buffer.compare(t.maxEnd, qs);
+      const c = compareKeys(t.maxEnd, qs);
       if (c < 0 || (c === 0 && !t.maxEndIncl)) return false;
       if (t.left !== null && this.searchAt(t.left, qs, qe, fn)) return true;
       // This node and everything to its right start after the query end.
-      const s = Buffer.compare(t.item.key, qe ?? qs);
+      const s = compareKeys(t.item.key, qe ?? qs);
       if (s > 0 || (s === 0 && qe !== null)) return false;
       if (overlaps(t.item, qs, qe) && fn(t.item) === true) return true;
       t = t.right;

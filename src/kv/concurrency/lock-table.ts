@@ -43,6 +43,7 @@
  * their request, which must dequeue() when it finishes (also after a failed
  * or cancelled wait). Key Buffers are kept by reference.
  */
+import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 import { CairnError } from '../../util/errors.js';
 import { compareTimestamps, formatTimestamp, tsMax, type Timestamp } from '../../util/hlc.js';
@@ -500,7 +501,7 @@ export class LockTable {
   /** Computes a guard's waiting state: the lowest key where it is actively waiting. */
   private updateGuard(g: LockTableGuard): void {
     let best: LockState | null = null;
-    for (const [l, q] of g.entries) if (q.active && (best === null || Buffer.compare(l.key, best.key) < 0)) best = l;
+    for (const [l, q] of g.entries) if (q.active && (best === null || compareKeys(l.key, best.key) < 0)) best = l;
     if (best === null) return this.setState(g, DONE);
     const l = best;
     const q = g.entries.get(l) as QueuedRequest;
@@ -520,8 +521,8 @@ function accessAt(req: LockRequest, key: Buffer): SpanAccess {
   for (const d of req.spans) {
     if (d.access !== 'write') continue;
     const end = d.span.endKey ?? null;
-    const c = Buffer.compare(d.span.key, key);
-    if (end === null ? c === 0 : c <= 0 && Buffer.compare(key, end) < 0) return 'write';
+    const c = compareKeys(d.span.key, key);
+    if (end === null ? c === 0 : c <= 0 && compareKeys(key, end) < 0) return 'write';
   }
   return 'read';
 }

@@ -20,6 +20,7 @@
  * must not be mutated while the request holds latches or waits in the lock
  * table.
  */
+import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 import { compareTimestamps, formatTimestamp, type Timestamp } from '../../util/hlc.js';
 
@@ -56,7 +57,7 @@ export function spanSetFromCommandSpans(spans: readonly CommandSpan[], timestamp
 export function validateSpanSet(set: SpanSet): void {
   for (const d of set) {
     const end = d.span.endKey;
-    assert(end === undefined || end === null || Buffer.compare(d.span.key, end) < 0, 'concurrency: span end must be above its start');
+    assert(end === undefined || end === null || compareKeys(d.span.key, end) < 0, 'concurrency: span end must be above its start');
   }
 }
 
@@ -78,9 +79,9 @@ export function spansOverlap(a: Span, b: Span): boolean {
   const ae = a.endKey ?? null;
   const be = b.endKey ?? null;
   // a starts before b ends and b starts before a ends (points are [k, k]).
-  const c1 = Buffer.compare(a.key, be ?? b.key);
+  const c1 = compareKeys(a.key, be ?? b.key);
   if (c1 > 0 || (c1 === 0 && be !== null)) return false;
-  const c2 = Buffer.compare(b.key, ae ?? a.key);
+  const c2 = compareKeys(b.key, ae ?? a.key);
   return !(c2 > 0 || (c2 === 0 && ae !== null));
 }
 

@@ -36,6 +36,7 @@
  * above the low-water mark. Ownership: the cache keeps references to the key
  * Buffers it is given (they must not be mutated afterwards).
  */
+import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 import { compareTimestamps, formatTimestamp, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
 import { IntervalTree, type IntervalHandle, type IntervalItem } from './interval-tree.js';
@@ -53,8 +54,9 @@ export interface ReadSummary {
 interface Segment extends IntervalItem {
   readonly key: Buffer;
   readonly endKey: Buffer;
-  readonly ts: Timestamp;
-  readonly txnId: TxnId | undefined;
+  /** Mutable: raised in place when a read covers exactly this segment. */
+  ts: Timestamp;
+  txnId: TxnId | undefined;
   /** The tree handle, set when inserted. */
   h: IntervalHandle<Segment> | null;
 }
@@ -74,6 +76,12 @@ export interface TimestampCacheMetrics {
   readonly bytes: number;
   readonly evictions: number;
   readonly lowWater: Timestamp;
+}
+
+/** Whether s is exactly the point segment [k, k\x00). */
+function isPointSegment(s: Segment, k: Buffer): boolean {
+  const e = s.endKey;
+  return e.length === k.length + 1 && e[k.length] === 0 && s.key.equals(k) && compareKeys(e.subarray(0, k.length), k) === 0;
 }
 
 function pointEnd(k: Buffer): Buffer {
@@ -104,18 +112,26 @@ export class TimestampCache {
   add(span: Span, ts: Timestamp, txnId?: TxnId): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
     const start = span.key;
-    const end = span.endKey ?? pointEnd(span.key);
-    assert(Buffer.compare(start, end) < 0, 'timestamp-cache: empty span');
+    const spanEnd = span.endKey ?? null;
     const old: Segment[] = [];
-    this.tree.search(start, end, (s) => {
+    this.tree.search(start, spanEnd, (s) => {
       old.push(s);
     });
-    // Fast path: one segment already covers the span with a value at least as high.
+    // Fast path: one segment covers exactly the span, or covers it with a value at least as high.
     if (old.length === 1) {
       const s = old[0] as Segment;
+      const exact = spanEnd === null ? isPointSegment(s, start) : s.key.equals(start) && s.endKey.equals(spanEnd);
       const c = compareTimestamps(s.ts, ts);
-      if ((c > 0 || (c === 0 && s.txnId === txnId)) && Buffer.compare(s.key, start) <= 0 && Buffer.compare(s.endKey, end) >= 0) return;
+      if (exact || ((c > 0 || (c === 0 && s.txnId === txnId)) && compareKeys(s.key, start) <= 0 && (spanEnd === null || compareKeys(s.endKey, spanEnd) >= 0))) {
+        if (c < 0) {
+          s.ts = ts;
+          s.txnId = txnId;
+        } else if (c === 0 && s.txnId !== txnId) s.txnId = undefined;
+        return;
+      }
     }
+    const end = spanEnd ?? pointEnd(start);
+    assert(compareKeys(start, end) < 0, 'timestamp-cache: empty span');
     const pieces: Segment[] = [];
     const push = (key: Buffer, endKey: Buffer, t: Timestamp, id: TxnId | undefined): void => {
       const last = pieces[pieces.length - 1];
@@ -128,18 +144,18 @@ export class TimestampCache {
     };
     let cursor = start;
     for (const s of old) {
-      if (Buffer.compare(s.key, start) < 0) push(s.key, start, s.ts, s.txnId);
-      else if (Buffer.compare(cursor, s.key) < 0) push(cursor, s.key, ts, txnId);
-      const from = Buffer.compare(s.key, start) < 0 ? start : s.key;
-      const to = Buffer.compare(s.endKey, end) > 0 ? end : s.endKey;
+      if (compareKeys(s.key, start) < 0) push(s.key, start, s.ts, s.txnId);
+      else if (compareKeys(cursor, s.key) < 0) push(cursor, s.key, ts, txnId);
+      const from = compareKeys(s.key, start) < 0 ? start : s.key;
+      const to = compareKeys(s.endKey, end) > 0 ? end : s.endKey;
       const c = compareTimestamps(s.ts, ts);
       if (c > 0) push(from, to, s.ts, s.txnId);
       else if (c < 0) push(from, to, ts, txnId);
       else push(from, to, ts, s.txnId === txnId ? txnId : undefined);
       cursor = to;
-      if (Buffer.compare(s.endKey, end) > 0) push(end, s.endKey, s.ts, s.txnId);
+      if (compareKeys(s.endKey, end) > 0) push(end, s.endKey, s.ts, s.txnId);
     }
-    if (Buffer.compare(cursor, end) < 0) push(cursor, end, ts, txnId);
+    if (compareKeys(cursor, end) < 0) push(cursor, end, ts, txnId);
     for (const s of old) this.removeSegment(s);
     for (const p of pieces) this.insertSegment(p);
     if (this.bytes > this.maxBytes) this.evict();
@@ -188,8 +204,8 @@ export class TimestampCache {
   check(): number {
     let prevEnd: Buffer | null = null;
     this.tree.forEach((s) => {
-      assert(Buffer.compare(s.key, s.endKey) < 0, 'timestamp-cache: empty segment');
-      assert(prevEnd === null || Buffer.compare(prevEnd, s.key) <= 0, 'timestamp-cache: overlapping segments');
+      assert(compareKeys(s.key, s.endKey) < 0, 'timestamp-cache: empty segment');
+      assert(prevEnd === null || compareKeys(prevEnd, s.key) <= 0, 'timestamp-cache: overlapping segments');
       assert(compareTimestamps(s.ts, this.low) > 0, 'timestamp-cache: segment at or below the low-water mark');
       prevEnd = s.endKey;
     });
