@@ -160,6 +160,13 @@ function uint64Buffer(n: number): Buffer {
   return b;
 }
 
+/** The codes of an error and of its causes, outermost first. */
+function causeCodes(e: unknown): string[] {
+  const out: string[] = [];
+  for (let c: unknown = e; c instanceof Error && out.length < 8; c = c.cause) if (c instanceof CairnError) out.push(c.code);
+  return out;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export class Node {
@@ -635,12 +642,14 @@ export class Node {
       this.fatal(e);
       return true;
     }
-    if (e.code === 'rpc.cluster_id_mismatch') {
+    const codes = causeCodes(e);
+    if (codes.includes('rpc.cluster_id_mismatch')) {
       this.fatal(new ServerError('server.cluster_mismatch', `server: store ${this.config.storeDir} belongs to cluster ${this.rpc.clusterId}, but the node at ${where} belongs to another cluster`));
       return true;
     }
-    if (e.code === 'rpc.version_mismatch' || e.code === 'rpc.unknown_method') {
-      this.fatal(new ServerError('server.bad_join', `server: --join address ${where} is not the RPC address of a Cairn node (${e.message})`));
+    const garbled = codes.find((c) => c === 'rpc.version_mismatch' || c === 'rpc.unknown_method' || c === 'rpc.frame_too_large' || c === 'rpc.codec');
+    if (garbled !== undefined) {
+      this.fatal(new ServerError('server.bad_join', `server: --join address ${where} is not the RPC address of a Cairn node (${garbled})`));
       return true;
     }
     return false;
