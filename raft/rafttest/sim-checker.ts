@@ -23,7 +23,7 @@
  * (raft internals included: it is a test harness); the cluster tells it which
  * nodes changed ("dirty") so a step costs O(dirty nodes × log length).
  */
-import { StateType, type Entry } from '../types.js';
+import { StateType, type Entry, type HardState, type Storage } from '../types.js';
 import type { RaftLog } from '../log.js';
 
 export class SimViolationError extends Error {
@@ -103,29 +103,31 @@ export class SafetyChecker {
   }
 
   /**
-   * Checks one node that may have changed in the last step. `durableCommit`
-   * is the commit index in its persisted hard state: only that is evidence
-   * of commitment (a lone leader commits its own entries in memory before
-   * they are persisted, and a crash may still lose them — harmlessly, since
-   * nothing is applied or acknowledged before the write). Entries committed
-   * only in memory are compared with what is known, not recorded.
+   * Checks one node that may have changed in the last step, in two parts:
+   *
+   *   - its durable log (`storage`: what handled Readies persisted) feeds
+   *     the log-matching registry and, up to the persisted commit index, the
+   *     record of committed entries. Only durable state is evidence: a lone
+   *     voter can win an election, append and commit in memory and crash
+   *     before persisting any of it, then legitimately redo that term with
+   *     other entries (nobody ever saw the first).
+   *   - its in-memory log must agree with every committed entry recorded so
+   *     far, and is what the leader checks read.
    */
-  checkNode(n: CheckedNode, durableCommit: number): void {
-    const log = n.raftLog;
-    const first = log.firstIndex();
-    const last = log.lastIndex();
-    const ents = last >= first ? log.slice(first, last + 1, Number.MAX_SAFE_INTEGER) : [];
-    let prevTerm = first > 1 ? log.term(first - 1) : 0;
-    const commit = Math.min(log.committed, last);
-    const known = Math.min(durableCommit, commit);
+  checkNode(n: CheckedNode, storage: Storage & { readonly hardState: HardState }): void {
+    const sFirst = storage.firstIndex();
+    const sLast = storage.lastIndex();
+    const sEnts = sLast >= sFirst ? storage.entries(sFirst, sLast + 1, Number.MAX_SAFE_INTEGER) : [];
+    let prevTerm = sFirst > 1 ? storage.term(sFirst - 1) : 0;
+    const known = Math.min(storage.hardState.commit, sLast);
     // The snapshot point itself, if committed and known.
-    const snapRec = this.committed.get(first - 1);
+    const snapRec = this.committed.get(sFirst - 1);
     if (snapRec !== undefined && snapRec.term !== prevTerm) {
-      this.fail(`node ${n.id}: snapshot point ${first - 1} has term ${prevTerm}, committed entry has term ${snapRec.term}`);
+      this.fail(`node ${n.id}: snapshot point ${sFirst - 1} has term ${prevTerm}, committed entry has term ${snapRec.term}`);
     }
-    for (let k = 0; k < ents.length; k++) {
-      const e = ents[k] as Entry;
-      if (e.index !== first + k) this.fail(`node ${n.id}: log entry at position ${first + k} has index ${e.index}`);
+    for (let k = 0; k < sEnts.length; k++) {
+      const e = sEnts[k] as Entry;
+      if (e.index !== sFirst + k) this.fail(`node ${n.id}: stored entry at position ${sFirst + k} has index ${e.index}`);
       // Log matching: (index, term) determines data and the previous term.
       let terms = this.byIndexTerm.get(e.index);
       if (terms === undefined) this.byIndexTerm.set(e.index, (terms = new Map()));
@@ -139,8 +141,17 @@ export class SafetyChecker {
       }
       // A committed entry never changes.
       if (e.index <= known) this.observeCommitted(n, e);
-      else if (e.index <= commit) this.compareCommitted(n, e);
       prevTerm = e.term;
+    }
+    const log = n.raftLog;
+    const first = log.firstIndex();
+    const last = log.lastIndex();
+    const ents = last >= first ? log.slice(first, last + 1, Number.MAX_SAFE_INTEGER) : [];
+    const commit = Math.min(log.committed, last);
+    for (let k = 0; k < ents.length; k++) {
+      const e = ents[k] as Entry;
+      if (e.index !== first + k) this.fail(`node ${n.id}: log entry at position ${first + k} has index ${e.index}`);
+      if (e.index <= commit) this.compareCommitted(n, e);
     }
     // Leader Append-Only, Election Safety and Leader Completeness.
     if (n.state === StateType.Leader) {

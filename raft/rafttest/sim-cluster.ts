@@ -200,7 +200,13 @@ export class SimCluster {
       checkQuorum: o.checkQuorum,
       maxSizePerMsg: o.maxSizePerMsg,
       maxInflightMsgs: o.maxInflightMsgs,
-      stepDownOnRemoval: true,
+      // A removed leader keeps leading (refusing proposals) until it is
+      // garbage-collected, which happens once the others durably know their
+      // new configuration. With stepDownOnRemoval it would step down at once,
+      // and a leader removed by leaving a joint configuration could strand
+      // the rest: they do not know the removal committed, still need its
+      // vote, and it refuses them if it appended anything after.
+      stepDownOnRemoval: false,
       prng: new Prng(this.prng.nextUint32()),
     };
   }
@@ -424,8 +430,7 @@ export class SimCluster {
    * Proposes one membership change at the leader, valid for its current
    * configuration (which is the one it will apply to: a leader accepts a
    * conf change only when every earlier one is applied). Returns its
-   * description, or '' when there was nothing to do. The leader is never
-   * removed.
+   * description, or '' when there was nothing to do.
    */
   proposeConfChange(maxNodes: number): string {
     const lead = this.leader();
@@ -448,9 +453,8 @@ export class SimCluster {
     }
     if (voters.length > 1) {
       for (const v of voters) {
-        // As in CockroachDB, a leader never removes itself (it would hand
-        // over leadership first): a leader that steps down on its own
-        // removal before the others learn it committed can strand them.
+        // As in CockroachDB (which moves the lease first), the leader never
+        // proposes its own removal.
         if (v === lead.id) continue;
         choices.push([{ type: ConfChangeType.RemoveNode, nodeId: v }]);
         // A swap goes through a joint configuration (left automatically).
@@ -472,7 +476,7 @@ export class SimCluster {
     if (this.pendingGc.length > 0) this.collectGarbage();
     for (const id of this.dirty) {
       const n = this.nodes.get(id);
-      if (n !== undefined && n.rawNode !== null) this.checker.checkNode(n.rawNode.raft, n.storage.hardState.commit);
+      if (n !== undefined && n.rawNode !== null) this.checker.checkNode(n.rawNode.raft, n.storage);
     }
     this.dirty.clear();
   }

@@ -101,6 +101,18 @@ export class SimNetwork {
     return due;
   }
 
+  /** Removes and returns every deliverable message that `pred` accepts, oldest first (directed tests). */
+  take(pred: (m: Message) => boolean): Message[] {
+    const out: Message[] = [];
+    const rest: InFlight[] = [];
+    for (const f of this.inFlight) {
+      if (f.at <= this.now && pred(f.msg)) out.push(f.msg);
+      else rest.push(f);
+    }
+    this.inFlight = rest;
+    return out;
+  }
+
   /** Whether a message from `from` to `to` would get through the partitions now. */
   connected(from: number, to: number): boolean {
     return (this.group.get(from) ?? 0) === (this.group.get(to) ?? 0);

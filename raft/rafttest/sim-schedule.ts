@@ -72,10 +72,13 @@ type StepKind =
   | 'ready'
   | 'crashMidReady'
   | 'propose'
+  | 'proposeAtLeader'
+  | 'bounce'
   | 'crash'
   | 'crashLeader'
   | 'restart'
   | 'isolateLeader'
+  | 'churn'
   | 'partition'
   | 'heal'
   | 'compact'
@@ -88,7 +91,8 @@ const CALM_WEIGHTS: readonly [StepKind, number][] = [
   ['tickOne', 4],
   ['tickAll', 12],
   ['ready', 6],
-  ['propose', 8],
+  ['propose', 5],
+  ['proposeAtLeader', 4],
   ['restart', 2],
   ['heal', 1],
   ['compact', 2],
@@ -98,12 +102,14 @@ const CALM_WEIGHTS: readonly [StepKind, number][] = [
 /** Faults, added to the calm steps during a storm phase. */
 const STORM_WEIGHTS: readonly [StepKind, number][] = [
   ['crashMidReady', 1],
+  ['bounce', 2],
   ['crash', 1],
   ['crashLeader', 2],
   ['restart', 2],
-  ['isolateLeader', 2],
+  ['isolateLeader', 5],
+  ['churn', 2],
   ['partition', 1],
-  ['heal', 1],
+  ['heal', 3],
   ['confChange', 1],
 ];
 
@@ -126,7 +132,7 @@ const LIVENESS_PROPOSALS = 3;
 /** Runs one schedule; never throws for a Raft failure (it is reported in the result). */
 export function runSimulation(o: SimOptions): SimResult {
   const p = new Prng(o.seed);
-  const electionTick = p.between(4, 10);
+  const electionTick = p.between(3, 8);
   const raftOpts = {
     electionTick,
     heartbeatTick: p.between(1, 2),
@@ -137,6 +143,10 @@ export function runSimulation(o: SimOptions): SimResult {
   };
   const faults = { dropRate: p.pick([0, 0.02, 0.1, 0.25]), dupRate: p.pick([0, 0.02, 0.1]), maxDelay: p.pick([0, 0, 1, 3]) };
   const syncApplyRate = p.pick([0.1, 0.5, 1]);
+  // Targeted faults: how likely a new leader, or a leader that just advanced
+  // its commit index, is cut off or crashed at once (Figure-8 histories need
+  // leaders to fail in exactly those windows).
+  const nemesis = { onNewLeader: p.pick([0, 0.1, 0.3, 0.6]), onAppend: p.pick([0, 0.05, 0.2]), onCommit: p.pick([0, 0.05, 0.2, 0.5]) };
   const readyAfterDeliver = p.pick([0.5, 0.8, 1]);
   const maxNodes = o.nodes + 3;
   const ids = Array.from({ length: o.nodes }, (_, i) => i + 1);
@@ -148,7 +158,8 @@ export function runSimulation(o: SimOptions): SimResult {
     tail.push(line);
     if (tail.length > 60) tail.shift();
   };
-  note(`knobs ${JSON.stringify({ ...raftOpts, ...faults, syncApplyRate, readyAfterDeliver })}`);
+  note(`knobs ${JSON.stringify({ ...raftOpts, ...faults, syncApplyRate, readyAfterDeliver, nemesis })}`);
+  const watch = new LeaderWatch();
   let proposals = 0;
   let step = 0;
   try {
@@ -169,6 +180,7 @@ export function runSimulation(o: SimOptions): SimResult {
         note: (s) => note(`${step} ${s}`),
       });
       c.check();
+      if (storm) watch.strike(c, p, nemesis, stats, (s) => note(`${step} ${s}`));
     }
     step = -1;
     if (o.skipLiveness !== true) checkLiveness(c, electionTick, o.nodes, (s) => note(`live ${s}`));
@@ -251,6 +263,21 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
       if (p.bool(0.7)) c.handleReady(n.id);
       return;
     }
+    case 'proposeAtLeader': {
+      const n = c.leader();
+      if (n === null) return;
+      c.propose(n.id, Buffer.from(x.propose()));
+      if (p.bool(0.7)) c.handleReady(n.id);
+      return;
+    }
+    case 'bounce': {
+      const n = pickLive(c, p);
+      if (n === null) return;
+      x.stats.crashes++;
+      c.crash(n.id);
+      c.restart(n.id);
+      return;
+    }
     case 'crash':
     case 'crashLeader': {
       const n = kind === 'crash' ? pickLive(c, p) : c.leader();
@@ -267,10 +294,17 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
     case 'isolateLeader': {
       const l = c.leader();
       if (l === null) return;
-      c.net.partition(new Map([[l.id, 100 + p.intn(1000)]]));
+      // Alone, or with one other node (a minority of five).
+      const g = 100 + p.intn(1000);
+      const a = new Map([[l.id, g]]);
+      if (c.nodes.size > 4 && p.bool()) a.set(p.pick([...c.nodes.keys()]), g);
+      c.net.partition(a);
       x.note(`partition ${c.net.describePartition([...c.nodes.keys()])}`);
       return;
     }
+    case 'churn':
+      churn(c, p, x);
+      return;
     case 'partition': {
       const groups = p.between(1, 3);
       const a = new Map<number, number>();
@@ -294,6 +328,80 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
       if (c.proposeConfChange(x.maxNodes) !== '') x.stats.confChanges++;
       return;
   }
+}
+
+/** Watches leaders between steps and strikes them in their most fragile moments. */
+class LeaderWatch {
+  private readonly term = new Map<number, number>();
+  private readonly commit = new Map<number, number>();
+  private readonly last = new Map<number, number>();
+
+  strike(c: SimCluster, p: Prng, odds: { onNewLeader: number; onAppend: number; onCommit: number }, stats: SimStats, note: (s: string) => void): void {
+    for (const n of c.live()) {
+      const r = (n.rawNode as RawNode).raft;
+      if (r.state !== StateType.Leader) continue;
+      const isNew = this.term.get(n.id) !== r.term;
+      const committed = !isNew && (this.commit.get(n.id) ?? 0) < r.raftLog.committed;
+      const appended = !isNew && (this.last.get(n.id) ?? 0) < r.raftLog.lastIndex();
+      this.term.set(n.id, r.term);
+      this.commit.set(n.id, r.raftLog.committed);
+      this.last.set(n.id, r.raftLog.lastIndex());
+      const odd = isNew ? odds.onNewLeader : committed ? odds.onCommit : appended ? odds.onAppend : 0;
+      if (odd === 0 || !p.bool(odd)) continue;
+      // A crashed leader's messages in flight still arrive; an isolated one's do not.
+      if (p.bool(isNew ? 0.5 : 0.2)) {
+        stats.crashes++;
+        note(`nemesis: crash ${isNew ? 'new leader' : 'leader after commit/append'} ${n.id}`);
+        c.crash(n.id);
+      } else {
+        c.net.partition(new Map([[n.id, 100 + p.intn(1000)]]));
+        note(`nemesis: isolate ${isNew ? 'new leader' : 'leader after commit/append'} ${n.id}`);
+      }
+    }
+  }
+}
+
+/**
+ * Leader churn, the family of Figure 8 (Raft §5.4.2): a few times in a row,
+ * the leader appends, replicates to a random subset (and hears back from a
+ * random subset), then is cut off or crashed, and the others elect a new one.
+ * Logs diverge at the same indexes in different terms, and leaders that must
+ * not commit by counting replicas get the chance to.
+ */
+function churn(c: SimCluster, p: Prng, x: StepContext): void {
+  const rounds = p.between(2, 4);
+  for (let k = 0; k < rounds; k++) {
+    const l = c.leader();
+    if (l === null) return;
+    for (let j = p.between(0, 2); j > 0; j--) c.propose(l.id, Buffer.from(x.propose()));
+    c.handleReady(l.id);
+    // Partial replication: each message from the leader arrives or is lost, then each answer.
+    for (const m of c.net.take((m) => m.from === l.id)) if (p.bool()) c.deliver(m, true);
+    c.check();
+    for (const m of c.net.take((m) => m.to === l.id)) if (p.bool()) c.deliver(m, true);
+    c.check();
+    if (p.bool(0.3)) {
+      x.stats.crashes++;
+      c.crash(l.id);
+    } else c.net.partition(new Map([[l.id, 100 + p.intn(1000)]]));
+    x.note(`churn: leader ${l.id} of term ${(l.rawNode?.raft.term ?? 0)} cut off`);
+    // The others elect a new leader (bounded).
+    const lead = c.leader();
+    for (let t = 0; t < 4 * c.raftOpts.electionTick && c.leader() === lead; t++) {
+      c.net.now++;
+      for (const n of c.live()) {
+        c.tick(n.id);
+        c.handleReady(n.id);
+      }
+      for (const m of c.net.takeAllDue()) c.deliver(m, true);
+      c.check();
+    }
+    if (p.bool(0.5)) {
+      const d = c.down();
+      if (d.length > 0) c.restart(p.pick(d).id);
+    }
+  }
+  c.net.partition(new Map([...c.nodes.keys()].map((id) => [id, 0])));
 }
 
 /** One tick of a healthy cluster: every live node ticks, then everything due is delivered until quiet. */
