@@ -34,13 +34,18 @@ function isolation(v: string): string {
   return l;
 }
 
-function timeout(v: string): string {
+/** A duration setting in ms ('500', '10s', '2min', '1h'). */
+function timeoutMs(v: string): number {
   const m = /^\s*(\d+)\s*(ms|s|min|h)?\s*$/i.exec(v);
   if (m === null) throw new SqlError('sql.invalid_parameter_value', '22023', `invalid value for parameter "statement_timeout": "${v}"`);
   const n = Number(m[1]);
   const unit = (m[2] ?? 'ms').toLowerCase();
-  const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'min' ? n * 60_000 : n * 3_600_000;
-  return String(ms);
+  return unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'min' ? n * 60_000 : n * 3_600_000;
+}
+
+function timeout(v: string): string {
+  timeoutMs(v);
+  return v.trim();
 }
 
 const VARS: ReadonlyMap<string, VarDef> = new Map<string, VarDef>([
@@ -116,6 +121,6 @@ export class SessionVars {
 
   /** statement_timeout in ms (0 = none). */
   statementTimeoutMs(): number {
-    return Number(this.get('statement_timeout'));
+    return timeoutMs(this.get('statement_timeout'));
   }
 }
