@@ -139,6 +139,14 @@ export class Replica {
   readonly rangeId: number;
   desc: RangeDescriptor;
   readonly replica: ReplicaDescriptor;
+  /**
+   * False for a replica created by a Raft message for a range this store had
+   * no descriptor of (a replica being added): it holds no data, serves
+   * nothing and waits for a snapshot, which initializes it.
+   */
+  initialized: boolean;
+  /** Where the replicas not (yet) in the descriptor live, learned from their messages. */
+  private readonly peers = new Map<number, ReplicaDescriptor>();
   readonly raw: RawNode;
   readonly storage: ReplicaRaftStorage;
   applied: RangeAppliedState;
@@ -159,7 +167,9 @@ export class Replica {
     storage: ReplicaRaftStorage,
     applied: RangeAppliedState,
     lease: Lease | null,
+    initialized = true,
   ) {
+    this.initialized = initialized;
     this.rangeId = desc.rangeId;
     this.desc = desc;
     const me = replicaOnStore(desc, ctx.ident.storeId);
@@ -199,8 +209,40 @@ export class Replica {
     return new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
   }
 
+  /**
+   * A replica this store learns about from a Raft message before it has the
+   * range's data: an empty log, no configuration; its Raft state (if it ever
+   * voted or acknowledged) is loaded from the engine.
+   */
+  static async uninitialized(ctx: StoreContext, rangeId: number, replicaId: number): Promise<Replica> {
+    const me: ReplicaDescriptor = { nodeId: ctx.ident.nodeId, storeId: ctx.ident.storeId, replicaId, type: 1 };
+    const desc: RangeDescriptor = { rangeId, startKey: Buffer.alloc(0), endKey: Buffer.alloc(0), replicas: [me], nextReplicaId: 0, generation: 0 };
+    const storage = await ReplicaRaftStorage.load(ctx.engine, rangeId, { voters: [], learners: [], votersOutgoing: [], learnersNext: [], autoLeave: false });
+    return new Replica(ctx, desc, storage, { raftAppliedIndex: 0, raftAppliedTerm: 0, leaseAppliedIndex: 0, stats: emptyStats() }, null, false);
+  }
+
   get replicaId(): number {
     return this.replica.replicaId;
+  }
+
+  /** The store of a replica of this range: from the descriptor, else from its messages. */
+  replicaDescriptor(replicaId: number): ReplicaDescriptor | undefined {
+    return replicaOf(this.desc, replicaId) ?? this.peers.get(replicaId);
+  }
+
+  /** Records where a peer replica lives (from the envelope of its Raft messages). */
+  notePeer(replicaId: number, nodeId: number, storeId: number): void {
+    if (replicaOf(this.desc, replicaId) !== undefined || this.peers.has(replicaId)) return;
+    this.peers.set(replicaId, { nodeId, storeId, replicaId, type: 0 });
+  }
+
+  /**
+   * Installs a new descriptor (the replication and split commands call this
+   * when they apply a descriptor change on this replica).
+   */
+  setDescriptor(desc: RangeDescriptor): void {
+    assert(desc.rangeId === this.rangeId, `kv: r${this.rangeId} given the descriptor of r${desc.rangeId}`);
+    this.desc = desc;
   }
 
   isLeader(): boolean {
@@ -225,7 +267,7 @@ export class Replica {
 
   /** Serves a batch addressed to this range (see the header). */
   async send(ba: BatchRequest): Promise<BatchResponse> {
-    if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
+    if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     this.wake();
     const reqs = ba.requests;
     for (const q of reqs) {
@@ -448,8 +490,10 @@ export class Replica {
         this.repropose(p);
       }
     }
-    this.maintainLease();
-    this.maybeQuiesce();
+    if (this.initialized) {
+      this.maintainLease();
+      this.maybeQuiesce();
+    }
     this.ctx.enqueueReady(this);
   }
 
@@ -618,9 +662,12 @@ export class Replica {
     return this.checksumSlot(id).promise;
   }
 
-  /** After a snapshot was applied: reload the replicated state it replaced. */
-  reloadAfterSnapshot(index: number, term: number): void {
+  /** After a snapshot was applied: reload the replicated state it replaced (and the descriptor it carried). */
+  reloadAfterSnapshot(index: number, term: number, desc: RangeDescriptor): void {
     const e = this.ctx.engine;
+    assert(replicaOf(desc, this.replicaId)?.storeId === this.ctx.ident.storeId, `kv: r${this.rangeId} snapshot's descriptor does not hold replica ${this.replicaId} on s${this.ctx.ident.storeId}`);
+    this.desc = desc;
+    this.initialized = true;
     const asRaw = e.getSync(encodeMvccKey(rangeAppliedStateKey(this.rangeId)));
     assert(asRaw !== undefined, `kv: r${this.rangeId} snapshot without applied state`);
     this.applied = decodeAppliedState(asRaw);

@@ -34,11 +34,13 @@
  *   KvMethod.RaftMessages  one-way RaftMessageBatch
  *   KvMethod.RaftSnapshot  SnapshotChunk → ack
  *
- * Known limits (for the engineers building on this): replicas are created
- * only from descriptors on disk (no uninitialized replicas yet: a replica
- * added by a replication change must be created on the target store first,
- * then it catches up by snapshot); conf changes are applied to Raft but the
- * descriptor change is the replication engineer's command.
+ * New replicas: a Raft message for a range this store has no replica of
+ * creates an uninitialized replica (no data, no configuration; it learns
+ * where its peers live from the messages' envelopes), which the leader
+ * catches up with a snapshot; applying the snapshot initializes it with the
+ * descriptor the snapshot carries. Conf changes are applied to Raft by the
+ * Replica; the descriptor change that goes with them is the replication
+ * engineer's command (Replica.setDescriptor on apply).
  *
  * Ownership: the Store owns its replicas and the loop; the caller owns the
  * engine (Store.stop does not close it) and the transport.
@@ -50,13 +52,18 @@ import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import type { Engine, WriteBatch } from '../../storage/engine.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
-import { rangeAppliedStateKey } from '../../storage/keys.js';
+import { LOCAL_RANGE_PREFIX, decodeRangeLocalKey, rangeAppliedStateKey } from '../../storage/keys.js';
+import { decodeMvccKey, isMvccMetaKey } from '../../storage/mvcc-key.js';
+import { hasPrefix } from '../../storage/encoding/bytes.js';
+import { mvccGet } from '../../storage/mvcc.js';
+import { MAX_TIMESTAMP } from '../util/hlc.js';
 import { ConnectionClass, type RpcTransport } from '../rpc/transport.js';
 import { MessageType, isEmptySnap, type Message, type Ready, type Snapshot } from '../../raft/types.js';
 import { KvMethod, RangeNotFoundError, StoreStoppedError, replicaOf, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
 import {
   decodeAppliedState,
   decodeBatchRequest,
+  decodeRangeDescriptor,
   decodeRaftMessageBatch,
   decodeSnapshotChunk,
   encodeBatchResult,
@@ -95,6 +102,8 @@ export interface StoreMetrics {
   /** One-way RPCs carrying Raft messages (≤ one per peer per round). */
   raftBatchesSent: number;
   snapshotsSent: number;
+  /** RPCs that carried snapshot data (a snapshot streams in several). */
+  snapshotChunksSent: number;
   snapshotsApplied: number;
 }
 
@@ -124,6 +133,7 @@ export class Store implements StoreContext {
     raftMessagesSent: 0,
     raftBatchesSent: 0,
     snapshotsSent: 0,
+    snapshotChunksSent: 0,
     snapshotsApplied: 0,
   };
   private readonly replicas = new Map<number, Replica>();
@@ -137,6 +147,7 @@ export class Store implements StoreContext {
   /** Received snapshot data by range, until its Ready applies it. */
   private readonly incomingSnapshots = new Map<number, PendingSnapshot>();
   private readonly chunks = new Map<string, KeyValue[]>();
+  private readonly creating = new Set<number>();
   private readonly schedule: (fn: () => void) => void;
 
   private constructor(opts: StoreOptions, ident: StoreIdent) {
@@ -276,8 +287,32 @@ export class Store implements StoreContext {
     if (this.stopped) return;
     for (const m of b.messages) {
       const r = this.replicas.get(m.rangeId);
-      if (r === undefined) continue; // uninitialized replicas are not created yet (see the header)
+      if (r === undefined) {
+        void this.createUninitialized(b, m);
+        continue;
+      }
+      r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
       r.stepMessage(m.message, m.quiesce);
+    }
+  }
+
+  /**
+   * A message for a range we have no replica of: a replica being added.
+   * Create it empty (it waits for a snapshot) and step the message. Stale
+   * messages for ranges whose replica was removed here (a range tombstone)
+   * are the replica-GC engineer's to filter.
+   */
+  private async createUninitialized(b: RaftMessageBatch, m: RaftMessageRequest): Promise<void> {
+    if (this.creating.has(m.rangeId) || m.message.type === MessageType.MsgHeartbeatResp) return;
+    this.creating.add(m.rangeId);
+    try {
+      const r = await Replica.uninitialized(this, m.rangeId, m.toReplicaId);
+      if (this.stopped || this.replicas.has(m.rangeId)) return;
+      this.replicas.set(m.rangeId, r);
+      r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
+      r.stepMessage(m.message, m.quiesce);
+    } finally {
+      this.creating.delete(m.rangeId);
     }
   }
 
@@ -296,6 +331,7 @@ export class Store implements StoreContext {
     assert(m !== undefined && m.message.snapshot !== null, 'kv: final snapshot chunk without MsgSnap');
     const r = this.replicas.get(m.rangeId);
     if (r === undefined) throw new RangeNotFoundError(m.rangeId, this.ident.storeId);
+    r.notePeer(m.fromReplicaId, c.fromNodeId, c.final.fromStoreId);
     this.incomingSnapshots.set(m.rangeId, { key: snapshotKey(m.message.snapshot.data), kvs });
     r.stepMessage(m.message, false);
   }
@@ -332,8 +368,9 @@ export class Store implements StoreContext {
     // 1. Persist: one batch, one sync.
     const wb = this.engine.newBatch();
     let sync = false;
+    const descKeys = new Map<Replica, Buffer>();
     for (const { r, rd } of rounds) {
-      if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) await this.stageSnapshot(wb, r, rd.snapshot);
+      if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) descKeys.set(r, await this.stageSnapshot(wb, r, rd.snapshot));
       r.storage.stageAppend(wb, rd.entries);
       if (rd.hardState !== null) r.storage.stageHardState(wb, rd.hardState);
       sync ||= rd.mustSync;
@@ -343,8 +380,11 @@ export class Store implements StoreContext {
       if (sync) this.metrics.syncs++;
     }
     for (const { r, rd } of rounds) {
-      if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) {
-        r.reloadAfterSnapshot(rd.snapshot.metadata.index, rd.snapshot.metadata.term);
+      const descKey = descKeys.get(r);
+      if (rd.snapshot !== null && descKey !== undefined) {
+        const desc = (await mvccGet(this.engine, descKey, MAX_TIMESTAMP, { inconsistent: true })).value?.value;
+        assert(desc != null, `kv: r${r.rangeId} snapshot's descriptor vanished`);
+        r.reloadAfterSnapshot(rd.snapshot.metadata.index, rd.snapshot.metadata.term, decodeRangeDescriptor(desc));
         this.metrics.snapshotsApplied++;
       }
       r.storage.commitAppend(rd.entries);
@@ -376,7 +416,7 @@ export class Store implements StoreContext {
   /** Groups messages by destination node; MsgSnap goes to the snapshot sender. */
   private route(r: Replica, msgs: readonly Message[], quiesce: boolean, byNode: Map<number, RaftMessageRequest[]>): void {
     for (const m of msgs) {
-      const to = replicaOf(r.desc, m.to);
+      const to = r.replicaDescriptor(m.to);
       if (to === undefined) continue;
       if (m.type === MessageType.MsgSnap) {
         void this.sendSnapshot(r, m, to.nodeId, to.storeId);
@@ -403,9 +443,8 @@ export class Store implements StoreContext {
     }
   }
 
-  private storeOfNode(m: RaftMessageRequest, nodeId: number): number {
-    const d = this.replicas.get(m.rangeId)?.desc;
-    return d?.replicas.find((x) => x.nodeId === nodeId)?.storeId ?? 0;
+  private storeOfNode(m: RaftMessageRequest, _nodeId: number): number {
+    return this.replicas.get(m.rangeId)?.replicaDescriptor(m.toReplicaId)?.storeId ?? 0;
   }
 
   // ---- snapshots ---------------------------------------------------------------------------
@@ -434,6 +473,7 @@ export class Store implements StoreContext {
       let bytes = 0;
       const sendChunk = async (final: RaftMessageBatch | null): Promise<void> => {
         await this.transport.call(nodeId, KvMethod.RaftSnapshot, encodeSnapshotChunk({ rangeId: r.rangeId, snapId, fromNodeId: this.ident.nodeId, toStoreId: storeId, kvs, final }), opts);
+        this.metrics.snapshotChunksSent++;
         kvs = [];
         bytes = 0;
       };
@@ -446,8 +486,8 @@ export class Store implements StoreContext {
             for (const kv of rows) {
               kvs.push(kv);
               bytes += kv.key.length + kv.value.length;
+              if (bytes >= this.settings.snapshotChunkBytes) await sendChunk(null);
             }
-            if (bytes >= this.settings.snapshotChunkBytes) await sendChunk(null);
           }
         } finally {
           await it.close();
@@ -473,12 +513,16 @@ export class Store implements StoreContext {
     }
   }
 
-  /** Replaces the range's replicated data and Raft log with a received snapshot (in the round's batch). */
-  private async stageSnapshot(wb: WriteBatch, r: Replica, snap: Snapshot): Promise<void> {
+  /**
+   * Replaces the range's replicated data and Raft log with a received
+   * snapshot (in the round's batch); returns the user key of the range
+   * descriptor the snapshot carries.
+   */
+  private async stageSnapshot(wb: WriteBatch, r: Replica, snap: Snapshot): Promise<Buffer> {
     const pending = this.incomingSnapshots.get(r.rangeId);
     assert(pending !== undefined && pending.key === snapshotKey(snap.data), `kv: r${r.rangeId} Ready carries a snapshot whose data never arrived`);
     this.incomingSnapshots.delete(r.rangeId);
-    for (const span of replicatedEngineSpans(r.desc)) {
+    for (const span of r.initialized ? replicatedEngineSpans(r.desc) : []) {
       const it = this.engine.iterator(span);
       try {
         for (;;) {
@@ -490,8 +534,19 @@ export class Store implements StoreContext {
         await it.close();
       }
     }
-    for (const kv of pending.kvs) wb.put(Buffer.from(kv.key), Buffer.from(kv.value));
+    let descKey: Buffer | null = null;
+    const rdscPrefix = encodeMvccKey(LOCAL_RANGE_PREFIX).subarray(0, LOCAL_RANGE_PREFIX.length);
+    for (const kv of pending.kvs) {
+      const key = Buffer.from(kv.key);
+      wb.put(key, Buffer.from(kv.value));
+      if (descKey === null && hasPrefix(key, rdscPrefix) && isMvccMetaKey(key)) {
+        const userKey = decodeMvccKey(key).key;
+        if (decodeRangeLocalKey(userKey).suffix === 'rdsc') descKey = userKey;
+      }
+    }
+    assert(descKey !== null, `kv: r${r.rangeId} snapshot carries no range descriptor`);
     r.storage.stageSnapshot(wb, snap.metadata.index, snap.metadata.term);
+    return descKey;
   }
 
   // ---- log truncation queue -------------------------------------------------------------------

@@ -33,7 +33,7 @@ import { KEY_MAX, KEY_MIN, LOCAL_MAX, rangeLocalSpan } from '../../storage/keys.
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { Store } from '../../src/kv/store.js';
-import { bootstrapCluster } from '../../src/kv/bootstrap.js';
+import { bootstrapCluster, writeStoreIdent } from '../../src/kv/bootstrap.js';
 import { KvClient, LeaseholderRouter, RpcNodeDialer } from '../../src/kv/kv-client.js';
 import { kvTestSettings, type KvSettings } from '../../src/kv/settings.js';
 import type { Lease, ReplicaDescriptor } from '../../src/kv/api.js';
@@ -89,6 +89,23 @@ export class TestCluster {
     }
     for (let i = 0; i < opts.nodes; i++) await c.startNode(i);
     return c;
+  }
+
+  /**
+   * Adds an empty node (store ident only, no replicas) and starts it; it gets
+   * replicas when a range adds it (a Raft message creates an uninitialized
+   * replica, a snapshot fills it). Returns its index.
+   */
+  async addNode(): Promise<number> {
+    const nodeId = this.nodes.length + 1;
+    const physical = this.opts.clock === 'manual' ? new ManualPhysical(this.nodes[0]?.physical?.micros ?? T0) : null;
+    const clock = new Clock(physical?.read ?? systemPhysicalMicros, this.opts.maxOffsetMicros ?? 100_000);
+    const dir = this.baseDir === null ? null : join(this.baseDir, `n${nodeId}`);
+    const engine = dir === null ? new MemoryEngine() : await LevelEngine.open(dir);
+    await writeStoreIdent(engine, { clusterId: 'test-cluster', nodeId, storeId: nodeId });
+    this.nodes.push({ nodeId, clock, physical, engine, store: null, rpc: null, dir });
+    await this.startNode(this.nodes.length - 1);
+    return this.nodes.length - 1;
   }
 
   node(i: number): TestNode {
