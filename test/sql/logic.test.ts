@@ -22,7 +22,7 @@
  *
  * A statement runs until a blank line (or `----`). Values are PostgreSQL's
  * text output; NULL prints as NULL, the empty string as ·, and a value's
- * spaces as _ so columns stay separable. The type letters only fix the
+ * spaces as _ so columns stay separable (except in one-column results). The type letters only fix the
  * column count. Each file gets a fresh server (and so a fresh database).
  * SLT_REWRITE=1 rewrites the expected results from the actual ones (read the
  * diff before committing).
@@ -77,10 +77,13 @@ function parseFile(lines: readonly string[]): Directive[] {
   return out;
 }
 
-function show(v: unknown): string {
+/** One value as a result line shows it; a single-column result keeps its spaces. */
+function show(v: unknown, single: boolean): string {
   if (v === null) return 'NULL';
   const s = String(v);
-  return s === '' ? '·' : s.replace(/ /g, '_').replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+  if (s === '') return '·';
+  const t = s.replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+  return single ? t : t.replace(/ /g, '_');
 }
 
 const raw = { getTypeParser: () => (v: string) => v } as unknown as pg.CustomTypesConfig;
@@ -131,7 +134,7 @@ describe('sql logic tests', () => {
           if (d.kind === 'statement') continue;
           const r = res as pg.QueryArrayResult;
           const opts = d.header.split(/\s+/).slice(2);
-          let actual = r.rows.map((row) => (row as unknown[]).map(show).join(' '));
+          let actual = r.rows.map((row) => (row as unknown[]).map((v) => show(v, r.fields.length === 1)).join(' '));
           let expected = d.expected ?? [];
           if (opts.includes('rowsort')) {
             actual = [...actual].sort();
@@ -147,7 +150,7 @@ describe('sql logic tests', () => {
           const types = d.header.split(/\s+/)[1] ?? '';
           if (r.fields.length > 0) expect(r.fields.length, `${file}:${d.line}: column count vs types "${types}"`).toBe(types.length);
           if (REWRITE) {
-            rewrites.push({ d, actual: opts.includes('colnames') ? [r.fields.map((f) => f.name).join(' '), ...r.rows.map((row) => (row as unknown[]).map(show).join(' '))] : r.rows.map((row) => (row as unknown[]).map(show).join(' ')) });
+            rewrites.push({ d, actual: opts.includes('colnames') ? [r.fields.map((f) => f.name).join(' '), ...r.rows.map((row) => (row as unknown[]).map((v) => show(v, r.fields.length === 1)).join(' '))] : r.rows.map((row) => (row as unknown[]).map((v) => show(v, r.fields.length === 1)).join(' ')) });
             continue;
           }
           expect(actual, `${file}:${d.line}: ${d.sql}`).toEqual(expected);
