@@ -74,9 +74,9 @@ export class IptablesPartitioner {
 
   /** Unhooks, flushes and deletes the chain; safe to call any time, any number of times. */
   removeAll(): void {
-    while (this.tryRun(['-D', 'INPUT', '-j', CHAIN])) {
-      // a hook may have been inserted more than once by crashed runs
-    }
+    // A hook may have been inserted more than once by crashed runs (bounded: a runner
+    // that never fails must not spin).
+    for (let i = 0; i < 16 && this.tryRun(['-D', 'INPUT', '-j', CHAIN]); i++);
     this.tryRun(['-F', CHAIN]);
     this.tryRun(['-X', CHAIN]);
     if (this.hooked) {

@@ -3,7 +3,7 @@
  * dying (GC pause, VM stall). Fault durations alternate between shorter and longer than
  * the lease duration (`leaseMs`), so both "pause and come back still leaseholder" and
  * "lease expired while paused" are exercised. Evidence: the process state read from
- * /proc/<pid>/stat ('T' = stopped).
+ * /proc/<pid>/stat ('T' = stopped), read once the signal has taken effect.
  */
 import { readFileSync } from 'node:fs';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
@@ -15,6 +15,16 @@ function procState(pid: number): string {
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   } catch {
     return '?';
+  }
+}
+
+/** Waits (bounded) until the process reaches (stopped) or leaves (running) state T. */
+async function settle(pid: number, stopped: boolean): Promise<string> {
+  const deadline = Date.now() + 1000;
+  for (;;) {
+    const st = procState(pid);
+    if ((st === 'T') === stopped || st === '?' || Date.now() > deadline) return st;
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 
@@ -36,7 +46,7 @@ export class PauseNemesis implements Nemesis {
       if (pid === undefined) continue;
       await ctx.target.pause(i, true);
       this.paused.push(i);
-      evidence.push(`SIGSTOP n${i + 1} pid ${pid}: state ${procState(pid)}`);
+      evidence.push(`SIGSTOP n${i + 1} pid ${pid}: state ${await settle(pid, true)}`);
     }
     return { description: `pause ${targets.map((i) => `n${i + 1}`).join(',')} for ${durationMs} ms (${long ? 'longer' : 'shorter'} than the lease)`, nodes: targets.map((i) => i + 1), evidence, durationMs };
   }
@@ -46,7 +56,7 @@ export class PauseNemesis implements Nemesis {
     for (const i of this.paused) {
       await ctx.target.pause(i, false);
       const pid = ctx.target.pid(i);
-      evidence.push(`SIGCONT n${i + 1} pid ${pid ?? '?'}: state ${pid === undefined ? '?' : procState(pid)}`);
+      evidence.push(`SIGCONT n${i + 1} pid ${pid ?? '?'}: state ${pid === undefined ? '?' : await settle(pid, false)}`);
     }
     this.paused = [];
     return evidence;
