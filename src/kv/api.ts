@@ -34,6 +34,9 @@
  *   AmbiguousResultError  kv.ambiguous_result  (src/util/errors.ts) the
  *                         command may or may not have applied
  *   ProposalDroppedKvError kv.proposal_dropped retryable: never proposed
+ *   ClockUnhealthyError   kv.clock_unhealthy   retryable elsewhere: this node's
+ *                         clock is out of bounds (DESIGN.md §6)
+ *   StoreStoppedError     kv.store_stopped     retryable elsewhere
  *   plus storage's WriteIntentError, WriteTooOldError, ConditionFailedError,
  *   ReadWithinUncertaintyIntervalError.
  *
@@ -338,5 +341,13 @@ export class StoreStoppedError extends CairnError {
   override name = 'StoreStoppedError';
   constructor(storeId: number) {
     super('kv.store_stopped', `kv: s${storeId} is stopped`, { retryable: true, sqlState: '57P01' });
+  }
+}
+
+/** This node's clock is out of bounds against a majority of its peers: it stops serving until it is back. */
+export class ClockUnhealthyError extends CairnError {
+  override name = 'ClockUnhealthyError';
+  constructor(nodeId: number) {
+    super('kv.clock_unhealthy', `kv: n${nodeId} does not serve: its clock is beyond the max offset from a majority of its peers`, { retryable: true, sqlState: '58000' });
   }
 }

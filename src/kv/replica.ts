@@ -57,6 +57,7 @@ import { RawNode } from '../../raft/raw-node.js';
 import { decodeConfChange } from '../../raft/conf-change-codec.js';
 import { EntryType, MessageType, ProposalDroppedError, StateType, newMessage, type ConfState, type Entry, type Message } from '../../raft/types.js';
 import {
+  ClockUnhealthyError,
   NotLeaseHolderError,
   ProposalDroppedKvError,
   RangeKeyMismatchError,
@@ -101,6 +102,8 @@ export interface StoreContext {
   /** A store-unique, cluster-wide random command id. */
   nextCmdId(): number;
   readonly metrics: { proposals: number; reproposals: number; appliedCommands: number; rejectedCommands: number };
+  /** False while this node's clock is out of bounds against its peers: replicas then neither serve nor take leases (DESIGN.md §6). */
+  clockHealthy(): boolean;
 }
 
 interface Proposal {
@@ -382,6 +385,7 @@ export class Replica {
 
   /** Returns when this replica holds a valid lease; throws NotLeaseHolderError with a hint otherwise. */
   private async ensureLease(): Promise<void> {
+    if (!this.ctx.clockHealthy()) throw new ClockUnhealthyError(this.ctx.ident.nodeId);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.ctx.clock.now();
       if (this.ownsValidLease(now)) return;
@@ -449,6 +453,7 @@ export class Replica {
     const lease = this.lease;
     const mine = lease !== null && lease.replica.replicaId === this.replicaId;
     const ignore = (): void => undefined;
+    if (!this.ctx.clockHealthy()) return;
     if (this.isLeader()) {
       if (this.leaseRequest !== null || this.transferring !== null) return;
       const st = leaseState(lease, now, this.ctx.clock.maxOffsetMicros);

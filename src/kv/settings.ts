@@ -25,6 +25,8 @@ export interface KvSettings {
   readonly truncationIntervalTicks: number;
   /** Truncate once the log holds more entries than this (keeping what active followers need). */
   readonly raftLogMaxEntries: number;
+  /** Or once its entries hold more bytes than this. */
+  readonly raftLogMaxBytes: number;
   /** Beyond this many entries the log is truncated to the applied index even if a follower lags (it will get a snapshot). */
   readonly raftLogHardMaxEntries: number;
   /** Bytes of engine key/values per snapshot chunk. */
@@ -42,6 +44,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   maxCommittedBytesPerReady: 4 * 1024 * 1024,
   truncationIntervalTicks: 10,
   raftLogMaxEntries: 1000,
+  raftLogMaxBytes: 8 * 1024 * 1024,
   raftLogHardMaxEntries: 20_000,
   snapshotChunkBytes: 1 << 20,
 };

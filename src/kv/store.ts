@@ -25,7 +25,7 @@
  * setImmediate) whenever a replica becomes dirty.
  *
  * Log truncation queue: every truncationIntervalTicks each leaseholder-leader
- * whose log exceeds raftLogMaxEntries proposes TruncateLog up to what every
+ * whose log exceeds raftLogMaxEntries or raftLogMaxBytes proposes TruncateLog up to what every
  * recently active follower has (or to its applied index beyond
  * raftLogHardMaxEntries — laggards then get a snapshot).
  *
@@ -59,7 +59,7 @@ import { mvccGet } from '../../storage/mvcc.js';
 import { MAX_TIMESTAMP } from '../util/hlc.js';
 import { ConnectionClass, type RpcTransport } from '../rpc/transport.js';
 import { MessageType, isEmptySnap, type Message, type Ready, type Snapshot } from '../../raft/types.js';
-import { KvMethod, RangeNotFoundError, StoreStoppedError, replicaOf, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
+import { KvMethod, RangeNotFoundError, StoreStoppedError, type RangeDescriptor, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
 import {
   decodeAppliedState,
   decodeBatchRequest,
@@ -86,6 +86,8 @@ export interface StoreOptions {
   readonly logger?: Logger;
   /** Called when a replica's lease changes (the concurrency layer bumps its timestamp cache low-water mark to lease.start). */
   readonly onLeaseApplied?: (rangeId: number, lease: Lease, prev: Lease | null) => void;
+  /** Whether this node's clock is within bounds (RpcContext.isClockHealthy); always healthy if absent. */
+  readonly isClockHealthy?: () => boolean;
   /** How the Ready loop is scheduled; default setImmediate. */
   readonly schedule?: (fn: () => void) => void;
 }
@@ -159,10 +161,12 @@ export class Store implements StoreContext {
     this.log = opts.logger ?? silentLogger();
     this.transport = opts.transport;
     this.onLeaseApplied = opts.onLeaseApplied;
+    this.isClockHealthy = opts.isClockHealthy;
     this.schedule = opts.schedule ?? ((fn) => void setImmediate(fn));
   }
 
   private readonly onLeaseApplied: StoreOptions['onLeaseApplied'];
+  private readonly isClockHealthy: StoreOptions['isClockHealthy'];
 
   /** Opens the store on a bootstrapped engine: loads its replicas and registers its RPC methods. */
   static async start(opts: StoreOptions): Promise<Store> {
@@ -208,6 +212,10 @@ export class Store implements StoreContext {
     });
   }
 
+  clockHealthy(): boolean {
+    return this.isClockHealthy?.() ?? true;
+  }
+
   leaseApplied(r: Replica, lease: Lease, prev: Lease | null): void {
     this.onLeaseApplied?.(r.rangeId, lease, prev);
   }
@@ -239,6 +247,34 @@ export class Store implements StoreContext {
 
   allReplicas(): Replica[] {
     return [...this.replicas.values()];
+  }
+
+  /**
+   * Starts serving a replica whose state is already in the engine (its
+   * descriptor, applied state and Raft state — written atomically by e.g. a
+   * split trigger). Replaces an uninitialized replica of the same range.
+   */
+  async installReplica(desc: RangeDescriptor): Promise<Replica> {
+    const old = this.replicas.get(desc.rangeId);
+    assert(old === undefined || !old.initialized, `kv: r${desc.rangeId} is already on s${this.ident.storeId}`);
+    old?.stop();
+    const r = await Replica.load(this, desc);
+    this.replicas.set(desc.rangeId, r);
+    this.enqueueReady(r);
+    return r;
+  }
+
+  /**
+   * Stops a replica and forgets it (pending commands answer ambiguous). Its
+   * data stays in the engine: clearing it (and writing the range tombstone)
+   * is the replica-GC queue's job.
+   */
+  removeReplica(rangeId: number): void {
+    const r = this.replicas.get(rangeId);
+    if (r === undefined) return;
+    r.stop();
+    this.replicas.delete(rangeId);
+    this.dirty.delete(r);
   }
 
   /** Serves a batch addressed to one of this store's ranges. */
@@ -554,7 +590,8 @@ export class Store implements StoreContext {
   private runTruncationQueue(): void {
     const s = this.settings;
     for (const r of this.replicas.values()) {
-      if (r.stopped || !r.isLeader() || !r.ownsValidLease() || r.storage.entryCount <= s.raftLogMaxEntries) continue;
+      if (r.stopped || !r.isLeader() || !r.ownsValidLease()) continue;
+      if (r.storage.entryCount <= s.raftLogMaxEntries && r.storage.logBytes <= s.raftLogMaxBytes) continue;
       const st = r.raw.status();
       const applied = r.applied.raftAppliedIndex;
       let index = applied;

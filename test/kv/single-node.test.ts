@@ -44,6 +44,18 @@ describe('single-node store', () => {
     await expect(dialer.send(1, { header: { rangeId: 99, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'get', key: k('a') }] })).rejects.toBeInstanceOf(RangeNotFoundError);
   });
 
+  it('stops serving while its clock is out of bounds (DESIGN.md §6)', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 1 }));
+    c.startTicker();
+    const kv = c.client(0);
+    await kv.put(k('x'), v('1'));
+    c.node(0).clockUnhealthy = true;
+    const dialer = new RpcNodeDialer(c.node(0).rpc!);
+    await expect(dialer.send(1, { header: { rangeId: 1, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'get', key: k('x') }] })).rejects.toMatchObject({ code: 'kv.clock_unhealthy', retryable: true });
+    c.node(0).clockUnhealthy = false;
+    expect((await kv.get(k('x')))?.toString()).toBe('1');
+  });
+
   it('keeps acknowledged writes across a restart on LevelDB', async () => {
     const c = (cluster = await TestCluster.start({ nodes: 1, engine: 'level' }));
     c.startTicker();

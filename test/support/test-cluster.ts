@@ -61,6 +61,8 @@ export interface TestNode {
   store: Store | null;
   rpc: RpcContext | null;
   dir: string | null;
+  /** Forces the node's clock to count as out of bounds (else the RPC context's offset measurements decide). */
+  clockUnhealthy?: boolean;
 }
 
 export class TestCluster {
@@ -146,6 +148,7 @@ export class TestCluster {
       transport: rpc,
       prng: new Prng(seed + 1),
       settings: this.settings,
+      isClockHealthy: () => n.clockUnhealthy !== true && rpc.isClockHealthy(),
       ...(onLease === undefined ? {} : { onLeaseApplied: (rangeId: number, lease: Lease, prev: Lease | null) => onLease(n.nodeId, rangeId, lease, prev) }),
     });
     const addr = await rpc.listen('127.0.0.1', 0);
