@@ -131,8 +131,8 @@ export class Decimal {
   static parse(text: string): Decimal | undefined {
     let i = 0;
     let end = text.length;
-    while (i < end && isSpace(text.charCodeAt(i))) i++;
-    while (end > i && isSpace(text.charCodeAt(end - 1))) end--;
+    while (i < end && isSpaceCode(text.charCodeAt(i))) i++;
+    while (end > i && isSpaceCode(text.charCodeAt(end - 1))) end--;
     let neg = false;
     let signed = false;
     const c0 = text.charCodeAt(i);
@@ -485,7 +485,8 @@ function rank(d: Decimal): number {
   return d.sign() > 0 ? 2 : 0;
 }
 
-function isSpace(c: number): boolean {
+/** PostgreSQL's isspace() in input functions: blank, \t \n \v \f \r. */
+export function isSpaceCode(c: number): boolean {
   return c === 32 || (c >= 9 && c <= 13);
 }
 

@@ -12,3 +12,4 @@ export * from './text-format.js';
 export * from './binary-format.js';
 export * from './cast.js';
 export * from './compare.js';
+export * from './arith.js';

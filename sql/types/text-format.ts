@@ -20,7 +20,7 @@
 import { assert, assertNever } from '../../src/util/assert.js';
 import { SqlError } from '../parser/sql-error.js';
 import { formatDate, formatTimestamp, formatTimestampTz, parseDate, parseTimestamp, parseTimestampTz, UTC, roundMicros, type DateTimeContext, type TimeZone } from './datetime.js';
-import { Decimal } from './decimal.js';
+import { Decimal, isSpaceCode } from './decimal.js';
 import { Jsonb, parseJson, type Datum } from './datum.js';
 import { Interval, parseInterval, roundInterval } from './interval.js';
 import { invalidParameterValue, invalidTextRepresentation, outOfRange } from './type-error.js';
@@ -246,10 +246,6 @@ export function truncateName(s: string): string {
     bytes += n;
   }
   return out;
-}
-
-function isSpaceCode(c: number): boolean {
-  return c === 32 || (c >= 9 && c <= 13);
 }
 
 /** PostgreSQL's parse_bool: any unambiguous prefix of true/false/yes/no, on/off, 1/0, surrounding space ignored. */

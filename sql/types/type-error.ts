@@ -63,7 +63,7 @@ export function invalidParameterValue(message: string): SqlError {
   return new SqlError('sql.invalid_parameter_value', '22023', message);
 }
 
-/** 42883: no operator for these operand types. */
-export function undefinedOperator(op: string, left: string, right: string): SqlError {
-  return new SqlError('sql.undefined_function', '42883', `operator does not exist: ${left} ${op} ${right}`);
+/** 42883: no operator for these operand types (`left` undefined for a prefix operator). */
+export function undefinedOperator(op: string, left: string | undefined, right: string): SqlError {
+  return new SqlError('sql.undefined_function', '42883', `operator does not exist: ${left === undefined ? '' : `${left} `}${op} ${right}`);
 }
