@@ -112,6 +112,8 @@ export interface SimHooks {
   persistHardState?(node: SimNode, hs: Ready['hardState']): Ready['hardState'];
   /** Rewrites a message as it is sent. */
   onSend?(m: Message): Message;
+  /** Send a Ready's messages before persisting it (so a crash in between loses what was acknowledged). */
+  readonly sendBeforePersist?: boolean;
 }
 
 interface PendingGc {
@@ -259,6 +261,13 @@ export class SimCluster {
       if (rn === null || !rn.hasReady()) return;
       this.dirty.add(id);
       const rd = rn.ready();
+      const early = this.hooks.sendBeforePersist === true;
+      if (early) for (const m of rd.messages) this.send(m);
+      if (early && opts.crashAfterPersist === true) {
+        this.log(`send ${id} then crash before persisting`);
+        this.crash(id);
+        return;
+      }
       // 1. Persist: one atomic write.
       if (rd.snapshot !== null) this.installSnapshot(n, rn, rd.snapshot);
       n.storage.append(rd.entries);
@@ -270,7 +279,7 @@ export class SimCluster {
         return;
       }
       // 2. Send.
-      for (const m of rd.messages) this.send(m);
+      if (!early) for (const m of rd.messages) this.send(m);
       // 3. Apply.
       for (const e of rd.committedEntries) this.apply(n, rn, e);
       if (rd.committedEntries.length > 0 && this.prng.float() < this.syncApplyRate) n.durableApplied = BOOT_INDEX + n.sm.length;
@@ -451,7 +460,13 @@ export class SimCluster {
       choices.push([{ type: ConfChangeType.AddNode, nodeId: l }]);
       choices.push([{ type: ConfChangeType.RemoveNode, nodeId: l }]);
     }
-    if (voters.length > 1) {
+    // Voters are removed only from three or more. Going from two to one
+    // strands the survivor if the removed one led, applied its removal,
+    // appended more and failed: the survivor does not know the removal
+    // committed, still needs the removed one's vote, and is refused it (a
+    // liveness hazard of etcd-style Raft, not a safety one; CockroachDB
+    // never removes the leaseholder, which Raft leadership follows).
+    if (voters.length > 2) {
       for (const v of voters) {
         // As in CockroachDB (which moves the lease first), the leader never
         // proposes its own removal.

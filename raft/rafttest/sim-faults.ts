@@ -11,13 +11,16 @@
  *                       crashes and restarts may vote twice in one term.
  *   vote-ignores-log    Votes are granted without the §5.4.1 up-to-date check.
  *   forge-vote          The network turns every vote refusal into a grant.
+ *   send-before-persist A Ready's messages (votes, append acknowledgements)
+ *                       leave before its write, so a crash in between loses
+ *                       state that others already counted on.
  */
 import { MessageType, type Message } from '../types.js';
 import type { SimHooks } from './sim-cluster.js';
 
-export type PlantedFault = 'none' | 'commit-by-counting' | 'forget-vote' | 'vote-ignores-log' | 'forge-vote';
+export type PlantedFault = 'none' | 'commit-by-counting' | 'forget-vote' | 'vote-ignores-log' | 'forge-vote' | 'send-before-persist';
 
-export const PLANTED_FAULTS: readonly PlantedFault[] = ['commit-by-counting', 'forget-vote', 'vote-ignores-log', 'forge-vote'];
+export const PLANTED_FAULTS: readonly PlantedFault[] = ['commit-by-counting', 'forget-vote', 'vote-ignores-log', 'forge-vote', 'send-before-persist'];
 
 export function faultHooks(f: PlantedFault): SimHooks {
   switch (f) {
@@ -43,6 +46,8 @@ export function faultHooks(f: PlantedFault): SimHooks {
           rn.raft.raftLog.isUpToDate = () => true;
         },
       };
+    case 'send-before-persist':
+      return { sendBeforePersist: true };
     case 'forge-vote':
       return {
         onSend(m: Message): Message {

@@ -101,7 +101,7 @@ const CALM_WEIGHTS: readonly [StepKind, number][] = [
 
 /** Faults, added to the calm steps during a storm phase. */
 const STORM_WEIGHTS: readonly [StepKind, number][] = [
-  ['crashMidReady', 1],
+  ['crashMidReady', 4],
   ['bounce', 2],
   ['crash', 1],
   ['crashLeader', 2],
