@@ -9,9 +9,11 @@
  *   timestamptz  the same instant in UTC; ±Infinity for the infinities.
  *
  * NB: microseconds are exact in a double only within ±2^53 µs of 2000, i.e.
- * years 1715 … 2284. Outside that window (PostgreSQL accepts 4713 BC …
- * 294276 AD, which we check) a value is the nearest double: whole seconds stay
- * exact out to about year 20000, sub-second digits lose precision.
+ * years 1715 … 2284 (a day less at each end for timestamptz shown in a zone,
+ * whose local time must be exact too). Outside that window (PostgreSQL
+ * accepts 4713 BC … 294276 AD, which we check) a value is the nearest double:
+ * sub-second digits lose precision first, and at PostgreSQL's limits a value
+ * is up to 1024 µs off. Dates (days) are exact over their whole range.
  *
  * The calendar is proleptic Gregorian with astronomical years (1 BC is year
  * 0), printed as PostgreSQL does ("0001-12-31 BC").
@@ -116,7 +118,7 @@ export const UTC: TimeZone = fixedZone('UTC', 0);
 class IanaZone implements TimeZone {
   readonly fixedOffset = undefined;
   private readonly fmt: Intl.DateTimeFormat;
-  /** Offsets by UTC hour (µs / 3600e6): zones change offset only on whole hours or at most every 15 min… cached per 15 minutes. */
+  /** Offsets by UTC minute (transitions fall on whole seconds, in practice whole minutes). */
   private readonly cache = new Map<number, number>();
 
   constructor(readonly name: string, ianaName: string) {
@@ -134,7 +136,6 @@ class IanaZone implements TimeZone {
   }
 
   offsetAt(utcMicros: number): number {
-    // Offsets change only at transitions, which fall on whole seconds; cache per UTC minute.
     const minute = Math.floor(utcMicros / USECS_PER_MINUTE);
     let off = this.cache.get(minute);
     if (off === undefined) {

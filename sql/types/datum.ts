@@ -13,7 +13,8 @@
  *   float4, float8               number (float4 values are Math.fround'ed)
  *   numeric                      Decimal (decimal.ts)
  *   text, varchar, bpchar,       string (bpchar holds its padding blanks;
- *     name, "char", unknown        unknown is the literal's text)
+ *     name, "char", unknown        "char" is one code unit < 256, the byte;
+ *                                  unknown is the literal's text)
  *   bytea                        Buffer
  *   date                         number: days since 2000-01-01, ±Infinity
  *   timestamp, timestamptz       number: µs since 2000-01-01 (UTC for tz),
@@ -31,7 +32,6 @@
  */
 import { Decimal } from './decimal.js';
 import { Interval } from './interval.js';
-import { invalidTextRepresentation } from './type-error.js';
 import { SqlError } from '../parser/sql-error.js';
 
 export { Decimal, Interval };
@@ -162,7 +162,8 @@ export function parseJson(text: string, typeName: 'json' | 'jsonb'): JsonValue {
   let i = 0;
   const n = text.length;
   const fail = (): never => {
-    throw invalidTextRepresentation(typeName, text);
+    // PostgreSQL names json for both types and leaves the text to the detail.
+    throw new SqlError('sql.invalid_text_representation', '22P02', 'invalid input syntax for type json', { detail: `Input: ${text.length > 60 ? `${text.slice(0, 60)}…` : text}` });
   };
   const ws = () => {
     while (i < n) {

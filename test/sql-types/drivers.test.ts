@@ -4,9 +4,10 @@
 //
 // NB: pg-types' binary parsers (unused by pg in its default text mode) read
 // some fields as unsigned: numeric weights < 0, negative array elements,
-// negative and zero timestamps, and they lose float −0. Those cases are left
-// to the PostgreSQL golden vectors (golden.test.ts); here the generators stay
-// inside what the parsers read correctly.
+// negative and zero timestamps; they lose float −0, subnormals and float4
+// infinity. Those cases are left to the PostgreSQL golden vectors
+// (golden.test.ts); here the generators stay inside what the parsers read
+// correctly.
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import pg from 'pg';
