@@ -36,6 +36,7 @@ import { writeHistoryFile } from './history/history.js';
 import type { FromWorker, ToWorker, WorkerInit } from './control/client-worker.js';
 import { PostgresTarget } from './control/postgres-target.js';
 import { CairnTarget } from './control/cairn-target.js';
+import { sqlAnswers, waitFor } from './control/target.js';
 import type { ClusterTarget } from './control/target.js';
 import { nemesisFor } from './nemesis/index.js';
 import type { NemesisContext } from './nemesis/index.js';
@@ -181,7 +182,9 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   try {
     // Schema.
     let tsMode: WorkloadOptions['tsMode'] = 'value';
-    {
+    const sql = workload.transport !== 'admin-kv';
+    if (sql) {
+      await waitFor('every node to answer SQL', opts.recoveryTimeoutMs ?? 60_000, async () => (await Promise.all(target.nodes.map((n) => sqlAnswers(n.sqlUrl, 2000)))).every((x) => x), 250);
       const c = new pg.Client({ connectionString: target.nodes[0]!.sqlUrl });
       await c.connect();
       try {
@@ -203,7 +206,8 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     // Client processes.
     const opTimeoutMs = opts.opTimeoutMs ?? 5000;
     for (let w = 0; w < opts.concurrency; w++) {
-      const init: WorkerInit = { url: target.nodes[w % target.nodes.length]!.sqlUrl, workload: opts.workload, opts: wopts, timeoutMs: opTimeoutMs };
+      const node = target.nodes[w % target.nodes.length]!;
+      const init: WorkerInit = { url: node.sqlUrl, httpUrl: node.httpUrl, workload: opts.workload, opts: wopts, timeoutMs: opTimeoutMs };
       clients.push(new ClientProcess(fork(workerPath(), [JSON.stringify(init)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
     }
     gen = workload.generator(prng, opts.concurrency);
@@ -238,7 +242,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
         }
         const r = await runOp(w, op);
         // A node that refuses connections is down: back off instead of spinning.
-        if (r === undefined || r.error?.startsWith('connect:') === true) await sleep(100);
+        if (r === undefined || /^connect:|fetch failed|ECONNREFUSED/.test(r.error ?? '')) await sleep(100);
       }
     };
     const nemesisLoop = async (): Promise<void> => {

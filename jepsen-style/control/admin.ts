@@ -1,12 +1,16 @@
 /**
  * Cairn's admin HTTP surface as the suite uses it (black box: plain HTTP + JSON):
- *   POST /_admin/faults   { peer: <node id>, spec: { partition?, dropProbability?,
- *                           delayMs?, duplicateProbability? } } sets the fault hook of
- *                           the node's RPC towards `peer`; { clear: true } clears all.
- *   POST /_admin/clock    { offsetMs } skews the node's HLC physical source.
- *   GET  /_status/ranges  JSON describing ranges, their leaseholders and Raft leaders.
- * The status shape is read tolerantly (rangeId / leaseholder / leader under the names
- * CockroachDB's status API uses), since only changes between snapshots matter here.
+ *   GET  /health[?ready=1]         200 when serving (ready: joined, live, clock healthy)
+ *   POST /_admin/faults            { nodeId, spec: { partition?, dropProbability?,
+ *                                  delayMs?, duplicateProbability? } } sets the fault hook
+ *                                  of the node's RPC towards peer nodeId; { clear: true }
+ *                                  clears all
+ *   POST /_admin/clock             { offsetMs } skews the node's HLC physical source
+ *   POST /_admin/transfer-lease    { rangeId, toNodeId }
+ *   POST /_admin/kv                { ops: [{ op: 'put'|'get', key: HEX, value?: HEX }] }
+ *   GET  /_status/ranges           this node's replicas: [{ rangeId, isLeader,
+ *                                  isLeaseholder, leaseholderNodeId, … }]
+ * The status shape is read tolerantly, since only changes between snapshots matter.
  */
 import { CairnError } from '../../src/util/index.js';
 
@@ -20,6 +24,17 @@ export async function adminPost(httpUrl: string, path: string, body: unknown, ti
   const text = await res.text();
   if (!res.ok) throw new CairnError('jepsen.admin', `jepsen: POST ${path} on ${httpUrl}: ${res.status} ${text.slice(0, 200)}`);
   return text === '' ? undefined : (JSON.parse(text) as unknown);
+}
+
+/** The HTTP status of GET path, or 0 when the node does not answer. */
+export async function httpStatus(httpUrl: string, path: string, timeoutMs = 2000): Promise<number> {
+  try {
+    const res = await fetch(httpUrl + path, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
 }
 
 export interface RangeLeadership {
@@ -40,8 +55,11 @@ function nodeIdIn(v: unknown): number | undefined {
   return num(o['nodeId'] ?? o['node_id']);
 }
 
-/** Extracts range leadership from a /_status/ranges body of any reasonable shape. */
-export function parseRanges(body: unknown): RangeLeadership[] {
+/**
+ * Extracts range leadership from a /_status/ranges body of any reasonable shape;
+ * `nodeId` is the answering node's id (a replica with isLeader makes it the leader).
+ */
+export function parseRanges(body: unknown, nodeId?: number): RangeLeadership[] {
   const out: RangeLeadership[] = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) {
@@ -54,8 +72,8 @@ export function parseRanges(body: unknown): RangeLeadership[] {
     if (rangeId !== undefined) {
       out.push({
         rangeId,
-        leaseholder: nodeIdIn(o['leaseholder'] ?? o['leaseHolder'] ?? o['lease']),
-        leader: nodeIdIn(o['leader'] ?? o['raftLeader'] ?? o['leaderId']),
+        leaseholder: nodeIdIn(o['leaseholderNodeId'] ?? o['leaseholder'] ?? o['leaseHolder'] ?? o['lease']) ?? (o['isLeaseholder'] === true ? nodeId : undefined),
+        leader: nodeIdIn(o['leader'] ?? o['raftLeader'] ?? o['leaderId']) ?? (o['isLeader'] === true ? nodeId : undefined),
         startKey: typeof o['startKey'] === 'string' ? o['startKey'] : undefined,
       });
       return;
@@ -66,10 +84,40 @@ export function parseRanges(body: unknown): RangeLeadership[] {
   return out;
 }
 
-export async function rangeStatus(httpUrl: string, timeoutMs = 3000): Promise<RangeLeadership[]> {
+export async function rangeStatus(httpUrl: string, nodeId?: number, timeoutMs = 3000): Promise<RangeLeadership[]> {
   const res = await fetch(httpUrl + '/_status/ranges', { signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok) throw new CairnError('jepsen.admin', `jepsen: GET /_status/ranges on ${httpUrl}: ${res.status}`);
-  return parseRanges(await res.json());
+  return parseRanges(await res.json(), nodeId);
+}
+
+/**
+ * The cluster's view: every answering node's replicas merged per range (leaseholder from
+ * whoever knows it, leader from the replica that says it leads). Unreachable nodes are
+ * skipped; undefined when none answers.
+ */
+export async function clusterRanges(nodes: readonly { id: number; httpUrl: string | undefined }[]): Promise<RangeLeadership[] | undefined> {
+  const merged = new Map<number, RangeLeadership>();
+  let answered = false;
+  await Promise.all(
+    nodes.map(async (n) => {
+      if (n.httpUrl === undefined) return;
+      try {
+        for (const r of await rangeStatus(n.httpUrl, n.id, 1500)) {
+          answered = true;
+          const m = merged.get(r.rangeId);
+          merged.set(r.rangeId, {
+            rangeId: r.rangeId,
+            leaseholder: m?.leaseholder ?? r.leaseholder,
+            leader: m?.leader ?? r.leader,
+            startKey: m?.startKey ?? r.startKey,
+          });
+        }
+      } catch {
+        // a down or paused node
+      }
+    }),
+  );
+  return answered ? [...merged.values()].sort((a, b) => a.rangeId - b.rangeId) : undefined;
 }
 
 /** Leaseholder/leader changes between two snapshots, as evidence lines. */

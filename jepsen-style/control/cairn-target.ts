@@ -1,10 +1,13 @@
 /**
  * CairnTarget: a local Cairn cluster of real node processes, one per loopback address.
  *
- *   node i (1-based): host 127.0.0.(10+i), RPC :26257, SQL :26258, HTTP :26259 on that
- *   address (distinct addresses, so the same ports), store `<dir>/data/n<i>`,
- *   log `<dir>/node<i>.log`; `cairn start --store --listen-addr --sql-addr --http-addr
- *   --join=<all RPC addresses>`, then `cairn init --host=<n1 RPC>` once.
+ *   node i (1-based): host 127.0.0.(10+i) — RPC :26357, SQL :26257, HTTP :8080 on that
+ *   address, as the cluster script's --loopback-aliases mode lays them out — store
+ *   `<dir>/data/n<i>`, output `<dir>/node<i>.log`; `cairn start --store --listen-addr
+ *   --sql-addr --http-addr --join=<all RPC addresses> --local-address=<host> --insecure`
+ *   (outgoing RPC bound to the node's own address, so iptables rules on one address cut
+ *   one node), then `cairn init --host=<n1 RPC>` once; ready = every node answers
+ *   `GET /health?ready=1` with 200.
  *
  * The node processes are spawned directly from `node dist/src/cli/main.js` (the same
  * command the cluster script runs), so `pid(i)` is the node's own pid and kill() sends
@@ -18,7 +21,8 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { CairnError } from '../../src/util/index.js';
-import { signal, sqlAnswers, waitFor } from './target.js';
+import { signal, waitFor } from './target.js';
+import { httpStatus } from './admin.js';
 import type { ClusterTarget, TargetNode } from './target.js';
 
 export interface CairnTargetOptions {
@@ -27,11 +31,16 @@ export interface CairnTargetOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Path of the compiled CLI; default <repo>/dist/src/cli/main.js. */
   readonly cliPath?: string;
-  readonly basePort?: number;
+  /** Extra `cairn start` flags (e.g. --lease-duration=3s). */
+  readonly extraArgs?: readonly string[];
   readonly startTimeoutMs?: number;
 }
 
 const REPO = new URL('../../', import.meta.url).pathname.replace(/\/dist\/$/, '/');
+
+const RPC_PORT = 26357;
+const SQL_PORT = 26257;
+const HTTP_PORT = 8080;
 
 export function loopbackHost(id: number): string {
   return `127.0.0.${10 + id}`;
@@ -47,11 +56,10 @@ export class CairnTarget implements ClusterTarget {
   private constructor(
     private readonly opts: CairnTargetOptions,
     private readonly cli: string,
-    private readonly port: number,
   ) {
     this.nodes = Array.from({ length: opts.nodes }, (_, i): TargetNode => {
       const host = loopbackHost(i + 1);
-      return { id: i + 1, host, sqlUrl: `postgres://root@${host}:${port + 1}/defaultdb`, httpUrl: `http://${host}:${port + 2}`, logPath: join(opts.dir, `node${i + 1}.log`) };
+      return { id: i + 1, host, sqlUrl: `postgres://root@${host}:${SQL_PORT}/defaultdb`, httpUrl: `http://${host}:${HTTP_PORT}`, logPath: join(opts.dir, `node${i + 1}.log`) };
     });
     this.procs = this.nodes.map(() => undefined);
     this.exits = this.nodes.map(() => Promise.resolve());
@@ -60,10 +68,16 @@ export class CairnTarget implements ClusterTarget {
   static async start(opts: CairnTargetOptions): Promise<CairnTarget> {
     const cli = opts.cliPath ?? join(REPO, 'dist', 'src', 'cli', 'main.js');
     if (!existsSync(cli)) throw new CairnError('jepsen.no_cairn', `jepsen: the Cairn CLI ${cli} is not built (npm run build)`);
-    const t = new CairnTarget(opts, cli, opts.basePort ?? 26257);
-    for (let i = 0; i < opts.nodes; i++) await t.restart(i);
-    await t.cliRun(['init', `--host=${loopbackHost(1)}:${t.port}`, '--insecure']);
-    await t.waitHealthy(opts.startTimeoutMs ?? 60_000);
+    const t = new CairnTarget(opts, cli);
+    try {
+      for (let i = 0; i < opts.nodes; i++) await t.restart(i);
+      await waitFor('node 1 to accept RPC', opts.startTimeoutMs ?? 60_000, async () => (await httpStatus(t.nodes[0]!.httpUrl!, '/health')) === 200, 100);
+      await t.cliRun(['init', `--host=${loopbackHost(1)}:${RPC_PORT}`]);
+      await t.waitReady(opts.startTimeoutMs ?? 60_000);
+    } catch (e) {
+      await t.stop();
+      throw e;
+    }
     return t;
   }
 
@@ -85,10 +99,13 @@ export class CairnTarget implements ClusterTarget {
     const n = this.nodes[i]!;
     const store = join(this.opts.dir, 'data', `n${n.id}`);
     mkdirSync(store, { recursive: true });
-    const join_ = this.nodes.map((m) => `${m.host}:${this.port}`).join(',');
-    const args = [this.cli, 'start', `--store=${store}`, `--listen-addr=${n.host}:${this.port}`, `--sql-addr=${n.host}:${this.port + 1}`, `--http-addr=${n.host}:${this.port + 2}`, `--join=${join_}`, '--insecure'];
+    const join_ = this.nodes.map((m) => `${m.host}:${RPC_PORT}`).join(',');
+    const args = [
+      this.cli, 'start', `--store=${store}`, `--listen-addr=${n.host}:${RPC_PORT}`, `--sql-addr=${n.host}:${SQL_PORT}`,
+      `--http-addr=${n.host}:${HTTP_PORT}`, `--join=${join_}`, `--local-address=${n.host}`, '--insecure', ...(this.opts.extraArgs ?? []),
+    ];
     const log = openSync(n.logPath, 'a');
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', log, log], env: { ...process.env, ...this.opts.env } });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', log, log], env: { ...process.env, CAIRN_LOG_PRETTY: '0', ...this.opts.env } });
     closeSync(log);
     this.procs[i] = proc;
     this.exits[i] = new Promise((r) => proc.once('exit', () => r()));
@@ -106,11 +123,17 @@ export class CairnTarget implements ClusterTarget {
     if (pid !== undefined) signal(pid, paused ? 'SIGSTOP' : 'SIGCONT');
   }
 
-  async waitHealthy(timeoutMs: number): Promise<void> {
-    await waitFor('every Cairn node to answer SQL', timeoutMs, async () => {
-      for (const n of this.nodes) if (!(await sqlAnswers(n.sqlUrl, 2000))) return false;
+  /** Every node answers GET /health?ready=1 with 200 (joined, initialised, live, clock healthy). */
+  async waitReady(timeoutMs: number): Promise<void> {
+    await waitFor('every Cairn node to be ready', timeoutMs, async () => {
+      for (const n of this.nodes) if ((await httpStatus(n.httpUrl!, '/health?ready=1')) !== 200) return false;
       return true;
     }, 250);
+  }
+
+  /** Ready (the runner checks SQL separately for SQL workloads). */
+  async waitHealthy(timeoutMs: number): Promise<void> {
+    await this.waitReady(timeoutMs);
   }
 
   async stop(): Promise<void> {

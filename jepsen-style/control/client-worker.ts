@@ -20,6 +20,8 @@ import { sqlStateOf } from '../history/outcome.js';
 
 export interface WorkerInit {
   readonly url: string;
+  /** Cairn's admin HTTP base URL, for admin-kv workloads. */
+  readonly httpUrl: string | undefined;
   readonly workload: string;
   readonly opts: WorkloadOptions;
   readonly timeoutMs: number;
@@ -62,7 +64,18 @@ export async function runWorker(init: WorkerInit, send: (m: FromWorker) => void,
   let queue = Promise.resolve();
   let closed!: () => void;
   const done = new Promise<void>((r) => (closed = r));
+  const executeKv = async (id: number, op: OpRequest): Promise<void> => {
+    const invoke = process.hrtime.bigint();
+    let result: OpResult;
+    try {
+      result = await workload.executeKv!(init.httpUrl!, op, init.timeoutMs);
+    } catch (e) {
+      result = { type: 'info', value: op.value, error: `client: ${e instanceof Error ? e.message : String(e)}` };
+    }
+    send({ kind: 'done', id, invokeNs: invoke.toString(), completeNs: process.hrtime.bigint().toString(), result });
+  };
   const execute = async (id: number, op: OpRequest): Promise<void> => {
+    if (workload.transport === 'admin-kv') return executeKv(id, op);
     const invoke = process.hrtime.bigint();
     let result: OpResult;
     if (conn === undefined || conn.broken) {

@@ -7,25 +7,18 @@
  * killed pid and that it no longer exists; the new pid after restart.
  */
 import { isAlive } from '../control/target.js';
-import { rangeStatus } from '../control/admin.js';
+import { clusterRanges } from '../control/admin.js';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
 import { minority, pickNodes } from './nemesis.js';
 
 export type KillMode = 'one' | 'minority' | 'leaseholder' | 'all';
 
 async function leaseholderIndex(ctx: NemesisContext): Promise<number | undefined> {
-  for (const n of ctx.target.nodes) {
-    if (n.httpUrl === undefined || ctx.target.pid(n.id - 1) === undefined) continue;
-    try {
-      const ranges = (await rangeStatus(n.httpUrl)).filter((r) => r.leaseholder !== undefined);
-      // The newest user ranges are the hot ones; r1 holds the system keyspace.
-      const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
-      if (hot?.leaseholder !== undefined) return hot.leaseholder - 1;
-    } catch {
-      // try the next node
-    }
-  }
-  return undefined;
+  const live = ctx.target.nodes.filter((n) => ctx.target.pid(n.id - 1) !== undefined);
+  const ranges = (await clusterRanges(live))?.filter((r) => r.leaseholder !== undefined) ?? [];
+  // The newest ranges hold the tables under test (r1 starts with the system keyspace).
+  const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
+  return hot?.leaseholder === undefined ? undefined : hot.leaseholder - 1;
 }
 
 export class KillNemesis implements Nemesis {

@@ -94,7 +94,7 @@ export class PartitionNemesis implements Nemesis {
       const spec = { dropProbability: 0.2, delayMs: [0, 50], duplicateProbability: 0.1 };
       for (let b = 0; b < n; b++) {
         if (b === victim) continue;
-        await this.hook(ctx, victim!, { peer: b + 1, spec });
+        await this.hook(ctx, victim!, { nodeId: b + 1, spec });
         evidence.push(`hook n${victim! + 1}→n${b + 1} ${JSON.stringify(spec)}`);
       }
       return { description: `flaky n${victim! + 1}`, nodes: [victim! + 1], evidence };
@@ -105,7 +105,7 @@ export class PartitionNemesis implements Nemesis {
       this.iptables.install(cuts.map(([a, b]) => [host(a), host(b)] as const));
       evidence.push(`iptables: ${cuts.length} DROP rules`);
     } else {
-      for (const [a, b] of cuts) await this.hook(ctx, a, { peer: b + 1, spec: { partition: true } });
+      for (const [a, b] of cuts) await this.hook(ctx, a, { nodeId: b + 1, spec: { partition: true } });
       evidence.push(`fault hook: ${cuts.length} directed cuts`);
     }
     const affected = [...new Set(cuts.flat())].sort((a, b) => a - b);

@@ -3,28 +3,19 @@
  *
  *   split — `ALTER TABLE <t> SPLIT AT VALUES (<k>)` on one of the workload's tables at a
  *           random key (through SQL on a random live node);
- *   lease — moves a range's lease to another node through `POST /_admin/lease-transfer
- *           { rangeId, target }`, the range picked from /_status/ranges.
+ *   lease — moves a range's lease to another node through `POST /_admin/transfer-lease
+ *           { rangeId, toNodeId }`, the range picked from /_status/ranges.
  * Both are instantaneous: stop() only collects evidence — the ranges / leaseholders that
  * changed between the snapshots taken before and after (leadershipChanges).
  */
 import pg from 'pg';
 import { CairnError } from '../../src/util/index.js';
-import { adminPost, leadershipChanges, rangeStatus } from '../control/admin.js';
+import { adminPost, clusterRanges, leadershipChanges } from '../control/admin.js';
 import type { RangeLeadership } from '../control/admin.js';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
 
-async function snapshot(ctx: NemesisContext): Promise<RangeLeadership[] | undefined> {
-  for (let i = 0; i < ctx.target.nodes.length; i++) {
-    const url = ctx.target.nodes[i]!.httpUrl;
-    if (url === undefined || ctx.target.pid(i) === undefined) continue;
-    try {
-      return await rangeStatus(url);
-    } catch {
-      // next node
-    }
-  }
-  return undefined;
+function snapshot(ctx: NemesisContext): Promise<RangeLeadership[] | undefined> {
+  return clusterRanges(ctx.target.nodes.filter((n) => ctx.target.pid(n.id - 1) !== undefined));
 }
 
 function liveNode(ctx: NemesisContext): number {
@@ -96,7 +87,7 @@ export class LeaseNemesis extends RangeNemesis {
     const to = ((r.leaseholder! - 1 + 1 + ctx.prng.intn(n - 1)) % n) + 1;
     let outcome: string;
     try {
-      await adminPost(ctx.target.nodes[r.leaseholder! - 1]!.httpUrl!, '/_admin/lease-transfer', { rangeId: r.rangeId, target: to });
+      await adminPost(ctx.target.nodes[r.leaseholder! - 1]!.httpUrl!, '/_admin/transfer-lease', { rangeId: r.rangeId, toNodeId: to });
       outcome = 'ok';
     } catch (e) {
       outcome = `error: ${e instanceof Error ? e.message : String(e)}`;

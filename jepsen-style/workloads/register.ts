@@ -20,12 +20,15 @@ const ACTIVE_KEYS = 4;
 const OPS_PER_KEY = 200;
 const VALUES = 5;
 
-class RegisterGenerator implements OpGenerator {
+export class RegisterGenerator implements OpGenerator {
   private readonly active: number[] = [];
   private readonly count = new Map<number, number>();
   private nextKey = 0;
 
-  constructor(private readonly prng: Prng) {
+  constructor(
+    private readonly prng: Prng,
+    private readonly cas = true,
+  ) {
     for (let i = 0; i < ACTIVE_KEYS; i++) this.active.push(this.fresh());
   }
 
@@ -41,7 +44,7 @@ class RegisterGenerator implements OpGenerator {
     const c = this.count.get(key)! + 1;
     this.count.set(key, c);
     if (c >= OPS_PER_KEY) this.active[slot] = this.fresh();
-    const r = this.prng.intn(3);
+    const r = this.prng.intn(this.cas ? 3 : 2);
     if (r === 0) return { f: 'read', value: null, key };
     if (r === 1) return { f: 'write', value: this.prng.intn(VALUES), key };
     return { f: 'cas', value: [this.prng.intn(VALUES), this.prng.intn(VALUES)], key };

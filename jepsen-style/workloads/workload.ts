@@ -66,6 +66,12 @@ export interface Workload {
   readonly name: string;
   /** The tables under test (the split nemesis splits them). */
   readonly tables: readonly string[];
+  /**
+   * How clients reach the system: SQL over pgwire (default), or Cairn's admin KV endpoint
+   * (`executeKv`), for single-key workloads while a build has no SQL layer mounted.
+   */
+  readonly transport?: 'sql' | 'admin-kv';
+  executeKv?(httpUrl: string, op: OpRequest, timeoutMs: number): Promise<OpResult>;
   /** Creates the schema and initial data (idempotent on a fresh database). */
   setup(conn: SqlConn, opts: WorkloadOptions): Promise<void>;
   generator(prng: Prng, concurrency: number): OpGenerator;
