@@ -300,7 +300,8 @@ export function decodeBinary(buf: Buffer, t: SqlType): Datum {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function decodeUtf8(buf: Buffer): string {
+/** Strict UTF-8 (22021 on invalid bytes or NUL), as PostgreSQL checks client text. */
+export function decodeUtf8(buf: Buffer): string {
   if (buf.includes(0)) throw new SqlError('sql.character_not_in_repertoire', '22021', 'invalid byte sequence for encoding "UTF8": 0x00');
   try {
     return utf8.decode(buf);

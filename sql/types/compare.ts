@@ -336,3 +336,87 @@ export function compareMixed(a: Datum, ta: SqlType, b: Datum, tb: SqlType): numb
   if (ta.family === 'float' || tb.family === 'float') return compareFloats(asFloat(a, ta), asFloat(b, tb));
   return asDecimal(a, ta).cmp(asDecimal(b, tb));
 }
+
+export type CompareOp = '=' | '<>' | '<' | '<=' | '>' | '>=';
+
+function applyOp(op: CompareOp, c: number): boolean {
+  switch (op) {
+    case '=':
+      return c === 0;
+    case '<>':
+      return c !== 0;
+    case '<':
+      return c < 0;
+    case '<=':
+      return c <= 0;
+    case '>':
+      return c > 0;
+    default:
+      return c >= 0;
+  }
+}
+
+/**
+ * SQL comparison with NULL semantics: NULL when either side is NULL, else the
+ * comparison (across numeric types as compareMixed). Array operands compare
+ * element-wise (same element type).
+ */
+export function evalCompare(op: CompareOp, a: Datum, ta: SqlType, b: Datum, tb: SqlType): boolean | null {
+  if (a === null || b === null) return null;
+  return applyOp(op, compareMixed(a, ta, b, tb));
+}
+
+/** a IS DISTINCT FROM b: like <>, but NULL is a value (NULL vs NULL → false, NULL vs 1 → true). */
+export function isDistinctFrom(a: Datum, ta: SqlType, b: Datum, tb: SqlType): boolean {
+  if (a === null || b === null) return a !== b;
+  return compareMixed(a, ta, b, tb) !== 0;
+}
+
+/**
+ * `a op ANY (array)` / `a op ALL (array)` (what ORMs send as `id = ANY($1)`):
+ * ANY is true if some element satisfies op, else NULL if a or some element
+ * is NULL, else false; ALL is false if some element fails, else NULL if a or
+ * some element is NULL, else true. An empty array gives false (ANY) / true
+ * (ALL) even when a is NULL, as in PostgreSQL. Multi-dimensional arrays are
+ * flattened.
+ */
+export function evalArrayCompare(op: CompareOp, quantifier: 'any' | 'all', a: Datum, ta: SqlType, arr: Datum, tarr: SqlType): boolean | null {
+  if (arr === null) return null;
+  const elem = tarr.arrayElem as SqlType;
+  let sawNull = false;
+  const visit = (xs: readonly Datum[]): boolean | undefined => {
+    for (const x of xs) {
+      if (Array.isArray(x)) {
+        const r = visit(x as readonly Datum[]);
+        if (r !== undefined) return r;
+        continue;
+      }
+      if (x === null || a === null) {
+        sawNull = true;
+        continue;
+      }
+      const ok = applyOp(op, compareMixed(a, ta, x, elem));
+      if (quantifier === 'any' && ok) return true;
+      if (quantifier === 'all' && !ok) return false;
+    }
+    return undefined;
+  };
+  const r = visit(arr as readonly Datum[]);
+  if (r !== undefined) return r;
+  return sawNull ? null : quantifier === 'all';
+}
+
+/** Three-valued AND / OR / NOT (SQL's Kleene logic over boolean | null). */
+export function and3(a: boolean | null, b: boolean | null): boolean | null {
+  if (a === false || b === false) return false;
+  return a === null || b === null ? null : true;
+}
+
+export function or3(a: boolean | null, b: boolean | null): boolean | null {
+  if (a === true || b === true) return true;
+  return a === null || b === null ? null : false;
+}
+
+export function not3(a: boolean | null): boolean | null {
+  return a === null ? null : !a;
+}

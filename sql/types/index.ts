@@ -13,3 +13,4 @@ export * from './binary-format.js';
 export * from './cast.js';
 export * from './compare.js';
 export * from './arith.js';
+export * from './wire-format.js';
