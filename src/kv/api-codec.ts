@@ -66,6 +66,7 @@ import {
   ProposalDroppedKvError,
   StoreStoppedError,
   type BatchRequest,
+  type EmptyResponse,
   type BatchResponse,
   type Lease,
   type RangeAppliedState,
@@ -229,6 +230,7 @@ const REQ_TAGS: Record<Request['kind'], number> = {
   leaseInfo: 10,
   computeChecksum: 11,
   truncateLog: 12,
+  adminSplit: 13,
 };
 const REQ_KINDS = invert(REQ_TAGS);
 
@@ -279,6 +281,10 @@ function writeRequest(wr: BufWriter, q: Request): void {
     case 'truncateLog':
       wr.uvarint(q.index);
       return;
+    case 'adminSplit':
+      wr.bytes(q.key);
+      wr.uvarint(q.newRangeId);
+      return;
     default:
       assertNever(q);
   }
@@ -309,6 +315,8 @@ function readRequest(r: BufReader): Request {
       return { kind, checksumId: r.uvarint() };
     case 'truncateLog':
       return { kind, index: r.uvarint() };
+    case 'adminSplit':
+      return { kind, key: r.bytes(), newRangeId: r.uvarint() };
     default:
       return assertNever(kind);
   }
@@ -366,6 +374,10 @@ function writeResponse(wr: BufWriter, p: Response): void {
     case 'leaseInfo':
       writeOpt(wr, p.lease, writeLease);
       return;
+    case 'adminSplit':
+      writeDescriptor(wr, p.left);
+      writeDescriptor(wr, p.right);
+      return;
     default:
       return;
   }
@@ -392,8 +404,10 @@ function readResponse(r: BufReader): Response {
     }
     case 'leaseInfo':
       return { kind, lease: readOpt(r, readLease) };
+    case 'adminSplit':
+      return { kind, left: readDescriptor(r), right: readDescriptor(r) };
     default:
-      return { kind };
+      return { kind: kind as EmptyResponse['kind'] };
   }
 }
 
@@ -711,6 +725,12 @@ export interface ReplicatedSideEffects {
   readonly newLease?: Lease;
   readonly truncatedState?: TruncatedState;
   readonly checksumId?: number;
+  /**
+   * A descriptor-changing trigger (split; later merge, replica change),
+   * encoded and applied by split-trigger.ts on every replica in the same
+   * apply batch as the command.
+   */
+  readonly trigger?: Buffer;
 }
 
 /** A proposal's payload: what every replica applies (proposer-evaluated). */
@@ -745,6 +765,7 @@ export function encodeRaftCommand(c: RaftCommand): Buffer {
     x.uvarint(t.term);
   });
   writeOpt(w, se.checksumId, (x, v) => x.uvarint(v));
+  writeOpt(w, se.trigger, (x, v) => x.bytes(v));
   return finish();
 }
 
@@ -761,11 +782,13 @@ export function decodeRaftCommand(buf: Uint8Array): RaftCommand {
   const newLease = readOpt(r, readLease);
   const truncatedState = readOpt(r, (x) => ({ index: x.uvarint(), term: x.uvarint() }));
   const checksumId = readOpt(r, (x) => x.uvarint());
+  const trigger = readOpt(r, (x) => x.bytes());
   r.expectEnd('raft command');
   const sideEffects: { -readonly [K in keyof ReplicatedSideEffects]: ReplicatedSideEffects[K] } = {};
   if (newLease !== null) sideEffects.newLease = newLease;
   if (truncatedState !== null) sideEffects.truncatedState = truncatedState;
   if (checksumId !== null) sideEffects.checksumId = checksumId;
+  if (trigger !== null) sideEffects.trigger = trigger;
   return { cmdId, leaseSeq, maxLeaseIndex, isLeaseRequest: flags === 1, prevLease, repr, stats, sideEffects };
 }
 

@@ -190,6 +190,17 @@ export interface TruncateLogRequest {
   readonly index: number;
 }
 
+/**
+ * Admin: split the range containing `key` at `key` (batcheval/cmd-admin-split.ts);
+ * the right-hand range [key, end) gets the id `newRangeId` (allocated by the
+ * caller, split.ts). Travels alone.
+ */
+export interface AdminSplitRequest {
+  readonly kind: 'adminSplit';
+  readonly key: Buffer;
+  readonly newRangeId: number;
+}
+
 export type Request =
   | GetRequest
   | PutRequest
@@ -201,7 +212,8 @@ export type Request =
   | TransferLeaseRequest
   | LeaseInfoRequest
   | ComputeChecksumRequest
-  | TruncateLogRequest;
+  | TruncateLogRequest
+  | AdminSplitRequest;
 
 export type RequestKind = Request['kind'];
 
@@ -237,7 +249,14 @@ export interface LeaseInfoResponse {
   readonly lease: Lease | null;
 }
 
-export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse;
+/** The descriptors an applied split installed. */
+export interface AdminSplitResponse {
+  readonly kind: 'adminSplit';
+  readonly left: RangeDescriptor;
+  readonly right: RangeDescriptor;
+}
+
+export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse | AdminSplitResponse;
 
 // ---- Batches ---------------------------------------------------------------------------
 

@@ -101,6 +101,13 @@ export interface StoreContext {
   leaseApplied(r: Replica, lease: Lease, prev: Lease | null): void;
   /** A store-unique, cluster-wide random command id. */
   nextCmdId(): number;
+  /**
+   * A descriptor-changing trigger (split-trigger.ts) is applying on r: stage
+   * its per-store effects into the apply batch (same batch as the command).
+   */
+  stageTrigger(r: Replica, batch: WriteBatch, trigger: Buffer, repr: Buffer): void;
+  /** The apply batch holding the trigger is durable: create/remove replicas. */
+  finishTrigger(r: Replica, trigger: Buffer): void;
   readonly metrics: { proposals: number; reproposals: number; appliedCommands: number; rejectedCommands: number };
   /** False while this node's clock is out of bounds against its peers: replicas then neither serve nor take leases (DESIGN.md §6). */
   clockHealthy(): boolean;
@@ -124,6 +131,8 @@ export interface ApplyEffects {
   truncation: TruncatedState | null;
   readonly checksums: number[];
   readonly leases: { lease: Lease; prev: Lease | null }[];
+  /** Descriptor-changing triggers applied this round (split-trigger.ts). */
+  readonly triggers: Buffer[];
 }
 
 export function confStateOf(desc: RangeDescriptor): ConfState {
@@ -290,6 +299,8 @@ export class Replica {
     try {
       const now = this.ctx.clock.now();
       if (!this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
+      // A split may have shrunk the range while we waited.
+      for (const q of reqs) this.checkKeys(q);
       const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
       const h: EvalHeader = { ...h0, timestamp: ts };
       if (!isWrite) {
@@ -605,6 +616,10 @@ export class Replica {
       fx.truncation = se.truncatedState;
     }
     if (se.checksumId !== undefined) fx.checksums.push(se.checksumId);
+    if (se.trigger !== undefined) {
+      this.ctx.stageTrigger(this, batch, se.trigger, cmd.repr);
+      fx.triggers.push(se.trigger);
+    }
     if (p !== undefined) {
       this.proposals.delete(cmd.cmdId);
       fx.done.push({ p, error: null });
@@ -633,6 +648,7 @@ export class Replica {
     this.storage.appliedTerm = this.applied.raftAppliedTerm;
     if (fx.truncation !== null) this.storage.commitTruncation(fx.truncation);
     for (const { lease, prev } of fx.leases) this.ctx.leaseApplied(this, lease, prev);
+    for (const t of fx.triggers) this.ctx.finishTrigger(this, t);
     for (const id of fx.checksums) {
       const snap = engineSnapshot();
       const slot = this.checksumSlot(id);

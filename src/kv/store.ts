@@ -76,6 +76,7 @@ import { loadRangeDescriptors, readStoreIdent } from './bootstrap.js';
 import { Replica, confStateOf, type ApplyEffects, type StoreContext } from './replica.js';
 import { replicatedEngineSpans } from './replica-consistency.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from './settings.js';
+import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -223,6 +224,14 @@ export class Store implements StoreContext {
   nextCmdId(): number {
     const id = this.prng.nextUint32() * 2 ** 21 + (this.prng.nextUint32() >>> 11);
     return id === 0 ? 1 : id;
+  }
+
+  stageTrigger(r: Replica, batch: WriteBatch, trigger: Buffer, repr: Buffer): void {
+    stageRangeTrigger(this, r, batch, trigger, repr);
+  }
+
+  finishTrigger(r: Replica, trigger: Buffer): void {
+    finishRangeTrigger(this, r, trigger);
   }
 
   sendRaftMessages(r: Replica, msgs: readonly Message[], quiesce: boolean): void {
@@ -435,7 +444,7 @@ export class Store implements StoreContext {
     const applies: { r: Replica; fx: ApplyEffects }[] = [];
     for (const { r, rd } of rounds) {
       if (rd.committedEntries.length === 0) continue;
-      const fx: ApplyEffects = { done: [], truncation: null, checksums: [], leases: [] };
+      const fx: ApplyEffects = { done: [], truncation: null, checksums: [], leases: [], triggers: [] };
       r.stageApply(ab, rd.committedEntries, fx);
       applies.push({ r, fx });
     }

@@ -43,6 +43,8 @@ export interface SideEffectsBuilder {
   newLease?: Lease;
   truncatedState?: TruncatedState;
   checksumId?: number;
+  /** Encoded by split-trigger.ts; applied on every replica with the batch. */
+  trigger?: Buffer;
 }
 
 export interface EvalContext {

@@ -12,5 +12,6 @@ import './cmd-lease-info.js';
 import './cmd-lease.js';
 import './cmd-compute-checksum.js';
 import './cmd-truncate-log.js';
+import './cmd-admin-split.js';
 
 export * from './command.js';
