@@ -249,13 +249,9 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
       if (n !== null) c.handleReady(n.id);
       return;
     }
-    case 'crashMidReady': {
-      const n = pickLive(c, p);
-      if (n === null || !(n.rawNode as RawNode).hasReady()) return;
-      x.stats.crashes++;
-      c.handleReady(n.id, { crashAfterPersist: true });
+    case 'crashMidReady':
+      crashMidReady(c, p, x.stats);
       return;
-    }
     case 'propose': {
       const n = pickLive(c, p);
       if (n === null) return;
@@ -361,6 +357,14 @@ class LeaderWatch {
   }
 }
 
+/** Crashes a node with an unhandled Ready in the middle of handling it (between its write and its sends). */
+function crashMidReady(c: SimCluster, p: Prng, stats: SimStats): void {
+  const pending = c.live().filter((n) => (n.rawNode as RawNode).hasReady());
+  if (pending.length === 0) return;
+  stats.crashes++;
+  c.handleReady(p.pick(pending).id, { crashAfterPersist: true });
+}
+
 /**
  * Leader churn, the family of Figure 8 (Raft §5.4.2): a few times in a row,
  * the leader appends, replicates to a random subset (and hears back from a
@@ -375,9 +379,11 @@ function churn(c: SimCluster, p: Prng, x: StepContext): void {
     if (l === null) return;
     for (let j = p.between(0, 2); j > 0; j--) c.propose(l.id, Buffer.from(x.propose()));
     c.handleReady(l.id);
-    // Partial replication: each message from the leader arrives or is lost, then each answer.
-    for (const m of c.net.take((m) => m.from === l.id)) if (p.bool()) c.deliver(m, true);
+    // Partial replication: each message from the leader arrives or is lost
+    // (and is handled by its receiver or not yet), then each answer.
+    for (const m of c.net.take((m) => m.from === l.id)) if (p.bool()) c.deliver(m, p.bool());
     c.check();
+    if (p.bool(0.3)) crashMidReady(c, p, x.stats);
     for (const m of c.net.take((m) => m.to === l.id)) if (p.bool()) c.deliver(m, true);
     c.check();
     if (p.bool(0.3)) {
