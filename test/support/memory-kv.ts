@@ -14,6 +14,9 @@
  *     Otherwise its writes are applied atomically with a new sequence.
  *   The committed history is then equivalent to the commit order.
  *
+ * Historical reads (AS OF SYSTEM TIME) are not modelled: every snapshot is
+ * taken at the transaction's start sequence.
+ *
  * Knobs for tests: `injectRetryErrors(n)` makes the next n commits fail
  * with a retryable error (exercises the server-side retry of implicit
  * transactions); `commitCount` counts successful commits.
@@ -67,7 +70,15 @@ export class MemoryKV implements KVDB {
   readonly splits: string[] = [];
   readonly admin: KVAdmin;
 
-  constructor(private readonly physicalMicros: () => number = () => Date.now() * 1000) {
+  /**
+   * @param physicalMicros the clock (µs since the epoch)
+   * @param yieldEachBatch when true every batch waits one macrotask (setImmediate), like a
+   *   real round trip would, so timers (statement_timeout) and cancels can interleave
+   */
+  constructor(
+    private readonly physicalMicros: () => number = () => Date.now() * 1000,
+    readonly yieldEachBatch = false,
+  ) {
     const self = this;
     this.admin = {
       async adminSplit(key: Buffer): Promise<void> {
@@ -227,6 +238,7 @@ class MemoryTxn implements KVTxn {
   }
 
   async run(batch: KVBatch): Promise<KVResult[]> {
+    if (this.db.yieldEachBatch) await new Promise<void>((resolve) => setImmediate(resolve));
     this.checkOpen();
     const out: KVResult[] = [];
     for (const r of batch.requests) {
