@@ -28,6 +28,7 @@ import { DATE_MAX_DAYS, DATE_MIN_DAYS } from './datetime.js';
 import { Decimal } from './decimal.js';
 import { Jsonb, parseJson, type Datum } from './datum.js';
 import { Interval } from './interval.js';
+import { utf8Bytes } from './text-format.js';
 import { Oid, type SqlType } from './type.js';
 
 const TWO32 = 4294967296;
@@ -98,10 +99,10 @@ export function encodeBinary(d: Datum, t: SqlType): Buffer {
     case 'numeric':
       return encodeNumeric(d as Decimal);
     case 'string':
-      return t.oid === Oid.char ? Buffer.from(d as string, 'latin1') : Buffer.from(d as string, 'utf8');
+      return t.oid === Oid.char ? Buffer.from(d as string, 'latin1') : utf8Bytes(d as string);
     case 'unknown':
     case 'json':
-      return Buffer.from(d as string, 'utf8');
+      return utf8Bytes(d as string);
     case 'bytes':
       return d as Buffer;
     case 'date': {
@@ -124,7 +125,7 @@ export function encodeBinary(d: Datum, t: SqlType): Buffer {
     case 'uuid':
       return Buffer.from((d as string).replace(/-/g, ''), 'hex');
     case 'jsonb': {
-      const text = Buffer.from((d as Jsonb).toString(), 'utf8');
+      const text = utf8Bytes((d as Jsonb).toString());
       const b = Buffer.allocUnsafe(text.length + 1);
       b[0] = 1;
       text.copy(b, 1);

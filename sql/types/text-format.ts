@@ -81,7 +81,17 @@ export function encodeText(d: Datum, t: SqlType, ctx: TextFormatContext = DEFAUL
 
 /** encodeText as UTF-8 bytes, NULL as null: what a DataRow column holds. */
 export function encodeTextBytes(d: Datum, t: SqlType, ctx: TextFormatContext = DEFAULT_TEXT_CONTEXT): Buffer | null {
-  return d === null ? null : Buffer.from(encodeText(d, t, ctx), 'utf8');
+  if (d === null) return null;
+  const s = encodeText(d, t, ctx);
+  return ASCII_OUTPUT.has(t.family) ? Buffer.from(s, 'latin1') : utf8Bytes(s);
+}
+
+/** Families whose text output is always ASCII (Buffer.from latin1 is ~3× faster than utf8 for short strings). */
+const ASCII_OUTPUT: ReadonlySet<string> = new Set(['bool', 'int', 'oid', 'float', 'numeric', 'bytes', 'date', 'timestamp', 'timestamptz', 'interval', 'uuid', 'void']);
+
+/** UTF-8 bytes of s, taking the latin1 fast path when s is ASCII. */
+export function utf8Bytes(s: string): Buffer {
+  return Buffer.byteLength(s) === s.length ? Buffer.from(s, 'latin1') : Buffer.from(s, 'utf8');
 }
 
 function padExponent(e: string): string {

@@ -12,14 +12,14 @@
  */
 import { decodeBinary, decodeUtf8, encodeBinary } from './binary-format.js';
 import type { Datum } from './datum.js';
-import { DEFAULT_TEXT_CONTEXT, decodeText, encodeText, type TextFormatContext } from './text-format.js';
+import { DEFAULT_TEXT_CONTEXT, decodeText, encodeTextBytes, type TextFormatContext } from './text-format.js';
 import type { SqlType } from './type.js';
 
 export type WireFormat = 0 | 1;
 
 export function encodeWire(d: Datum, t: SqlType, format: WireFormat, ctx: TextFormatContext = DEFAULT_TEXT_CONTEXT): Buffer | null {
   if (d === null) return null;
-  return format === 1 ? encodeBinary(d, t) : Buffer.from(encodeText(d, t, ctx), 'utf8');
+  return format === 1 ? encodeBinary(d, t) : encodeTextBytes(d, t, ctx);
 }
 
 export function decodeWire(buf: Buffer | null, t: SqlType, format: WireFormat, ctx: TextFormatContext = DEFAULT_TEXT_CONTEXT): Datum {
