@@ -536,6 +536,21 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
       }
     }
   }
+  // Without a month name, blank-separated numbers read as M D Y (DateStyle MDY)
+  // or Y M D when the first has 3+ digits; a lone first number is the month.
+  if (m === undefined && y === undefined && loose.length > 0) {
+    if (loose.length === 3) {
+      const [a, b, c] = loose as [string, string, string];
+      if (a.length >= 3) [y, m, d] = [Number(a), Number(b), Number(c)];
+      else {
+        [m, d, y] = [Number(a), Number(b), Number(c)];
+        twoDigitYear = c.length <= 2;
+      }
+      loose.length = 0;
+    } else if (Number(loose[0]) > 12 && (loose[0] as string).length <= 2) {
+      throw range();
+    }
+  }
   // Loose numbers fill day, then year (with a month name: "January 8, 1999", "8 Jan 1999").
   for (const n of loose) {
     if (d === undefined && n.length <= 2 && y === undefined) d = Number(n);
