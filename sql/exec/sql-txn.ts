@@ -35,6 +35,10 @@ export class SqlTxn {
     this.expectVersion = v;
   }
 
+  isSchemaChecked(): boolean {
+    return this.versionChecked;
+  }
+
   /** The version was read through this txn already (snapshot loaded via the txn). */
   markSchemaChecked(): void {
     this.versionChecked = true;

@@ -171,6 +171,11 @@ export function toClientError(e: unknown): unknown {
   return e;
 }
 
+/** Errors that a stale catalog snapshot could cause (a missing table, database or column). */
+function isSchemaMiss(e: unknown): boolean {
+  return e instanceof SqlError && (e.sqlState === '42P01' || e.sqlState === '3D000' || e.sqlState === '42703');
+}
+
 function isRetryableError(e: unknown): boolean {
   return e instanceof CairnError && e.retryable;
 }
@@ -278,8 +283,15 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
   private async prepareResult(stmt: SessionStatement, ast: Statement): Promise<void> {
     const plannable = ast.kind === 'Select' || ast.kind === 'Insert' || ast.kind === 'Update' || ast.kind === 'Delete';
     if (plannable) {
-      const snap = this.txn !== undefined && this.txn.sql.schemaDirty ? await loadSnapshot(this.txn.sql.kv) : await this.nodeSnapshot();
-      stmt.plan = this.plan(ast, snap, stmt.types);
+      const dirty = this.txn !== undefined && this.txn.sql.schemaDirty;
+      const snap = dirty ? await loadSnapshot((this.txn as ExplicitTxn).sql.kv) : await this.nodeSnapshot();
+      try {
+        stmt.plan = this.plan(ast, snap, stmt.types);
+      } catch (e) {
+        if (!isSchemaMiss(e) || dirty) throw e;
+        this.deps.catalog.invalidate();
+        stmt.plan = this.plan(ast, await this.nodeSnapshot(), stmt.types);
+      }
       stmt.resultColumns = toOutColumns(stmt.plan.result);
       return;
     }
@@ -477,6 +489,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     return s;
   }
 
+  /** A snapshot read through the transaction itself (SHOW statements, which make no other read). */
+  private async verifiedSnapshot(txn: SqlTxn): Promise<CatalogSnapshot> {
+    const s = await loadSnapshot(txn.kv);
+    txn.markSchemaChecked();
+    if (!txn.schemaDirty) this.deps.catalog.offer(s);
+    return s;
+  }
+
   /** The node's cached snapshot, loading it with a short read-only transaction if needed. */
   private async nodeSnapshot(): Promise<CatalogSnapshot> {
     const c = this.deps.catalog.cached();
@@ -540,10 +560,21 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'Insert':
       case 'Update':
       case 'Delete': {
-        const snap = await this.snapshotFor(txn);
+        let snap = await this.snapshotFor(txn);
         let plan = prep?.plan;
         if (plan === undefined || plan.schemaVersion !== snap.version || txn.schemaDirty) {
-          plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
+          const types = prep !== undefined ? prep.types.slice() : [];
+          try {
+            plan = this.plan(ast, snap, types);
+          } catch (e) {
+            // The node's cached snapshot may predate a schema change made on
+            // another node: verify before reporting a missing object.
+            if (!isSchemaMiss(e) || txn.schemaDirty || txn.isSchemaChecked()) throw e;
+            snap = await loadSnapshot(txn.kv);
+            txn.markSchemaChecked();
+            this.deps.catalog.offer(snap);
+            plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
+          }
           if (prep !== undefined && !txn.schemaDirty) prep.plan = plan;
         }
         const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
@@ -582,13 +613,13 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'DropDatabase':
         return util(await dropDatabase(txn, this.database, ast.name, ast.ifExists));
       case 'ShowDatabases':
-        return util(showDatabases(await this.snapshotFor(txn)));
+        return util(showDatabases(await this.verifiedSnapshot(txn)));
       case 'ShowTables':
-        return util(showTables(await this.snapshotFor(txn), ast.database ?? this.database));
+        return util(showTables(await this.verifiedSnapshot(txn), ast.database ?? this.database));
       case 'ShowColumns':
-        return util(showColumns(resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, ast.table)));
+        return util(showColumns(resolveTable({ snapshot: await this.verifiedSnapshot(txn), database: this.database, paramTypes: [] }, ast.table)));
       case 'ShowCreateTable':
-        return util(showCreateTable(resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, ast.table)));
+        return util(showCreateTable(resolveTable({ snapshot: await this.verifiedSnapshot(txn), database: this.database, paramTypes: [] }, ast.table)));
       case 'CreateRole':
         this.requireRoot('CREATE ROLE');
         await createUser(txn.kv, ast.name, ast.options.password, ast.ifNotExists);
@@ -618,7 +649,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (target.kind !== 'table') throw unimplemented('SHOW RANGES FROM INDEX');
     const admin = this.deps.db.admin;
     if (admin === undefined) throw unimplemented('SHOW RANGES (no admin interface on this node)');
-    const t = resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, target.table);
+    const t = resolveTable({ snapshot: await this.verifiedSnapshot(txn), database: this.database, paramTypes: [] }, target.table);
     const span = tableSpan(t.desc.id);
     const ranges = await admin.ranges(span.key, span.endKey);
     return {
@@ -644,7 +675,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (ast.target.kind !== 'table') throw unimplemented('ALTER INDEX … SPLIT AT');
     const admin = this.deps.db.admin;
     if (admin === undefined) throw unimplemented('SPLIT AT (no admin interface on this node)');
-    const snap = await this.snapshotFor(txn);
+    const snap = await this.verifiedSnapshot(txn);
     const t = resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, ast.target.table);
     const q = planSelect({ snapshot: snap, database: this.database, paramTypes: [] }, ast.rows);
     const ctx: ExecCtx = { txn, env: this.env(txn, []), checkCancel: this.checkCancel };
