@@ -24,7 +24,7 @@
  */
 import { assert, assertNever } from '../../src/util/assert.js';
 import { SqlError } from '../parser/sql-error.js';
-import { DATE_MAX_DAYS, DATE_MIN_DAYS } from './datetime.js';
+import { DATE_MAX_DAYS, DATE_MIN_DAYS, timestampInRange } from './datetime.js';
 import { Decimal } from './decimal.js';
 import { Jsonb, parseJson, type Datum } from './datum.js';
 import { Interval } from './interval.js';
@@ -276,7 +276,9 @@ export function decodeBinary(buf: Buffer, t: SqlType): Datum {
       const lo = buf.readUInt32BE(4);
       if (hi === INT32_MAX && lo === 0xffffffff) return Infinity;
       if (hi === INT32_MIN && lo === 0) return -Infinity;
-      return hi * TWO32 + lo;
+      const v = hi * TWO32 + lo;
+      if (!timestampInRange(v)) throw new SqlError('sql.datetime_field_overflow', '22008', 'timestamp out of range');
+      return v;
     }
     case 'interval':
       need(buf, 16);
