@@ -1,0 +1,425 @@
+/**
+ * DistSender: the router between a KV client and the ranges (CockroachDB's
+ * kvclient/kvcoord.DistSender), behind the `Sender` interface of
+ * kv-client.ts (it replaces LeaseholderRouter).
+ *
+ *   send(ba) ──► divide by range boundaries (range-cache.ts; meta2 on a miss)
+ *                 │ one range: the batch as it is
+ *                 │ several, no limits: one part per range, sent IN PARALLEL,
+ *                 │   span requests truncated to each range, results
+ *                 │   concatenated in key order (reverse scans: descending)
+ *                 │ several, a scan limit: ranges visited one after another
+ *                 │   in the scan direction, stopping as soon as the limits
+ *                 │   are met (the resume span then says where to continue)
+ *                 ▼
+ *               sendToReplicas(desc, part): cached leaseholder first, then the
+ *               descriptor's voters, then learners
+ *
+ * Retries:
+ *   NotLeaseHolder          → the lease holder it names (else its hint), cached
+ *   RangeNotFound, a stopped store, a dropped proposal, an RPC never sent
+ *                           → the next replica
+ *   every replica failed    → evict the descriptor, back off (injected sleep),
+ *                             look the range up again and re-divide
+ *   RangeKeyMismatch        → evict, insert the descriptors the error carries,
+ *                             re-divide the part (it may now span ranges)
+ *   ambiguous (AmbiguousResultError, an RPC lost after sending)
+ *                           → returned as ambiguous, never retried
+ * A part still failing after maxAttempts re-divisions returns its last error.
+ *
+ * Consistency: a multi-range batch whose timestamp is zero is given one
+ * timestamp (the injected clock's now) so that all its parts read one
+ * snapshot. Non-transactional writes spanning ranges are applied per range
+ * (no atomicity across ranges: that is the transaction layer's job).
+ *
+ * Ownership: one per client/node; it owns its RangeCache. I/O through the
+ * injected NodeDialer; time through the injected sleep/now.
+ */
+import { CairnError } from '../util/errors.js';
+import { ZERO_TIMESTAMP, compareTimestamps, type Timestamp } from '../util/hlc.js';
+import { KEY_MAX, KEY_MIN, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX, META2_MAX, addressOf, isLocal, meta2Key, meta2LookupKey } from '../../storage/keys.js';
+import { compareBytes, hasPrefix } from '../../storage/encoding/bytes.js';
+import {
+  NotLeaseHolderError,
+  RangeKeyMismatchError,
+  type BatchRequest,
+  type BatchResponse,
+  type KeyValue,
+  type RangeDescriptor,
+  type ReplicaDescriptor,
+  type Request,
+  type Response,
+  type ScanResponse,
+} from './api.js';
+import { decodeRangeDescriptor } from './api-codec.js';
+import { FIRST_RANGE_ID } from './bootstrap.js';
+import type { NodeDialer, Sender } from './kv-client.js';
+import { RangeCache } from './range-cache.js';
+
+export interface DistSenderOptions {
+  /** Node ids to try when nothing is known (to find the first range). */
+  readonly nodes: () => readonly number[];
+  /** Re-divisions of a failing part before giving up (default 60). */
+  readonly maxAttempts?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Base backoff in ms (default 10; capped at 200). */
+  readonly backoffMs?: number;
+  /** The timestamp given to multi-range batches sent with a zero timestamp. */
+  readonly now?: () => Timestamp;
+  /** Meta2 records fetched per cache miss (default 16). */
+  readonly prefetch?: number;
+}
+
+export interface DistSenderMetrics {
+  batches: number;
+  /** Batches that spanned more than one range. */
+  multiRange: number;
+  /** Parts sent to ranges (RPCs that reached a replica, retries included). */
+  rpcs: number;
+  notLeaseHolder: number;
+  rangeKeyMismatch: number;
+  /** Re-divisions after a failure. */
+  retries: number;
+}
+
+/** One range's share of a batch: the truncated requests and their indexes in the original. */
+interface Part {
+  readonly desc: RangeDescriptor;
+  readonly requests: Request[];
+  readonly index: number[];
+}
+
+type Span = { key: Buffer; endKey: Buffer | null };
+
+/** The routing span of a request (addresses of local keys); null: no key. */
+function spanOf(q: Request): Span | null {
+  const k = (q as { key?: Buffer }).key;
+  if (k === undefined) return null;
+  if (hasPrefix(k, LOCAL_RANGE_ID_PREFIX) || hasPrefix(k, LOCAL_STORE_PREFIX)) return { key: KEY_MIN, endKey: null };
+  if (isLocal(k)) return { key: addressOf(k), endKey: null }; // local span requests stay within their range
+  const e = (q as { endKey?: Buffer }).endKey;
+  return { key: k, endKey: e === undefined ? null : e };
+}
+
+function isScan(q: Request): q is Request & { kind: 'scan' | 'reverseScan' } {
+  return q.kind === 'scan' || q.kind === 'reverseScan';
+}
+
+/** The request restricted to desc, or null when it does not touch it. */
+function truncate(q: Request, s: Span | null, desc: RangeDescriptor): Request | null {
+  if (s === null) return desc.rangeId === FIRST_RANGE_ID || desc.startKey.length === 0 ? q : null;
+  if (s.endKey === null) return compareBytes(s.key, desc.startKey) >= 0 && compareBytes(s.key, desc.endKey) < 0 ? q : null;
+  const key = compareBytes(s.key, desc.startKey) > 0 ? s.key : desc.startKey;
+  const endKey = compareBytes(s.endKey, desc.endKey) < 0 ? s.endKey : desc.endKey;
+  if (compareBytes(key, endKey) >= 0) return null;
+  if (key === s.key && endKey === s.endKey) return q;
+  return { ...(q as Request), key, endKey } as Request;
+}
+
+function isAmbiguous(e: unknown): boolean {
+  return e instanceof CairnError && e.ambiguous;
+}
+
+function retryElsewhere(e: unknown): boolean {
+  return e instanceof CairnError && !e.ambiguous && !(e instanceof RangeKeyMismatchError) && (e.retryable || e.code === 'rpc.closed');
+}
+
+/** Every replica of a range failed without an answer we can use. */
+class SendFailedError extends CairnError {
+  override name = 'SendFailedError';
+  constructor(
+    readonly desc: RangeDescriptor,
+    readonly last: unknown,
+  ) {
+    super('kv.send_failed', `kv: no replica of r${desc.rangeId} could serve the batch: ${(last as Error | null)?.message ?? 'no replicas'}`, { retryable: true });
+  }
+}
+
+export class DistSender implements Sender {
+  readonly cache: RangeCache;
+  readonly metrics: DistSenderMetrics = { batches: 0, multiRange: 0, rpcs: 0, notLeaseHolder: 0, rangeKeyMismatch: 0, retries: 0 };
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly maxAttempts: number;
+
+  constructor(
+    private readonly dialer: NodeDialer,
+    private readonly opts: DistSenderOptions,
+  ) {
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.maxAttempts = opts.maxAttempts ?? 60;
+    this.cache = new RangeCache((key, reverse) => this.lookupMeta(key, reverse));
+  }
+
+  async send(ba: BatchRequest): Promise<BatchResponse> {
+    this.metrics.batches++;
+    if (ba.header.rangeId !== 0) {
+      const desc = this.cache.byRangeId(ba.header.rangeId) ?? null;
+      return this.sendToReplicas(desc, ba.header.rangeId, ba);
+    }
+    return this.divideAndSend(ba, 0);
+  }
+
+  // ---- dividing ------------------------------------------------------------------------
+
+  private async divideAndSend(ba: BatchRequest, attempt: number): Promise<BatchResponse> {
+    const spans = ba.requests.map(spanOf);
+    let reverse = false;
+    let limited = false;
+    let forwardLimited = false;
+    for (const q of ba.requests) {
+      if (q.kind === 'reverseScan') reverse = true;
+      if (isScan(q) && q.maxKeys > 0) {
+        limited = true;
+        if (q.kind === 'scan') forwardLimited = true;
+      }
+    }
+    if (reverse && forwardLimited) throw new CairnError('kv.mixed_scan_directions', 'kv: a batch cannot hold a limited forward scan and a reverse scan');
+    // Fast path: the whole batch in one cached range.
+    let lo: Buffer | null = null;
+    let hi: Buffer | null = null;
+    for (const s of spans) {
+      if (s === null) continue;
+      if (lo === null || compareBytes(s.key, lo) < 0) lo = s.key;
+      const end = s.endKey;
+      if (end !== null && (hi === null || compareBytes(end, hi) > 0)) hi = end;
+      if (end === null && (hi === null || compareBytes(s.key, hi) >= 0)) hi = Buffer.concat([s.key, Buffer.from([0])]);
+    }
+    if (lo === null || hi === null) {
+      const desc = await this.cache.lookup(KEY_MIN);
+      return this.sendPart(desc, ba, attempt);
+    }
+    const first = reverse ? await this.cache.lookup(hi, true) : await this.cache.lookup(lo);
+    if (compareBytes(first.startKey, lo) <= 0 && compareBytes(hi, first.endKey) <= 0) return this.sendPart(first, ba, attempt);
+    this.metrics.multiRange++;
+    const header = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 && this.opts.now !== undefined ? { ...ba.header, timestamp: this.opts.now() } : ba.header;
+    if (limited) return this.sendSequential({ header, requests: ba.requests }, spans, lo, hi, reverse, attempt);
+    const parts: Part[] = [];
+    for (let cur = lo; compareBytes(cur, hi) < 0; ) {
+      const desc = await this.cache.lookup(cur);
+      const part = this.partFor(ba.requests, spans, desc);
+      if (part.requests.length > 0) parts.push(part);
+      if (compareBytes(desc.endKey, KEY_MAX) >= 0) break;
+      cur = desc.endKey;
+    }
+    const results = await this.settle(parts.map((p) => this.sendPart(p.desc, { header, requests: p.requests }, attempt)));
+    const perRequest: Response[][] = ba.requests.map(() => []);
+    results.forEach((res, i) => {
+      const p = parts[i] as Part;
+      res.responses.forEach((r, j) => (perRequest[p.index[j] as number] as Response[]).push(r));
+    });
+    const responses = ba.requests.map((q, i) => combine(q, perRequest[i] as Response[]));
+    const last = results[results.length - 1] as BatchResponse;
+    return { now: last.now, timestamp: header.timestamp, responses };
+  }
+
+  /** Waits for every part; the first error wins, an ambiguous one over any other. */
+  private async settle(ps: Promise<BatchResponse>[]): Promise<BatchResponse[]> {
+    const outs = await Promise.allSettled(ps);
+    let err: unknown = null;
+    for (const o of outs) {
+      if (o.status === 'fulfilled') continue;
+      if (err === null || (isAmbiguous(o.reason) && !isAmbiguous(err))) err = o.reason;
+    }
+    if (err !== null) throw err;
+    return outs.map((o) => (o as PromiseFulfilledResult<BatchResponse>).value);
+  }
+
+  private partFor(reqs: readonly Request[], spans: readonly (Span | null)[], desc: RangeDescriptor, active?: readonly boolean[]): Part {
+    const part: Part = { desc, requests: [], index: [] };
+    reqs.forEach((q, i) => {
+      if (active !== undefined && active[i] !== true) return;
+      const t = truncate(q, spans[i] ?? null, desc);
+      if (t === null) return;
+      part.requests.push(t);
+      part.index.push(i);
+    });
+    return part;
+  }
+
+  /**
+   * Limited scans: one range at a time in the scan direction; each part asks
+   * only for the rows still wanted; stops when every limit is met.
+   */
+  private async sendSequential(ba: BatchRequest, spans: readonly (Span | null)[], lo: Buffer, hi: Buffer, reverse: boolean, attempt: number): Promise<BatchResponse> {
+    const reqs = ba.requests;
+    const remaining = reqs.map((q) => (isScan(q) ? q.maxKeys : 0));
+    const active = reqs.map(() => true);
+    const done: (Response | null)[] = reqs.map(() => null);
+    const perRequest: Response[][] = reqs.map(() => []);
+    let now = ba.header.timestamp;
+    let cur = reverse ? hi : lo;
+    for (;;) {
+      const desc = reverse ? await this.cache.lookup(cur, true) : await this.cache.lookup(cur);
+      const part = this.partFor(
+        reqs.map((q, i) => (isScan(q) && q.maxKeys > 0 ? { ...q, maxKeys: remaining[i] as number } : q)),
+        spans,
+        desc,
+        active,
+      );
+      if (part.requests.length > 0) {
+        const res = await this.sendPart(desc, { header: ba.header, requests: part.requests }, attempt);
+        now = res.now;
+        res.responses.forEach((r, j) => {
+          const i = part.index[j] as number;
+          const q = reqs[i] as Request;
+          (perRequest[i] as Response[]).push(r);
+          if (!isScan(q) || q.maxKeys === 0) return;
+          const s = r as ScanResponse;
+          remaining[i] = (remaining[i] as number) - s.rows.length;
+          const stoppedInside = s.resumeKey !== null || s.resumeEndKey !== null;
+          if ((remaining[i] as number) > 0 && !stoppedInside) return;
+          active[i] = false;
+          // Where the caller continues: inside this range, or past it.
+          let resumeKey: Buffer | null = null;
+          let resumeEndKey: Buffer | null = null;
+          if (stoppedInside) {
+            resumeKey = reverse ? q.key : (s.resumeKey as Buffer);
+            resumeEndKey = reverse ? (s.resumeEndKey as Buffer) : q.endKey;
+          } else if (!reverse && compareBytes(desc.endKey, q.endKey) < 0) {
+            resumeKey = desc.endKey;
+            resumeEndKey = q.endKey;
+          } else if (reverse && compareBytes(desc.startKey, q.key) > 0) {
+            resumeKey = q.key;
+            resumeEndKey = desc.startKey;
+          }
+          done[i] = { kind: q.kind, rows: concatRows(perRequest[i] as Response[], false), resumeKey, resumeEndKey };
+        });
+      }
+      if (!active.some((a, i) => a && isScan(reqs[i] as Request) && (reqs[i] as { maxKeys: number }).maxKeys > 0)) {
+        // Limits met: unlimited requests still need the rest of their spans.
+        if (!active.some((a, i) => a && !(isScan(reqs[i] as Request) && (reqs[i] as { maxKeys: number }).maxKeys > 0))) break;
+      }
+      if (reverse ? compareBytes(desc.startKey, lo) <= 0 : compareBytes(desc.endKey, hi) >= 0 || compareBytes(desc.endKey, KEY_MAX) >= 0) break;
+      cur = reverse ? desc.startKey : desc.endKey;
+    }
+    // combine() wants parts in ascending range order; a reverse visit was descending.
+    const responses = reqs.map((q, i) => done[i] ?? combine(q, reverse ? [...(perRequest[i] as Response[])].reverse() : (perRequest[i] as Response[])));
+    return { now, timestamp: ba.header.timestamp, responses };
+  }
+
+  // ---- sending to one range ------------------------------------------------------------
+
+  /** Sends a batch built for `desc`; re-divides it on a stale descriptor or unreachable range. */
+  private async sendPart(desc: RangeDescriptor, ba: BatchRequest, attempt: number): Promise<BatchResponse> {
+    try {
+      return await this.sendToReplicas(desc, desc.rangeId, { header: { ...ba.header, rangeId: desc.rangeId }, requests: ba.requests });
+    } catch (e) {
+      if (e instanceof RangeKeyMismatchError) {
+        this.metrics.rangeKeyMismatch++;
+        this.cache.evict(desc);
+        for (const d of e.descriptors) this.cache.insert(d);
+      } else if (e instanceof SendFailedError) {
+        this.cache.evict(desc);
+      } else {
+        throw e;
+      }
+      if (attempt + 1 >= this.maxAttempts) throw e instanceof SendFailedError && e.last instanceof Error ? e.last : e;
+      this.metrics.retries++;
+      await this.sleep(Math.min(200, (this.opts.backoffMs ?? 10) * (attempt + 1)));
+      return this.divideAndSend({ header: { ...ba.header, rangeId: 0 }, requests: ba.requests }, attempt + 1);
+    }
+  }
+
+  private candidates(desc: RangeDescriptor | null, rangeId: number): number[] {
+    const out: number[] = [];
+    const lh = this.cache.leaseholder(rangeId);
+    if (lh !== undefined) out.push(lh.nodeId);
+    const reps: readonly ReplicaDescriptor[] = desc?.replicas ?? [];
+    for (const r of reps) if (r.type === 0 && !out.includes(r.nodeId)) out.push(r.nodeId);
+    for (const r of reps) if (r.type !== 0 && !out.includes(r.nodeId)) out.push(r.nodeId);
+    if (desc === null) for (const n of this.opts.nodes()) if (!out.includes(n)) out.push(n);
+    return out;
+  }
+
+  /**
+   * One pass over the range's replicas, following NotLeaseHolder hints.
+   * Throws SendFailedError when no replica could serve (the caller refreshes
+   * the descriptor); any other error is the range's answer.
+   */
+  private async sendToReplicas(desc: RangeDescriptor | null, rangeId: number, ba: BatchRequest): Promise<BatchResponse> {
+    const tried = new Set<number>();
+    let queue = this.candidates(desc, rangeId);
+    let last: unknown = null;
+    let hops = 0;
+    while (queue.length > 0) {
+      const nodeId = queue.shift() as number;
+      if (tried.has(nodeId)) continue;
+      tried.add(nodeId);
+      this.metrics.rpcs++;
+      try {
+        const res = await this.dialer.send(nodeId, ba);
+        const rep = desc?.replicas.find((r) => r.nodeId === nodeId);
+        if (rep !== undefined) this.cache.setLeaseholder(rangeId, rep);
+        return res;
+      } catch (e) {
+        last = e;
+        if (e instanceof NotLeaseHolderError) {
+          this.metrics.notLeaseHolder++;
+          const next = e.lease?.replica ?? e.hint;
+          if (next !== null && next !== undefined && !tried.has(next.nodeId)) {
+            this.cache.setLeaseholder(rangeId, next);
+            queue = [next.nodeId, ...queue];
+          } else {
+            this.cache.clearLeaseholder(rangeId, nodeId);
+          }
+          // A lease being acquired: give the same replicas another round.
+          if (queue.length === 0 && hops++ < 3 && e.lease === null) {
+            await this.sleep(this.opts.backoffMs ?? 10);
+            tried.clear();
+            queue = this.candidates(desc, rangeId);
+          }
+          continue;
+        }
+        if (!retryElsewhere(e)) throw e;
+        this.cache.clearLeaseholder(rangeId, nodeId);
+      }
+    }
+    throw new SendFailedError(desc ?? { rangeId, startKey: KEY_MIN, endKey: KEY_MAX, replicas: [], nextReplicaId: 0, generation: 0 }, last);
+  }
+
+  // ---- meta2 -------------------------------------------------------------------------------
+
+  /** Reads meta2 on the first range: the record for `key` and the next few (see RangeCache). */
+  private async lookupMeta(key: Buffer, reverse: boolean): Promise<RangeDescriptor[]> {
+    const scan: Request = reverse
+      ? { kind: 'scan', key: meta2Key(key), endKey: META2_MAX, maxKeys: 1 }
+      : { kind: 'scan', key: meta2LookupKey(key), endKey: META2_MAX, maxKeys: this.opts.prefetch ?? 16 };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await this.sendToReplicas(this.cache.byRangeId(FIRST_RANGE_ID) ?? null, FIRST_RANGE_ID, { header: { rangeId: FIRST_RANGE_ID, timestamp: ZERO_TIMESTAMP }, requests: [scan] });
+        const rows = (res.responses[0] as ScanResponse).rows;
+        if (rows.length === 0) throw new CairnError('kv.range_lookup_failed', `kv: no meta2 record covers key ${key.toString('hex')}`);
+        return rows.map((kv) => decodeRangeDescriptor(Buffer.from(kv.value)));
+      } catch (e) {
+        if (!(e instanceof SendFailedError) || attempt + 1 >= this.maxAttempts) throw e instanceof SendFailedError && e.last instanceof Error ? e.last : e;
+        this.cache.evict(e.desc);
+        await this.sleep(Math.min(200, (this.opts.backoffMs ?? 10) * (attempt + 1)));
+      }
+    }
+  }
+}
+
+function concatRows(parts: readonly Response[], reverse: boolean): KeyValue[] {
+  const out: KeyValue[] = [];
+  const ordered = reverse ? [...parts].reverse() : parts;
+  for (const p of ordered) for (const kv of (p as ScanResponse).rows) out.push(kv);
+  return out;
+}
+
+/** One request's response from its parts (in ascending range order). */
+function combine(q: Request, parts: readonly Response[]): Response {
+  if (parts.length === 1) return parts[0] as Response;
+  switch (q.kind) {
+    case 'scan':
+    case 'reverseScan':
+      return { kind: q.kind, rows: concatRows(parts, q.kind === 'reverseScan'), resumeKey: null, resumeEndKey: null };
+    case 'deleteRange': {
+      const keys: Buffer[] = [];
+      for (const p of parts) if (p.kind === 'deleteRange') for (const k of p.keys) keys.push(k);
+      return { kind: 'deleteRange', keys };
+    }
+    default:
+      if (parts.length === 0) throw new CairnError('kv.no_range', `kv: no range served ${q.kind}`);
+      return parts[0] as Response;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The range-descriptor cache (CockroachDB's kvclient/rangecache): which range
+ * holds a key, and which replica of it was last seen holding the lease.
+ *
+ *   descs: non-overlapping descriptors sorted by end key
+ *       [a,c) gen 3 | [c,f) gen 1 | [f,KEY_MAX) gen 4
+ *   get(k)        binary search for the first end > k, hit iff start ≤ k
+ *   getReverse(k) the range holding the key just before k: first end ≥ k, start < k
+ *   miss → meta2 scan on the first range (injected `lookupMeta`), which also
+ *   returns the next few records (prefetch); everything returned is inserted.
+ *
+ * Invariants: entries never overlap. insert() evicts every overlapping entry
+ * unless one of them is newer (a higher generation: splits give both halves
+ * generation+1, a merge max+1, so along any key a newer descriptor has a
+ * higher generation), in which case the stale insert is dropped. Callers
+ * evict on RangeKeyMismatch / unreachable replicas and insert what the error
+ * carried; meta2 may lag behind a split for a moment (split-trigger.ts), which
+ * only costs a retry.
+ *
+ * Ownership: one per DistSender; not shared across processes. No I/O of its
+ * own (lookupMeta is the caller's).
+ */
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import type { RangeDescriptor, ReplicaDescriptor } from './api.js';
+
+/** Reads meta2 records: the descriptor holding `key` (reverse: the key just before `key`) first, then possibly its successors/predecessors. */
+export type MetaLookup = (key: Buffer, reverse: boolean) => Promise<readonly RangeDescriptor[]>;
+
+export class RangeCache {
+  private descs: RangeDescriptor[] = [];
+  private readonly leaseholders = new Map<number, ReplicaDescriptor>();
+  private readonly inflight = new Map<string, Promise<RangeDescriptor>>();
+  /** Meta2 lookups done (cache misses). */
+  lookups = 0;
+
+  constructor(private readonly lookupMeta: MetaLookup) {}
+
+  get size(): number {
+    return this.descs.length;
+  }
+
+  /** Index of the first entry whose end key is > key (reverse: ≥ key). */
+  private search(key: Buffer, inclusive: boolean): number {
+    let lo = 0;
+    let hi = this.descs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareBytes((this.descs[mid] as RangeDescriptor).endKey, key);
+      if (c > 0 || (inclusive && c === 0)) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** The cached range holding `key`. */
+  get(key: Buffer): RangeDescriptor | undefined {
+    const d = this.descs[this.search(key, false)];
+    return d !== undefined && compareBytes(d.startKey, key) <= 0 ? d : undefined;
+  }
+
+  /** The cached range holding the last key before `key`. */
+  getReverse(key: Buffer): RangeDescriptor | undefined {
+    const d = this.descs[this.search(key, true)];
+    return d !== undefined && compareBytes(d.startKey, key) < 0 ? d : undefined;
+  }
+
+  byRangeId(rangeId: number): RangeDescriptor | undefined {
+    return this.descs.find((d) => d.rangeId === rangeId);
+  }
+
+  /** The range holding `key` (reverse: the key before it), from the cache or meta2. */
+  async lookup(key: Buffer, reverse = false): Promise<RangeDescriptor> {
+    const hit = reverse ? this.getReverse(key) : this.get(key);
+    if (hit !== undefined) return hit;
+    const tag = `${reverse ? 'r' : 'f'}${key.toString('latin1')}`;
+    let p = this.inflight.get(tag);
+    if (p === undefined) {
+      p = this.fetch(key, reverse).finally(() => this.inflight.delete(tag));
+      this.inflight.set(tag, p);
+    }
+    return p;
+  }
+
+  private async fetch(key: Buffer, reverse: boolean): Promise<RangeDescriptor> {
+    this.lookups++;
+    const found = await this.lookupMeta(key, reverse);
+    for (const d of found) this.insert(d);
+    const first = found[0];
+    if (first === undefined) throw new Error(`range-cache: meta2 holds no range for ${key.toString('hex')}`);
+    return first;
+  }
+
+  /** Adds a descriptor, evicting the overlapping ones (see the header). */
+  insert(desc: RangeDescriptor): void {
+    const from = this.search(desc.startKey, false);
+    let to = from;
+    while (to < this.descs.length && compareBytes((this.descs[to] as RangeDescriptor).startKey, desc.endKey) < 0) {
+      const old = this.descs[to] as RangeDescriptor;
+      if (old.generation > desc.generation || (old.rangeId === desc.rangeId && old.generation === desc.generation && compareBytes(old.startKey, desc.startKey) === 0 && compareBytes(old.endKey, desc.endKey) === 0)) return;
+      to++;
+    }
+    for (let i = from; i < to; i++) {
+      const old = this.descs[i] as RangeDescriptor;
+      if (old.rangeId !== desc.rangeId) this.leaseholders.delete(old.rangeId);
+    }
+    this.descs.splice(from, to - from, desc);
+  }
+
+  /** Drops `desc` (if still cached as it is) and its leaseholder. */
+  evict(desc: RangeDescriptor): void {
+    const i = this.descs.findIndex((d) => d.rangeId === desc.rangeId && d.generation === desc.generation);
+    if (i >= 0) this.descs.splice(i, 1);
+    this.leaseholders.delete(desc.rangeId);
+  }
+
+  clear(): void {
+    this.descs = [];
+    this.leaseholders.clear();
+  }
+
+  leaseholder(rangeId: number): ReplicaDescriptor | undefined {
+    return this.leaseholders.get(rangeId);
+  }
+
+  setLeaseholder(rangeId: number, r: ReplicaDescriptor): void {
+    this.leaseholders.set(rangeId, r);
+  }
+
+  clearLeaseholder(rangeId: number, nodeId?: number): void {
+    if (nodeId === undefined || this.leaseholders.get(rangeId)?.nodeId === nodeId) this.leaseholders.delete(rangeId);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Splitting a range, from the outside (CockroachDB's AdminSplit driver,
+ * reduced): allocate the new range id, ask the range's leaseholder to split
+ * (batcheval/cmd-admin-split.ts → split-trigger.ts), then make meta2 agree.
+ *
+ *   adminSplit(db, key)
+ *     1. newRangeId ← cput-increment of RANGE_ID_GENERATOR_KEY   (an id lost
+ *        to a failure later is simply never used)
+ *     2. AdminSplit{key, newRangeId} to the range holding key — ONE Raft
+ *        command, atomic on every replica (split-trigger.ts); when the range
+ *        holds meta2 (the first range) its meta2 records are in that command
+ *     3. fixMeta2(left), fixMeta2(right) — for other ranges the meta2 records
+ *        live in the first range, another Raft group: written afterwards.
+ *
+ * Kill safety: a kill before 2 leaves nothing; 2 is atomic on each store;
+ * a kill between 2 and 3 leaves meta2 behind the descriptors — routers then
+ * get RangeKeyMismatch and retry — until fixMeta2 runs again: the split queue
+ * runs it for every range whose lease it holds (split-queue.ts), so the state
+ * converges deterministically after a restart. fixMeta2 is idempotent and
+ * never regresses a record: it writes a descriptor at meta2Key(end) only over
+ * a record of a lower generation (a split gives both halves generation+1, so
+ * along a key the newer descriptor always has the higher generation), with a
+ * conditional put against the value it read.
+ *
+ * A retried split (its first attempt's outcome unknown) that finds the range
+ * already starting at `key` succeeds without doing anything.
+ *
+ * Ownership: src/kv; all I/O through the injected Sender (a DistSender).
+ */
+import { CairnError } from '../util/errors.js';
+import { ZERO_TIMESTAMP } from '../util/hlc.js';
+import { RANGE_ID_GENERATOR_KEY, meta2Key } from '../../storage/keys.js';
+import { ConditionFailedError } from '../../storage/mvcc.js';
+import type { AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response } from './api.js';
+import { decodeRangeDescriptor, encodeRangeDescriptor } from './api-codec.js';
+import type { Sender } from './kv-client.js';
+
+async function send(db: Sender, requests: Request[]): Promise<readonly Response[]> {
+  return (await db.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests })).responses;
+}
+
+function u64(b: Buffer | null): number {
+  if (b === null) return 0;
+  return b.readUInt32BE(0) * 2 ** 32 + b.readUInt32BE(4);
+}
+
+function u64Bytes(n: number): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeUInt32BE(Math.floor(n / 2 ** 32), 0);
+  b.writeUInt32BE(n >>> 0, 4);
+  return b;
+}
+
+/** Allocates a new range id (the generator holds the last one handed out). */
+export async function allocateRangeId(db: Sender): Promise<number> {
+  for (;;) {
+    const [g] = await send(db, [{ kind: 'get', key: RANGE_ID_GENERATOR_KEY }]);
+    const cur = (g as GetResponse).value;
+    const next = u64(cur) + 1;
+    try {
+      await send(db, [{ kind: 'cput', key: RANGE_ID_GENERATOR_KEY, value: u64Bytes(next), expected: cur, allowIfDoesNotExist: false }]);
+      return next;
+    } catch (e) {
+      if (!(e instanceof ConditionFailedError)) throw e;
+    }
+  }
+}
+
+/** Writes `desc` at meta2Key(desc.endKey) unless a record as new or newer is there (see the header). Returns whether it wrote. */
+export async function fixMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+  const key = meta2Key(desc.endKey);
+  const want = encodeRangeDescriptor(desc);
+  for (;;) {
+    const [g] = await send(db, [{ kind: 'get', key }]);
+    const cur = (g as GetResponse).value;
+    if (cur !== null) {
+      if (cur.equals(want)) return false;
+      const d = decodeRangeDescriptor(cur);
+      if (d.generation > desc.generation || (d.generation === desc.generation && d.rangeId === desc.rangeId)) return false;
+    }
+    try {
+      await send(db, [{ kind: 'cput', key, value: want, expected: cur, allowIfDoesNotExist: false }]);
+      return true;
+    } catch (e) {
+      if (!(e instanceof ConditionFailedError)) throw e;
+    }
+  }
+}
+
+export interface SplitHooks {
+  /** Called between the steps (kill tests stop nodes here). */
+  readonly afterAllocate?: (rangeId: number) => Promise<void>;
+  readonly afterSplit?: (res: AdminSplitResponse) => Promise<void>;
+}
+
+/** Splits the range holding `key` at `key` (see the header); null when it already started there. */
+export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}): Promise<AdminSplitResponse | null> {
+  const newRangeId = await allocateRangeId(db);
+  await hooks.afterAllocate?.(newRangeId);
+  let res: AdminSplitResponse;
+  try {
+    [res] = (await send(db, [{ kind: 'adminSplit', key, newRangeId }])) as [AdminSplitResponse];
+  } catch (e) {
+    if (e instanceof CairnError && e.code === 'kv.invalid_split_key' && (await rangeStartsAt(db, key))) return null;
+    throw e;
+  }
+  await hooks.afterSplit?.(res);
+  await fixMeta2(db, res.left);
+  await fixMeta2(db, res.right);
+  return res;
+}
+
+/** Whether some range starts exactly at `key` (from meta2: the record of the range before it ends there). */
+async function rangeStartsAt(db: Sender, key: Buffer): Promise<boolean> {
+  const [g] = await send(db, [{ kind: 'get', key: meta2Key(key) }]);
+  return (g as GetResponse).value !== null;
+}
