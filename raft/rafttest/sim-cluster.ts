@@ -18,13 +18,20 @@
  *     its last synced point; the node restarts with `applied` = that index
  *     and `Storage.initialState().confState` = the configuration as of it, so
  *     Raft re-delivers the rest (the checker requires the same entries).
- *   - Compaction takes a snapshot at a durable applied index (its data names
- *     a copy of the state machine in this cluster's registry) and discards
- *     the log up to there.
- *   - A node removed from the configuration is garbage-collected (stopped for
- *     good) as soon as any node applies a configuration without it; ids are
- *     never reused (new members get fresh ids and start empty, catching up by
- *     snapshot or log).
+ *   - Snapshots: a snapshot's data names a copy of the state machine in
+ *     this cluster's registry. Compaction discards the log up to a durable
+ *     applied index (snapshotting there first); a snapshot a leader must
+ *     send is generated on demand at its applied index, with the current
+ *     configuration (a new member ignores a snapshot that omits it).
+ *   - Membership (as CockroachDB runs it): ids are never reused — new members
+ *     get fresh ids and start empty, catching up by snapshot or log. A
+ *     removed member is garbage-collected (stopped for good) once every
+ *     remaining member durably knows its removal committed. The leader never
+ *     proposes its own removal, and voters are removed only from three or
+ *     more (see proposeConfChange for the liveness hazard this avoids).
+ *     stepDownOnRemoval is off: a leader removed by leaving a joint
+ *     configuration keeps leading (refusing proposals) until collected.
+ *   - Hooks (SimHooks) plant deliberately broken variants (sim-faults.ts).
  *
  * Everything is deterministic given the injected Prng.
  */
@@ -140,6 +147,9 @@ export class SimCluster {
   /** The last conf change index reflected in everMember. */
   private membershipIndex = 0;
   nextId: number;
+  /** Snapshots installed by followers, conf changes applied (first application of each). */
+  snapshotsInstalled = 0;
+  confChangesApplied = 0;
   /** Every line of the trace, when recording. */
   readonly trace: string[] | null;
 
@@ -317,6 +327,7 @@ export class SimCluster {
     this.checker.resetApplied(n.id, BOOT_INDEX);
     for (const e of n.sm) this.checker.onApply(rn.raft, e);
     if (index !== BOOT_INDEX + n.sm.length) throw new SimViolationError(`raft sim: snapshot at ${index} carries a state machine at ${BOOT_INDEX + n.sm.length}`);
+    this.snapshotsInstalled++;
     this.log(`node ${n.id} installs snapshot at ${index}`);
   }
 
@@ -329,6 +340,7 @@ export class SimCluster {
     // Membership bookkeeping follows the log once: the first application of each index.
     if (cs.votersOutgoing.length > 0 || e.index <= this.membershipIndex) return;
     this.membershipIndex = e.index;
+    this.confChangesApplied++;
     const removed: number[] = [];
     for (const id of this.everMember) if (!cs.voters.includes(id) && !cs.learners.includes(id)) removed.push(id);
     for (const id of removed) this.everMember.delete(id);

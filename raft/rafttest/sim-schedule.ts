@@ -9,12 +9,18 @@
  * check-quorum, message size and window, drop/duplicate/delay rates, how
  * often the state machine is synced), so code never depends on one value.
  *
- * Steps (weights in STEP_WEIGHTS): deliver one random due message (the
- * receiver then handles its Ready, or not yet), deliver everything due, tick
- * one node or all (advancing simulated time), handle one node's Ready (or
- * crash between its write and its sends), propose at a random node, crash a
- * node or the leader, restart one, isolate the leader, partition arbitrary
- * subsets, heal, compact a log, change the membership.
+ * Steps (CALM_WEIGHTS, plus STORM_WEIGHTS in storm phases; calm and storm
+ * phases alternate so the group makes progress between faults): deliver one
+ * random due message (the receiver then handles its Ready, or not yet),
+ * deliver everything due, tick one node or all (advancing simulated time),
+ * handle one node's Ready, propose at a random node or at the leader,
+ * compact a log, change the membership; in storms also crash a node (or the
+ * leader, or one in the middle of handling its Ready: after the write,
+ * before the sends), restart one, crash-and-restart one, isolate the leader,
+ * partition arbitrary subsets, heal, and leader churn (partial replication
+ * then leader failure, a few times running: the Figure 8 family). In storms
+ * a nemesis also strikes leaders in their fragile moments: just elected,
+ * just appended, just advanced the commit index.
  *
  * Liveness: after the schedule, heal the network, restart every crashed
  * member, tick until one leader is recognised by all live members (bounded
@@ -49,6 +55,8 @@ export interface SimStats {
   compactions: number;
   leaders: number;
   committed: number;
+  snapshots: number;
+  confChangesApplied: number;
 }
 
 export interface SimResult {
@@ -152,7 +160,7 @@ export function runSimulation(o: SimOptions): SimResult {
   const ids = Array.from({ length: o.nodes }, (_, i) => i + 1);
   const c = new SimCluster(ids, p, raftOpts, faults, syncApplyRate, faultHooks(o.fault ?? 'none'), o.recordTrace ?? false);
   const tail: string[] = [];
-  const stats: SimStats = { steps: 0, delivered: 0, crashes: 0, confChanges: 0, compactions: 0, leaders: 0, committed: 0 };
+  const stats: SimStats = { steps: 0, delivered: 0, crashes: 0, confChanges: 0, compactions: 0, leaders: 0, committed: 0, snapshots: 0, confChangesApplied: 0 };
   const note = (line: string): void => {
     c.log(line);
     tail.push(line);
@@ -182,6 +190,7 @@ export function runSimulation(o: SimOptions): SimResult {
       c.check();
       if (storm) watch.strike(c, p, nemesis, stats, (s) => note(`${step} ${s}`));
     }
+    stats.steps = step;
     step = -1;
     if (o.skipLiveness !== true) checkLiveness(c, electionTick, o.nodes, (s) => note(`live ${s}`));
   } catch (e) {
@@ -194,6 +203,8 @@ export function runSimulation(o: SimOptions): SimResult {
 function finish(c: SimCluster, stats: SimStats, failure: string | null, failedAt: number, tail: string[]): SimResult {
   stats.leaders = c.checker.leaders.size;
   stats.committed = c.checker.committedCount;
+  stats.snapshots = c.snapshotsInstalled;
+  stats.confChangesApplied = c.confChangesApplied;
   const parts: string[] = [];
   for (const n of c.nodes.values()) {
     const r = n.rawNode?.raft;

@@ -46,7 +46,7 @@ describe('raft fault simulation', () => {
 
   for (const nodes of [3, 5]) {
     it(`${nodes} nodes: safety after every step, liveness after healing`, () => {
-      const totals = { delivered: 0, crashes: 0, confChanges: 0, compactions: 0, leaders: 0, committed: 0 };
+      const totals = { steps: 0, delivered: 0, crashes: 0, confChanges: 0, confChangesApplied: 0, compactions: 0, snapshots: 0, leaders: 0, committed: 0 };
       fc.assert(
         fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.integer({ min: 100, max: 1000 }), (seed, steps) => {
           const r = assertRun({ seed, nodes, steps });
@@ -55,9 +55,11 @@ describe('raft fault simulation', () => {
         // A seed is a whole schedule: shrinking it means nothing, replaying it is exact.
         { numRuns: RUNS, endOnFailure: true },
       );
+      console.log(`${nodes} nodes, ${RUNS} schedules:`, totals);
       // The schedules really exercise the faults they are meant to.
       expect(totals.crashes).toBeGreaterThan(RUNS);
-      expect(totals.confChanges).toBeGreaterThan(RUNS / 10);
+      expect(totals.confChangesApplied).toBeGreaterThan(RUNS / 2);
+      expect(totals.snapshots).toBeGreaterThan(RUNS / 10);
       expect(totals.leaders).toBeGreaterThan(RUNS);
       expect(totals.committed).toBeGreaterThan(RUNS * 3);
     });
