@@ -99,10 +99,7 @@ export function castDatum(d: Datum, from: SqlType, to: SqlType, mode: CastContex
 }
 
 function convert(d: Datum, from: SqlType, to: SqlType, ctx: TextFormatContext): Datum {
-  if (from.oid === to.oid) {
-    if (from.oid === Oid.bpchar && to.typmod < 0) return d;
-    return d;
-  }
+  if (from.oid === to.oid) return d; // only the typmod differs: coerceToTypmod's job
   const f = from.family;
   const g = to.family;
   if (f === 'unknown') return decodeText(d as string, to, ctx);

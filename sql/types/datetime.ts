@@ -146,9 +146,10 @@ class IanaZone implements TimeZone {
     return off;
   }
 
-  private compute(pgSeconds: number): number {
+  private compute(instant: number): number {
+    // JS dates end at ±8.64e15 ms (year 275760); beyond, use the offset there.
+    const pgSeconds = Math.max(-8.6e12, Math.min(8.6e12, instant));
     const ms = (pgSeconds + UNIX_EPOCH_OFFSET_DAYS * 86400) * 1000;
-    if (!(Math.abs(ms) <= 8.64e15)) return this.compute(pgSeconds > 0 ? 8.64e12 - 86400 * 20000 : -8.64e12);
     let y = 0;
     let mo = 0;
     let d = 0;
@@ -424,12 +425,14 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
     case 'tomorrow':
     case 'yesterday': {
       if (ctx.nowMicros === undefined) throw syntax();
-      const local = ctx.nowMicros + (ctx.timeZone.fixedOffset ?? ctx.timeZone.offsetAt(ctx.nowMicros)) * USECS_PER_SEC;
+      const offset = ctx.timeZone.fixedOffset ?? ctx.timeZone.offsetAt(ctx.nowMicros);
+      const local = ctx.nowMicros + offset * USECS_PER_SEC;
       if (text === 'now') {
-        out.days = Math.floor(ctx.nowMicros / USECS_PER_DAY);
-        out.tod = ctx.nowMicros - out.days * USECS_PER_DAY;
+        // The session-local wall time with its offset: every type reads what it needs.
+        out.days = Math.floor(local / USECS_PER_DAY);
+        out.tod = local - out.days * USECS_PER_DAY;
         out.hasTime = true;
-        out.offset = 0;
+        out.offset = offset;
         return out;
       }
       out.days = Math.floor(local / USECS_PER_DAY) + (text === 'tomorrow' ? 1 : text === 'yesterday' ? -1 : 0);
@@ -661,10 +664,6 @@ export function parseDate(input: string, ctx: DateTimeContext = UTC_CONTEXT): nu
   if (fast !== undefined) return fast.days;
   const p = parseDateTime(input, 'date', ctx);
   if (p.special !== undefined) return p.special * Infinity;
-  if (p.hasTime && p.offset === 0 && input.trim().toLowerCase() === 'now') {
-    const local = p.days * USECS_PER_DAY + p.tod + (ctx.timeZone.fixedOffset ?? ctx.timeZone.offsetAt(p.days * USECS_PER_DAY + p.tod)) * USECS_PER_SEC;
-    return Math.floor(local / USECS_PER_DAY);
-  }
   if (!dateInRange(p.days)) throw datetimeOverflow(`date out of range: "${input}"`);
   return p.days;
 }
@@ -675,8 +674,7 @@ export function parseTimestamp(input: string, ctx: DateTimeContext = UTC_CONTEXT
   if (fast !== undefined) return fast.days * USECS_PER_DAY + fast.tod;
   const p = parseDateTime(input, 'timestamp', ctx);
   if (p.special !== undefined) return p.special * Infinity;
-  let t = p.days * USECS_PER_DAY + p.tod;
-  if (input.trim().toLowerCase() === 'now') t += (ctx.timeZone.fixedOffset ?? ctx.timeZone.offsetAt(t)) * USECS_PER_SEC;
+  const t = p.days * USECS_PER_DAY + p.tod;
   if (!timestampInRange(t)) throw datetimeOverflow(`timestamp out of range: "${input}"`);
   return t;
 }

@@ -45,8 +45,9 @@ export function encodeText(d: Datum, t: SqlType, ctx: TextFormatContext = DEFAUL
     case 'int':
       return typeof d === 'bigint' ? d.toString() : String(d as number);
     case 'oid':
+      return String(d as number);
     case 'void':
-      return t.family === 'void' ? '' : String(d as number);
+      return '';
     case 'float':
       return t.oid === Oid.float4 ? formatFloat4(d as number) : formatFloat8(d as number);
     case 'numeric':

@@ -420,6 +420,5 @@ export function typeFromName(name: string, mods: readonly number[] = [], arrayDi
       else throw typeModError(`type modifier is not allowed for type "${name}"`);
     }
   }
-  for (let i = 0; i < arrayDims; i++) t = i === 0 ? arrayOf(t) : t;
-  return t;
+  return arrayDims > 0 ? arrayOf(t) : t; // one array type serves every dimension
 }
