@@ -37,6 +37,7 @@ import type { FromWorker, ToWorker, WorkerInit } from './control/client-worker.j
 import { PostgresTarget } from './control/postgres-target.js';
 import { CairnTarget } from './control/cairn-target.js';
 import { sqlAnswers, waitFor } from './control/target.js';
+import { clusterRanges, leadershipChanges } from './control/admin.js';
 import type { ClusterTarget } from './control/target.js';
 import { nemesisFor } from './nemesis/index.js';
 import type { NemesisContext } from './nemesis/index.js';
@@ -251,6 +252,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       const on = opts.faultDurationMs ?? 5000;
       while (Date.now() + quiet + 1000 < endAt) {
         await sleep(quiet);
+        const rangesBefore = target.kind === 'cairn' ? await clusterRanges(target.nodes) : undefined;
         const startT = process.hrtime.bigint();
         let started;
         try {
@@ -263,9 +265,12 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
         nlog(`start ${started.description} | ${started.evidence.join('; ')}`);
         push({ time: startT, process: 'nemesis', type: 'info', f: 'start', value: started.description });
         await sleep(Math.min(started.durationMs ?? on, Math.max(0, endAt - Date.now())));
+        // Leases and leaders that moved while the fault was on (read from the live nodes).
+        const rangesDuring = rangesBefore === undefined ? undefined : await clusterRanges(target.nodes.filter((n) => target.pid(n.id - 1) !== undefined));
+        const moved = rangesBefore !== undefined && rangesDuring !== undefined ? leadershipChanges(rangesBefore, rangesDuring) : [];
         let healed: readonly string[];
         try {
-          healed = await nemesis.stop(ctx);
+          healed = [...moved, ...(await nemesis.stop(ctx))];
         } catch (e) {
           healed = [`stop failed: ${e instanceof Error ? e.message : String(e)}`];
         }
@@ -332,7 +337,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   for (const f of faults) {
     const inWindow = history.filter((o) => typeof o.process === 'number' && o.type !== 'invoke' && o.type !== 'ok' && o.time >= f.startNs && o.time <= f.endNs + 1e9);
     f.clientErrors = inWindow.length;
-    f.bit = inWindow.length > 0 || f.evidence.some((e) => /gone|SIGSTOP|iptables|hook|lease n|leader n|appeared|clock offset set/.test(e) && !/STILL ALIVE/.test(e));
+    f.bit = inWindow.length > 0 || f.evidence.some((e) => /gone|state T|iptables|hook|lease n|leader n|appeared|clock offset set/.test(e) && !/STILL ALIVE/.test(e));
     if (!f.bit) nlog(`fault "${f.description}" did nothing visible`);
   }
   const wopts: WorkloadOptions = { isolation: opts.isolation ?? 'serializable', target: opts.target };

@@ -78,11 +78,11 @@ export class PartitionNemesis implements Nemesis {
     if (useIptables) this.iptables = new IptablesPartitioner();
   }
 
-  private async hook(ctx: NemesisContext, i: number, body: unknown): Promise<void> {
+  private async hook(ctx: NemesisContext, i: number, body: unknown): Promise<unknown> {
     const url = ctx.target.nodes[i]!.httpUrl;
     if (url === undefined) throw new CairnError('jepsen.unsupported', `jepsen: partition needs Cairn's admin endpoint (${ctx.target.kind} has none)`);
     this.hookUsed = true;
-    await adminPost(url, '/_admin/faults', body);
+    return adminPost(url, '/_admin/faults', body);
   }
 
   async start(ctx: NemesisContext): Promise<FaultStart> {
@@ -114,10 +114,15 @@ export class PartitionNemesis implements Nemesis {
 
   async stop(ctx: NemesisContext): Promise<readonly string[]> {
     this.iptables?.heal();
+    const evidence: string[] = [];
     if (this.hookUsed) {
-      for (let i = 0; i < ctx.target.nodes.length; i++) await this.hook(ctx, i, { clear: true }).catch(() => undefined);
+      for (let i = 0; i < ctx.target.nodes.length; i++) {
+        // The answer carries the hook's cumulative counters: what it dropped, delayed, duplicated.
+        const r = (await this.hook(ctx, i, { clear: true }).catch(() => undefined)) as { counters?: Record<string, number> } | undefined;
+        if (r?.counters !== undefined) evidence.push(`n${i + 1} hook totals ${Object.entries(r.counters).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+      }
     }
-    return ['healed'];
+    return evidence.length > 0 ? evidence : ['healed'];
   }
 
   async healAll(ctx: NemesisContext): Promise<void> {

@@ -33,7 +33,8 @@ export class PauseNemesis implements Nemesis {
   private paused: number[] = [];
   private count = 0;
 
-  constructor(private readonly leaseMs = 9000) {}
+  /** leaseMs: the lease duration of the system under test (Cairn's default is 6 s). */
+  constructor(private readonly leaseMs = 6000) {}
 
   async start(ctx: NemesisContext): Promise<FaultStart> {
     const n = ctx.target.nodes.length;
