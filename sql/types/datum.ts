@@ -154,6 +154,14 @@ function jsonText(v: JsonValue): string {
   return `{${parts.join(', ')}}`;
 }
 
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+function surrogateError(detail: string): SqlError {
+  return new SqlError('sql.invalid_text_representation', '22P02', 'invalid input syntax for type json', { detail });
+}
+
 /**
  * A strict JSON parser (RFC 8259) producing canonical jsonb values; numbers
  * become Decimals. For `json` (typeName 'json') it only validates.
@@ -221,6 +229,15 @@ export function parseJson(text: string, typeName: 'json' | 'jsonb'): JsonValue {
           const h = text.slice(i, i + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(h)) fail();
           const code = parseInt(h, 16);
+          if (typeName === 'json') {
+            // json only checks syntax: lone surrogates pass, as in PostgreSQL
+          } else if (code >= 0xd800 && code <= 0xdbff) {
+            // a high surrogate must be followed by an escaped low one
+            const lo = /^\\u[dD][c-fC-F][0-9a-fA-F]{2}/.exec(text.slice(i + 4, i + 10));
+            if (lo === null) throw surrogateError('Unicode low surrogate must follow a high surrogate.');
+          } else if (code >= 0xdc00 && code <= 0xdfff && !(out.length > 0 && isHighSurrogate(out.charCodeAt(out.length - 1)))) {
+            throw surrogateError('Unicode low surrogate must follow a high surrogate.');
+          }
           if (code === 0 && typeName === 'jsonb') {
             throw new SqlError('sql.untranslatable_character', '22P05', 'unsupported Unicode escape sequence', { detail: '\\u0000 cannot be converted to text.' });
           }

@@ -534,4 +534,10 @@ export const GOLDEN: readonly GoldenRow[] = [
   { t: "int2vector", in: "  4  ", tz: "UTC", out: "4", bin: "0000000100000000000000150000000100000000000000020004" },
   { t: "oidvector", in: "23 25", tz: "UTC", out: "23 25", bin: "00000001000000000000001a000000020000000000000004000000170000000400000019" },
   { t: "oidvector", in: "", tz: "UTC", out: "", bin: "00000001000000000000001a0000000000000000" },
+  { t: "jsonb", in: "\"\\ud83d\"", tz: "UTC", err: "22P02" },
+  { t: "jsonb", in: "\"\\ude00\"", tz: "UTC", err: "22P02" },
+  { t: "jsonb", in: "\"\\ud83dx\"", tz: "UTC", err: "22P02" },
+  { t: "jsonb", in: "\"\\ud83d\\ude00\"", tz: "UTC", out: "\"😀\"", bin: "0122f09f988022" },
+  { t: "json", in: "\"\\ud83dx\"", tz: "UTC", out: "\"\\ud83dx\"", bin: "225c75643833647822" },
+  { t: "json", in: "\"\\ud83d\\ude00\"", tz: "UTC", out: "\"\\ud83d\\ude00\"", bin: "225c75643833645c756465303022" },
 ];
