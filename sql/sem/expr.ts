@@ -27,7 +27,9 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
 import { Oid, T, formatType, typeFromName, type SqlType } from '../types/type.js';
 import { divisionByZero, datatypeMismatch } from '../types/type-error.js';
-import { castDatum, checkInt, compareDatums, datumFromText, toDecimal, type Datum } from './datum.js';
+import { castContext, castDatum, checkInt, compareAcross, compareDatums, datumFromText, type Datum } from './datum.js';
+
+const CAST_RANK = { implicit: 0, assignment: 1, explicit: 2 } as const;
 import { lookupBuiltin } from './builtins.js';
 
 export interface ScopeColumn {
@@ -108,7 +110,7 @@ function isNumericType(t: SqlType): boolean {
 
 /** The common type of two operands for comparison / CASE / COALESCE, or undefined. */
 export function unifyTypes(a: SqlType, b: SqlType): SqlType | undefined {
-  if (a.family === 'unknown') return b.family === 'unknown' ? T.text : b;
+  if (a.family === 'unknown') return b;
   if (b.family === 'unknown') return a;
   if (a.oid === b.oid) return a.typmod === b.typmod ? a : { ...a, typmod: -1 };
   if (isNumericType(a) && isNumericType(b)) {
@@ -222,21 +224,16 @@ export class ExprCompiler {
         return v === null ? null : datumFromText(v as string, to);
       } };
     }
-    const sameFamily = from.family === to.family;
-    const ok =
-      mode === 'explicit' ||
-      sameFamily ||
-      (isNumericType(from) && isNumericType(to) && (mode === 'assignment' || (NUMERIC_RANK[to.oid] ?? 0) >= (NUMERIC_RANK[from.oid] ?? 0))) ||
-      (mode === 'assignment' && to.family === 'string') ||
-      (from.family === 'date' && (to.family === 'timestamp' || to.family === 'timestamptz')) ||
-      (from.family === 'timestamp' && to.family === 'timestamptz') ||
-      (from.family === 'timestamptz' && to.family === 'timestamp' && mode !== 'implicit');
-    if (!ok) throw datatypeMismatch(`expected ${formatType(to)}, found ${formatType(from)}`);
-    if (sameFamily && from.family !== 'int' && from.family !== 'float') return { type: to, fn: t.fn };
+    const ctx = castContext(from, to);
+    if (ctx === undefined) {
+      if (mode === 'explicit') throw new SqlError('sql.cannot_coerce', '42846', `cannot cast type ${formatType(from)} to ${formatType(to)}`);
+      throw datatypeMismatch(`expected ${formatType(to)}, found ${formatType(from)}`);
+    }
+    if (CAST_RANK[ctx] > CAST_RANK[mode]) throw datatypeMismatch(`expected ${formatType(to)}, found ${formatType(from)}`);
     const f = t.fn;
     return { type: to, fn: (row, env) => {
       const v = f(row, env);
-      return v === null ? null : castDatum(v, from, to);
+      return v === null ? null : castDatum(v, from, to, mode);
     } };
   }
 
@@ -544,15 +541,14 @@ export class ExprCompiler {
     return type.family === 'unknown' ? T.text : type;
   }
 
-  /** A comparison function for two (unified) types. */
+  /** A comparison function for two operand types (42883 when PostgreSQL has no such operator). */
   comparator(a: SqlType, b: SqlType, op: string): (x: Exclude<Datum, null>, y: Exclude<Datum, null>) => number {
     const u = unifyTypes(a, b);
     if (u === undefined) throw opError(op, a, b);
-    if (a.family === 'interval') return (x, y) => (x as { cmp(o: unknown): number }).cmp(y);
-    if (a.family === 'jsonb') return (x, y) => compareDatums(String(x), String(y));
-    if (a.family !== b.family && (a.family === 'float' || b.family === 'float')) return (x, y) => compareDatums(Number(x), Number(y));
-    if (a.family !== b.family && (a.family === 'numeric' || b.family === 'numeric')) return (x, y) => toDecimal(x).cmp(toDecimal(y));
-    return compareDatums;
+    if (a.family === b.family) return (x, y) => compareDatums(x, y, a);
+    if (isNumericType(a) && isNumericType(b)) return (x, y) => compareAcross(x, a, y, b);
+    // date vs timestamp(tz), unknown vs X: compare in the unified type.
+    return (x, y) => compareDatums(a.family === u.family ? x : castDatum(x, a, u, 'implicit'), b.family === u.family ? y : castDatum(y, b, u, 'implicit'), u);
   }
 
   private comparison(op: string, l: Typed, r: Typed): Typed {
