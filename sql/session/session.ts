@@ -20,8 +20,10 @@
  * MAX_AUTO_RETRIES times — as long as no row of it reached the client
  * (RowSink.canRewind). Results are materialised before they are sent, so a
  * statement's rows are never partially sent when it retries.
- * NB: statements of a multi-statement simple Query outside BEGIN each get
- * their own implicit transaction (PostgreSQL would group them in one).
+ * Several statements in one simple Query outside BEGIN share one implicit
+ * transaction (PostgreSQL's rule): committed after the last one, rolled back
+ * by any error; only its current statement can be retried transparently.
+ * (A string that mixes in BEGIN/COMMIT/SAVEPOINT runs statement by statement.)
  *
  * DDL works inside explicit transactions (ddl.ts): later statements of the
  * transaction plan against its own uncommitted schema; the node's catalog
@@ -181,6 +183,7 @@ function isRetryableError(e: unknown): boolean {
 }
 
 const NOT_IN_ABORTED = new Set(['Rollback', 'Commit', 'RollbackToSavepoint']);
+const TXN_CONTROL = new Set(['Begin', 'Commit', 'Rollback', 'Savepoint', 'ReleaseSavepoint', 'RollbackToSavepoint', 'SetTransaction']);
 
 function modesNotice(modes: TransactionModes | undefined, vars: SessionVars): string | undefined {
   const iso = modes?.isolation ?? (vars.get('default_transaction_isolation') as TransactionModes['isolation']);
@@ -241,16 +244,32 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       sink.emptyQuery();
       return;
     }
-    for (const ps of parsed) {
-      const r = await this.runOne(ps, undefined, [], sink);
-      if (r.columns !== undefined) {
-        sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
-        for (const row of r.rows) {
-          const p = sink.row(encodeRow(row, r.columns, [0]));
-          if (p !== undefined) await p;
+    // Several statements outside BEGIN share one implicit transaction (as in
+    // PostgreSQL): committed after the last, rolled back by any error.
+    const batch = this.txn === undefined && parsed.length > 1 && parsed.every((p) => !TXN_CONTROL.has(p.ast.kind));
+    if (batch) this.txn = { sql: new SqlTxn(this.deps.db.newTxn()), aborted: false, committed: false, savepoints: [] };
+    try {
+      for (const ps of parsed) {
+        const r = await this.runOne(ps, undefined, [], sink);
+        if (r.columns !== undefined) {
+          sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
+          for (const row of r.rows) {
+            const p = sink.row(encodeRow(row, r.columns, [0]));
+            if (p !== undefined) await p;
+          }
         }
+        sink.commandComplete(r.tag);
       }
-      sink.commandComplete(r.tag);
+    } catch (e) {
+      if (batch) await this.rollback();
+      throw e;
+    }
+    if (batch) {
+      try {
+        await this.commit();
+      } catch (e) {
+        throw toClientError(e);
+      }
     }
   }
 
