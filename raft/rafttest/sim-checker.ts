@@ -23,7 +23,7 @@
  * (raft internals included: it is a test harness); the cluster tells it which
  * nodes changed ("dirty") so a step costs O(dirty nodes × log length).
  */
-import { StateType, type Entry, type HardState, type Storage } from '../types.js';
+import { EntryType, StateType, type Entry, type HardState, type Storage } from '../types.js';
 import type { RaftLog } from '../log.js';
 
 export class SimViolationError extends Error {
@@ -58,7 +58,7 @@ interface LeaderRecord {
   terms: number[];
 }
 
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -69,8 +69,12 @@ function sameEntry(a: Entry, b: Entry): boolean {
   return a.index === b.index && a.term === b.term && a.type === b.type && bytesEqual(a.data, b.data);
 }
 
+/** index/tterm[:data], the data shown when printable (proposals), else as a size or a conf change marker. */
 function fmt(e: Entry): string {
-  return `${e.index}/t${e.term}${e.data.length > 0 ? `:${Buffer.from(e.data).toString('latin1')}` : ''}`;
+  let d = '';
+  if (e.type === EntryType.ConfChange) d = ':confchange';
+  else if (e.data.length > 0) d = e.data.every((b) => b >= 0x20 && b < 0x7f) ? `:${Buffer.from(e.data).toString('latin1')}` : `:<${e.data.length} bytes>`;
+  return `${e.index}/t${e.term}${d}`;
 }
 
 export class SafetyChecker {

@@ -384,7 +384,7 @@ export class SimCluster {
     const ok = to !== undefined && to.rawNode !== null && this.net.connected(m.from, m.to);
     if (m.type === MessageType.MsgSnap) this.reportSnapshot(m.from, m.to, ok);
     if (!ok) return;
-    this.log(`deliver ${describeMsg(m)}`);
+    if (this.trace !== null) this.log(`deliver ${describeMsg(m)}`);
     this.dirty.add(m.to);
     this.guard(() => (to.rawNode as RawNode).step(m));
     if (handleReady) this.handleReady(m.to);
@@ -410,7 +410,7 @@ export class SimCluster {
   propose(id: number, data: Uint8Array): void {
     const rn = this.node(id).rawNode;
     if (rn === null) return;
-    this.log(`propose ${Buffer.from(data).toString('latin1')} at ${id}`);
+    if (this.trace !== null) this.log(`propose ${Buffer.from(data).toString('latin1')} at ${id}`);
     this.dirty.add(id);
     this.guard(() => rn.propose(data));
   }

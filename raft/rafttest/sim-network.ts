@@ -123,6 +123,11 @@ export class SimNetwork {
     for (const [id, g] of assignment) this.group.set(id, g);
   }
 
+  /** Removes every partition (message faults stay). */
+  healPartitions(): void {
+    this.group.clear();
+  }
+
   /** Removes every partition and every fault. */
   heal(): void {
     this.group.clear();

@@ -23,9 +23,11 @@
  * just appended, just advanced the commit index.
  *
  * Liveness: after the schedule, heal the network, restart every crashed
- * member, tick until one leader is recognised by all live members (bounded
- * by 10 × electionTick × nodes ticks), propose K entries to it and require
- * them applied on every member within 20 × electionTick ticks.
+ * member, tick until one leader is recognised by all live members of its
+ * configuration, with its log committed and applied, for two election
+ * timeouts running (bounded by 10 × electionTick × nodes ticks), then
+ * propose K entries to it and require them applied on every member within
+ * 20 × electionTick ticks.
  */
 import { Prng } from '../../src/util/prng.js';
 import { StateType } from '../types.js';
@@ -321,7 +323,7 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
       return;
     }
     case 'heal':
-      c.net.partition(new Map([...c.nodes.keys()].map((id) => [id, 0])));
+      c.net.healPartitions();
       x.note('heal partitions');
       return;
     case 'compact': {
@@ -418,7 +420,7 @@ function churn(c: SimCluster, p: Prng, x: StepContext): void {
       if (d.length > 0) c.restart(p.pick(d).id);
     }
   }
-  c.net.partition(new Map([...c.nodes.keys()].map((id) => [id, 0])));
+  c.net.healPartitions();
 }
 
 /** One tick of a healthy cluster: every live node ticks, then everything due is delivered until quiet. */
@@ -459,11 +461,21 @@ function checkLiveness(c: SimCluster, electionTick: number, nodes: number, note:
   for (const n of c.down()) c.restart(n.id);
   note('healed; every member restarted');
   const bound = 10 * electionTick * nodes;
+  // A leader counts once it has stayed settled for two election timeouts: a
+  // follower whose timer was about to fire when the network healed may still
+  // (legitimately, without pre-vote) start one more election.
+  const settle = 2 * electionTick;
   let lead: SimNode | null = null;
-  for (let t = 0; t < bound && (lead = stableLeader(c)) === null; t++) healthyTick(c);
-  if (lead === null) throw new SimViolationError(`raft sim: liveness: no stable leader within ${bound} ticks of healing; ${describeNodes(c)}`);
-  const rn = lead.rawNode as RawNode;
-  const term = rn.raft.term;
+  let term = 0;
+  let since = 0;
+  for (let t = 0; t < bound && since < settle; t++) {
+    healthyTick(c);
+    const l = stableLeader(c);
+    const lt = l === null ? 0 : (l.rawNode as RawNode).raft.term;
+    if (l !== null && l === lead && lt === term) since++;
+    else [lead, term, since] = [l, lt, 0];
+  }
+  if (lead === null || since < settle) throw new SimViolationError(`raft sim: liveness: no stable leader within ${bound} ticks of healing; ${describeNodes(c)}`);
   const want: string[] = [];
   for (let k = 0; k < LIVENESS_PROPOSALS; k++) {
     const d = `final${k}`;

@@ -17,13 +17,15 @@ import { PLANTED_FAULTS } from '../../raft/rafttest/sim-faults.js';
 
 const RUNS = Number(process.env['SIM_RUNS'] ?? 1500);
 
+/** The failure, how to replay it, and the end of its full trace (a replay: runs are deterministic). */
 function explain(o: SimOptions, r: SimResult): string {
+  const trace = r.trace ?? runSimulation({ ...o, recordTrace: true }).trace ?? [];
   return [
     r.failure ?? '',
     `replay: SIM_SEED=${o.seed} SIM_NODES=${o.nodes} SIM_STEPS=${o.steps} npx vitest run test/raft/simulation.test.ts`,
     `   or: runSimulation(${JSON.stringify({ ...o, recordTrace: true })})`,
     `failed at step ${r.failedAt}; last trace lines:`,
-    ...r.tail.map((l) => `  ${l}`),
+    ...trace.slice(-80).map((l) => `  ${l}`),
   ].join('\n');
 }
 
