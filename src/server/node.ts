@@ -92,6 +92,9 @@ export const INITIAL_REPLICAS = 3;
 const GOSSIP_INTERVAL_MS = 1_000;
 const CLOCK_CHECK_INTERVAL_MS = 1_000;
 const JOIN_POLL_MS = 300;
+/** How long `cairn init` waits for each --join node that does not answer yet. */
+const INIT_WAIT_MS = 10_000;
+const CHECKSUM_WAIT_MS = 10_000;
 
 export type NodeState = 'waiting-for-init' | 'joining' | 'serving' | 'stopping' | 'stopped';
 
@@ -119,6 +122,13 @@ export interface NodeStatusRow {
   readonly ranges: number | null;
   readonly leaseholders: number | null;
   readonly underreplicated: number | null;
+}
+
+/** One range's checksums by node id (null: that replica did not answer in time). */
+export interface RangeChecksums {
+  readonly rangeId: number;
+  readonly checksumId: number;
+  readonly checksums: Record<number, string | null>;
 }
 
 /** One replica as `/_status/ranges` shows it. */
@@ -165,6 +175,14 @@ function causeCodes(e: unknown): string[] {
   const out: string[] = [];
   for (let c: unknown = e; c instanceof Error && out.length < 8; c = c.cause) if (c instanceof CairnError) out.push(c.code);
   return out;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ServerError('server.timeout', `${what} timed out after ${ms} ms`, { retryable: true })), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -435,15 +453,25 @@ export class Node {
     this.bootstrapping = true;
     try {
       const members: { addr: string; instanceId: string }[] = [{ addr: formatHostPort(this.rpcAddr), instanceId: this.instanceId }];
+      // Every --join node that answers within INIT_WAIT_MS is a candidate (a node
+      // still starting, or an address in dial backoff, is retried meanwhile).
+      const deadline = performance.now() + INIT_WAIT_MS;
       for (const addr of this.joinAddrs()) {
         if (members.length >= INITIAL_REPLICAS) break;
-        let res: GossipResponse;
-        try {
-          res = await this.gossipAddress(addr);
-        } catch (e) {
-          this.log.warn({ addr: formatHostPort(addr), err: errMessage(e) }, 'server: init: --join node unreachable, left out');
-          continue;
+        let res: GossipResponse | null = null;
+        for (;;) {
+          try {
+            res = await this.gossipAddress(addr);
+            break;
+          } catch (e) {
+            if (!(e instanceof CairnError && e.retryable) || performance.now() > deadline) {
+              this.log.warn({ addr: formatHostPort(addr), err: errMessage(e) }, 'server: init: --join node unreachable, left out');
+              break;
+            }
+            await sleep(JOIN_POLL_MS);
+          }
         }
+        if (res === null) continue;
         if (res.initialized) {
           throw new ServerError('server.already_initialized', `server: the cluster has already been initialized (the node at ${formatHostPort(addr)} is n${res.nodeId} of cluster ${res.clusterId})`);
         }
@@ -896,27 +924,37 @@ export class Node {
     return rows;
   }
 
-  /** Per-range consistency checksums: ComputeChecksum through Raft, then each replica's result. */
-  async rangeChecksums(): Promise<{ rangeId: number; checksums: Record<number, string> }[]> {
+  /**
+   * Per-range consistency checksums: ComputeChecksum through Raft, then each
+   * replica's result. A replica that does not answer within
+   * CHECKSUM_WAIT_MS reports null (e.g. it caught up by a snapshot that
+   * covered the checksum entry, so it never computed that checksum): the
+   * caller asks again with a fresh id.
+   */
+  async rangeChecksums(): Promise<RangeChecksums[]> {
     const kv = this.requireKv();
     const rows = await kv.scan(META2_PREFIX, META2_MAX);
-    const out: { rangeId: number; checksums: Record<number, string> }[] = [];
+    const out: RangeChecksums[] = [];
     for (const row of rows) {
       const desc: RangeDescriptor = decodeRangeDescriptor(Buffer.from(row.value));
       const checksumId = 1 + Math.floor(Math.random() * 2 ** 31);
       await kv.sender.send({ header: { rangeId: desc.rangeId, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'computeChecksum', checksumId }] });
-      const checksums: Record<number, string> = {};
+      const checksums: Record<number, string | null> = {};
+      const payload = encodeJson({ rangeId: desc.rangeId, checksumId });
       await Promise.all(
         desc.replicas.map(async (r) => {
-          const payload = encodeJson({ rangeId: desc.rangeId, checksumId });
-          const res =
-            r.nodeId === this.rpc.nodeId
-              ? { checksum: await this.requireStore().checksum(desc.rangeId, checksumId) }
-              : decodeJson<{ checksum: string }>(await this.rpc.call(r.nodeId, ServerMethod.Checksum, payload, { timeoutMs: 30_000 }), 'checksum');
-          checksums[r.nodeId] = res.checksum;
+          try {
+            checksums[r.nodeId] =
+              r.nodeId === this.rpc.nodeId
+                ? await withTimeout(this.requireStore().checksum(desc.rangeId, checksumId), CHECKSUM_WAIT_MS, `server: r${desc.rangeId} checksum on n${r.nodeId}`)
+                : decodeJson<{ checksum: string }>(await this.rpc.call(r.nodeId, ServerMethod.Checksum, payload, { timeoutMs: CHECKSUM_WAIT_MS }), 'checksum').checksum;
+          } catch (e) {
+            this.log.debug({ rangeId: desc.rangeId, nodeId: r.nodeId, err: errMessage(e) }, 'server: no checksum from replica');
+            checksums[r.nodeId] = null;
+          }
         }),
       );
-      out.push({ rangeId: desc.rangeId, checksums });
+      out.push({ rangeId: desc.rangeId, checksumId, checksums });
     }
     return out;
   }
