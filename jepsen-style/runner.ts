@@ -60,6 +60,8 @@ export interface RunOptions {
   /** Isolation of every transaction; anything but serializable is a broken client. */
   readonly isolation?: WorkloadOptions['isolation'];
   readonly storeRoot?: string;
+  /** Cairn: third octet of the nodes' loopback addresses (127.0.<subnet>.11…); default 0. */
+  readonly loopbackSubnet?: number;
   /** Quiet time between faults and fault duration (ms). */
   readonly faultIntervalMs?: number;
   readonly faultDurationMs?: number;
@@ -175,7 +177,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   if (opts.canary !== undefined) nlog(`canary: CAIRN_CANARY=${opts.canary}`);
 
   log(`jepsen: starting ${opts.target} (${opts.target === 'postgres' ? 1 : opts.nodes} nodes) in ${dir}`);
-  const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env });
+  const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env, ...(opts.loopbackSubnet === undefined ? {} : { subnet: opts.loopbackSubnet }) });
   const clients: ClientProcess[] = [];
   const faults: FaultWindow[] = [];
   const ctx: NemesisContext = { target, prng: new Prng(opts.seed ^ 0x9e3779b9), log: nlog };

@@ -34,6 +34,12 @@ export interface CairnTargetOptions {
   /** Extra `cairn start` flags (e.g. --lease-duration=3s). */
   readonly extraArgs?: readonly string[];
   readonly startTimeoutMs?: number;
+  /**
+   * Third octet of the nodes' loopback addresses: 127.0.<subnet>.(10+i). Default 0
+   * (127.0.0.11…); concurrent runs (tests) pick distinct subnets so their ports never
+   * collide.
+   */
+  readonly subnet?: number;
 }
 
 const REPO = new URL('../../', import.meta.url).pathname.replace(/\/dist\/$/, '/');
@@ -42,8 +48,8 @@ const RPC_PORT = 26357;
 const SQL_PORT = 26257;
 const HTTP_PORT = 8080;
 
-export function loopbackHost(id: number): string {
-  return `127.0.0.${10 + id}`;
+export function loopbackHost(id: number, subnet = 0): string {
+  return `127.0.${subnet}.${10 + id}`;
 }
 
 export class CairnTarget implements ClusterTarget {
@@ -58,7 +64,7 @@ export class CairnTarget implements ClusterTarget {
     private readonly cli: string,
   ) {
     this.nodes = Array.from({ length: opts.nodes }, (_, i): TargetNode => {
-      const host = loopbackHost(i + 1);
+      const host = loopbackHost(i + 1, opts.subnet);
       return { id: i + 1, host, sqlUrl: `postgres://root@${host}:${SQL_PORT}/defaultdb`, httpUrl: `http://${host}:${HTTP_PORT}`, logPath: join(opts.dir, `node${i + 1}.log`) };
     });
     this.procs = this.nodes.map(() => undefined);
@@ -72,7 +78,7 @@ export class CairnTarget implements ClusterTarget {
     try {
       for (let i = 0; i < opts.nodes; i++) await t.restart(i);
       await waitFor('node 1 to accept RPC', opts.startTimeoutMs ?? 60_000, async () => (await httpStatus(t.nodes[0]!.httpUrl!, '/health')) === 200, 100);
-      await t.cliRun(['init', `--host=${loopbackHost(1)}:${RPC_PORT}`]);
+      await t.cliRun(['init', `--host=${t.nodes[0]!.host}:${RPC_PORT}`]);
       await t.waitReady(opts.startTimeoutMs ?? 60_000);
     } catch (e) {
       await t.stop();

@@ -16,6 +16,8 @@ export class ClockNemesis implements Nemesis {
   readonly name: string;
   private skewed: number[] = [];
   private strobe: NodeJS.Timeout | undefined;
+  /** The strobe's calls, chained, so a heal can never be overtaken by a late strobe. */
+  private inflight: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly maxOffsetMs = 500,
@@ -43,7 +45,7 @@ export class ClockNemesis implements Nemesis {
       let on = true;
       this.strobe = setInterval(() => {
         on = !on;
-        this.set(ctx, i, on ? offsetMs : 0).catch((e: unknown) => ctx.log(`clock strobe n${i + 1}: ${String(e)}`));
+        this.inflight = this.inflight.then(() => this.set(ctx, i, on ? offsetMs : 0)).catch((e: unknown) => ctx.log(`clock strobe n${i + 1}: ${String(e)}`));
       }, this.strobeMs);
     }
     return {
@@ -56,6 +58,7 @@ export class ClockNemesis implements Nemesis {
   async stop(ctx: NemesisContext): Promise<readonly string[]> {
     if (this.strobe !== undefined) clearInterval(this.strobe);
     this.strobe = undefined;
+    await this.inflight;
     const evidence: string[] = [];
     for (const i of this.skewed) {
       await this.set(ctx, i, 0);

@@ -8,8 +8,9 @@
  * Keys: `0xfe "jepsen/register/" <k>` (above every table's data), values the decimal
  * text of a small integer, both hex-encoded on the wire.
  * Outcomes: {ok:true} → ok; {ok:false, ambiguous:false} → fail (the KV layer knows it
- * did not apply); ambiguous, an HTTP error or a timeout → info for writes, fail for
- * reads (a read changes nothing).
+ * did not apply); an HTTP error whose body is a typed `server.*` refusal → fail (the
+ * request was refused before any op ran); ambiguous, another HTTP error or a timeout →
+ * info for writes, fail for reads (a read changes nothing).
  */
 import { linearizableChecker, register } from '../checkers/index.js';
 import { RegisterGenerator } from './register.js';
@@ -39,7 +40,12 @@ async function executeKv(httpUrl: string, op: OpRequest, timeoutMs: number): Pro
       signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await res.text();
-    if (!res.ok) return { type: read ? 'fail' : 'info', value: op.value, error: `http ${res.status}: ${text.slice(0, 120)}` };
+    if (!res.ok) {
+      // A typed refusal of the whole request (e.g. server.not_serving) comes before any op
+      // ran: certainly not applied. Anything else (a proxy, a crash mid-request) is unknown.
+      const refused = /^\{"code":"server\./.test(text);
+      return { type: read || refused ? 'fail' : 'info', value: op.value, error: `http ${res.status}: ${text.slice(0, 160)}` };
+    }
     r = (JSON.parse(text) as { results: KvResult[] }).results[0]!;
   } catch (e) {
     return { type: read ? 'fail' : 'info', value: op.value, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };

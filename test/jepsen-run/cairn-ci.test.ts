@@ -1,5 +1,5 @@
 // The CI runs of issue 9 against a real 3-node Cairn cluster (node processes on
-// 127.0.0.11–13 started through the CLI): register under kill + partition, and under
+// 127.0.202.11–13 started through the CLI): register under kill + partition, and under
 // clock skew below the max offset — all must be valid, and every fault must show that it
 // bit. The build has no SQL layer mounted yet, so the register runs through the admin KV
 // endpoint (kv-register: single-key reads and writes, checked for linearizability);
@@ -13,7 +13,7 @@ import { missingFiles, readResults, tempStore } from './support.js';
 const store = tempStore();
 afterAll(() => rmSync(store, { recursive: true, force: true }));
 
-const base = { workload: 'kv-register', nodes: 3, concurrency: 6, target: 'cairn', storeRoot: store, faultIntervalMs: 3000, faultDurationMs: 4000 } as const;
+const base = { workload: 'kv-register', nodes: 3, concurrency: 6, target: 'cairn', storeRoot: store, faultIntervalMs: 3000, faultDurationMs: 4000, recoveryTimeoutMs: 20_000, loopbackSubnet: 202 } as const;
 
 describe('jepsen-style CI runs on a 3-node Cairn cluster', () => {
   it('the Cairn CLI is built (npm test builds first)', () => {

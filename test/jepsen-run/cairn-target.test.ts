@@ -1,0 +1,55 @@
+// CairnTarget and the Cairn-specific nemesis paths against a real 3-node cluster: the
+// canary flag reaches the node processes' environment (issue 9, "Canaries"), range
+// status is read from /_status/ranges, and the kill nemesis in leaseholder mode kills
+// the node that holds the lease of the hottest range, by its own pid.
+import { readFileSync, rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prng } from '../../src/util/index.js';
+import { CairnTarget } from '../../jepsen-style/control/cairn-target.js';
+import { clusterRanges } from '../../jepsen-style/control/admin.js';
+import { isAlive } from '../../jepsen-style/control/target.js';
+import { KillNemesis } from '../../jepsen-style/nemesis/kill.js';
+import { tempStore } from './support.js';
+
+const dir = tempStore();
+let target: CairnTarget;
+
+beforeAll(async () => {
+  target = await CairnTarget.start({ dir, nodes: 3, env: { CAIRN_CANARY: 'skip-timestamp-cache' }, subnet: 201 });
+}, 120_000);
+
+afterAll(async () => {
+  await target?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('CairnTarget', () => {
+  it('runs each node as its own process on its own loopback address, with the canary in its environment', () => {
+    expect(target.nodes.map((n) => n.host)).toEqual(['127.0.201.11', '127.0.201.12', '127.0.201.13']);
+    for (let i = 0; i < 3; i++) {
+      const pid = target.pid(i)!;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      expect(cmdline).toContain('start');
+      expect(cmdline).toContain(`--listen-addr=127.0.201.${11 + i}:26357`);
+      expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('CAIRN_CANARY=skip-timestamp-cache');
+    }
+  });
+
+  it('reads leaseholders from /_status/ranges and kills the hot range\'s leaseholder by its pid', async () => {
+    const ranges = await clusterRanges(target.nodes);
+    expect(ranges).toBeDefined();
+    expect(ranges!.length).toBeGreaterThan(0);
+    const hot = [...ranges!].filter((r) => r.leaseholder !== undefined).sort((a, b) => b.rangeId - a.rangeId)[0]!;
+    const victim = hot.leaseholder! - 1;
+    const pid = target.pid(victim)!;
+    const k = new KillNemesis(['leaseholder']);
+    const ctx = { target, prng: new Prng(1), log: () => undefined };
+    const s = await k.start(ctx);
+    expect(s.nodes).toEqual([victim + 1]);
+    expect(s.description).toMatch(/\(leaseholder\)$/);
+    expect(isAlive(pid)).toBe(false);
+    await k.stop(ctx);
+    expect(target.pid(victim)).not.toBe(pid);
+    await target.waitReady(60_000);
+  }, 90_000);
+});
