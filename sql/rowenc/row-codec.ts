@@ -260,13 +260,17 @@ export class RowCodec {
           if (want) out[ord] = tag === TAG_TRUE;
           break;
         case TAG_INT: {
-          if (want && (this.types[ord] as SqlType).oid === Oid.int8) {
+          if (!want) {
+            // Skip the varint without decoding it (it may not fit a number).
+            while (pos < n && ((value[pos] as number) & 0x80) !== 0) pos++;
+            pos++;
+          } else if ((this.types[ord] as SqlType).oid === Oid.int8) {
             const v = getVarintBig(value, pos);
             out[ord] = v.value;
             pos = v.next;
           } else {
             const v = getVarint(value, pos);
-            if (want) out[ord] = v.value;
+            out[ord] = v.value;
             pos = v.next;
           }
           break;

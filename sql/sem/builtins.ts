@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import type { Expr } from '../parser/ast.js';
 import { SqlError } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
-import { T, formatType, Oid, type SqlType } from '../types/type.js';
+import { T, baseType, formatType, Oid, type SqlType } from '../types/type.js';
 import { divisionByZero, outOfRange } from '../types/type-error.js';
 import { checkInt, datumToText, type Datum } from './datum.js';
 import type { EvalEnv, EvalFn, ExprCompiler, Typed } from './expr.js';
@@ -346,7 +346,8 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
       return { type: T.name, fn: () => 'public' };
     case 'pg_typeof': {
       const [a] = args(c, name, exprs, ['any']);
-      const text = formatType((a as Typed).type);
+      // regtype output: no modifier ("character", not "character(3)" or "bpchar")
+      const text = (a as Typed).type.oid === Oid.bpchar ? 'character' : formatType(baseType((a as Typed).type));
       return { type: T.text, fn: () => text };
     }
     case 'to_hex': {

@@ -600,12 +600,9 @@ export class ExprCompiler {
       l = isUntyped(l) ? this.coerce(l, T.text, 'implicit') : l;
       r = isUntyped(r) ? this.coerce(r, T.text, 'implicit') : r;
       if (l.type.family !== 'string' && r.type.family !== 'string') throw opError(op, l.type, r.type);
-      const lt = l.type;
-      const rt = r.type;
-      const lf = l.type.family === 'string' ? l.fn : this.coerce(l, T.text, 'assignment').fn;
-      const rf = r.type.family === 'string' ? r.fn : this.coerce(r, T.text, 'assignment').fn;
-      void lt;
-      void rt;
+      // Both sides become text (char(n) loses its padding, other types print).
+      const lf = this.coerce(l, T.text, 'assignment').fn;
+      const rf = this.coerce(r, T.text, 'assignment').fn;
       return { type: T.text, fn: (row, env) => {
         const a = lf(row, env);
         if (a === null) return null;

@@ -20,6 +20,7 @@
  */
 import { datetimeOverflow, invalidDatetimeFormat } from './type-error.js';
 import { fractionDigits } from './datetime.js';
+import { SqlError } from '../parser/sql-error.js';
 
 const USECS_PER_SEC = 1_000_000;
 const USECS_PER_HOUR = 3_600_000_000;
@@ -63,14 +64,16 @@ export class Interval {
 
 /** Checks the field ranges (22008 "interval out of range"). */
 export function checkInterval(iv: Interval): Interval {
-  if (
+  if (!inRange(iv)) throw datetimeOverflow('interval out of range');
+  return iv;
+}
+
+function inRange(iv: Interval): boolean {
+  return !(
     !Number.isInteger(iv.months) || iv.months > INT32_MAX || iv.months < INT32_MIN ||
     !Number.isInteger(iv.days) || iv.days > INT32_MAX || iv.days < INT32_MIN ||
     !Number.isFinite(iv.micros) || Math.abs(iv.micros) > 9.223372036854776e18
-  ) {
-    throw datetimeOverflow('interval out of range');
-  }
-  return iv;
+  );
 }
 
 function pad2(n: number): string {
@@ -189,23 +192,54 @@ export function parseInterval(input: string): Interval {
   const text = input.trim().toLowerCase();
   const bad = () => invalidDatetimeFormat('interval', input);
   if (text === '') throw bad();
+  const overflow = () => new SqlError('sql.interval_field_overflow', '22015', `interval field value out of range: "${input}"`);
   const acc = new Acc();
   if (text.startsWith('p')) {
     parseIso(text, acc, bad);
   } else {
-    parseVerbose(text, acc, bad);
+    parseVerbose(text, acc, bad, overflow);
   }
-  return checkInterval(new Interval(acc.months, acc.days, acc.micros));
+  const iv = new Interval(acc.months, acc.days, acc.micros);
+  if (!inRange(iv)) throw overflow();
+  return iv;
 }
 
-const NUM = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
+type Item =
+  | { readonly kind: 'time'; readonly micros: number }
+  | { readonly kind: 'unit'; readonly unit: Unit; readonly v: number; readonly frac: boolean };
 
-function parseVerbose(text: string, acc: Acc, bad: () => Error): void {
+/** Field bits: each may be given once (PostgreSQL's fmask/tmask check). */
+const FIELD_BIT: Record<Unit, number> = {
+  micro: 1 << 0,
+  milli: 1 << 1,
+  second: 1 << 2,
+  minute: 1 << 3,
+  hour: 1 << 4,
+  day: 1 << 5,
+  week: 1 << 6,
+  month: 1 << 7,
+  year: 1 << 8,
+  decade: 1 << 9,
+  century: 1 << 10,
+  millennium: 1 << 11,
+};
+const ALL_SECONDS = FIELD_BIT.second | FIELD_BIT.milli | FIELD_BIT.micro;
+const TIME_BITS = FIELD_BIT.hour | FIELD_BIT.minute | ALL_SECONDS;
+
+const NUMBER_RE = /^(?:[+-]?\d+(?:\.\d*)?|\.\d+)$/;
+
+/**
+ * The verbose form. Like PostgreSQL's DecodeInterval, fields are applied
+ * right to left, each kind at most once (22007 otherwise), and an
+ * 'hh:mm:ss' field sets the whole time part — so a fraction spilled from a
+ * larger unit written after it is kept, one written before it is not
+ * ('16:51:39 .51 mons' → 15 days 16:51:39; '.51 mons 16:51:39' → 15 days 24:03:39).
+ */
+function parseVerbose(text: string, acc: Acc, bad: () => Error, overflow: () => Error): void {
   const words = text.split(/\s+/);
   let ago = false;
-  let i = 0;
-  if (words[0] === '@') i++;
-  let sawAny = false;
+  let i = words[0] === '@' ? 1 : 0;
+  const items: Item[] = [];
   for (; i < words.length; i++) {
     let w = words[i] as string;
     if (w === 'ago') {
@@ -215,19 +249,18 @@ function parseVerbose(text: string, acc: Acc, bad: () => Error): void {
     }
     let mt: RegExpExecArray | null;
     if ((mt = /^([+-])?(\d+):(\d+)(?::(\d+(?:\.\d*)?))?$/.exec(w)) !== null) {
-      const sign = mt[1] === '-' ? -1 : 1;
       const h = Number(mt[2]);
       const m = Number(mt[3]);
-      const s = Number(mt[4] ?? 0);
-      if (m > 59 || s >= 60) throw datetimeOverflow(`interval field value out of range: "${text}"`);
-      acc.micros += sign * (h * USECS_PER_HOUR + m * 60 * USECS_PER_SEC + Math.round(s * USECS_PER_SEC));
-      sawAny = true;
+      const sec = Number(mt[4] ?? 0);
+      if (m > 59 || sec >= 60) throw overflow();
+      const us = h * USECS_PER_HOUR + m * 60 * USECS_PER_SEC + Math.round(sec * USECS_PER_SEC);
+      items.push({ kind: 'time', micros: mt[1] === '-' ? -us : us });
       continue;
     }
     if ((mt = /^([+-])?(\d+)-(\d+)$/.exec(w)) !== null) {
       const sign = mt[1] === '-' ? -1 : 1;
-      acc.months += sign * (Number(mt[2]) * 12 + Number(mt[3]));
-      sawAny = true;
+      items.push({ kind: 'unit', unit: 'year', v: sign * Number(mt[2]), frac: false });
+      items.push({ kind: 'unit', unit: 'month', v: sign * Number(mt[3]), frac: false });
       continue;
     }
     // "<number><unit>" written together, e.g. "10s", "1day"
@@ -237,8 +270,7 @@ function parseVerbose(text: string, acc: Acc, bad: () => Error): void {
       w = glued[1] as string;
       unitWord = glued[2];
     }
-    if (!NUM.test(w)) throw bad();
-    const v = Number(w);
+    if (!NUMBER_RE.test(w)) throw bad();
     if (unitWord === undefined) {
       const next = words[i + 1];
       if (next !== undefined && UNITS.has(next)) {
@@ -246,20 +278,27 @@ function parseVerbose(text: string, acc: Acc, bad: () => Error): void {
         i++;
       }
     }
+    let unit: Unit | undefined;
     if (unitWord === undefined) {
-      // A bare number: days when followed by a time ("3 4:05:06"), else seconds.
+      // A bare number: days before a time ("3 4:05:06"), else seconds.
       const next = words[i + 1];
-      if (next !== undefined && /^[+-]?\d+:/.test(next)) acc.add('day', v);
-      else acc.add('second', v);
-      sawAny = true;
-      continue;
+      unit = next !== undefined && /^[+-]?\d+:/.test(next) ? 'day' : 'second';
+    } else {
+      unit = UNITS.get(unitWord);
+      if (unit === undefined) throw bad();
     }
-    const unit = UNITS.get(unitWord);
-    if (unit === undefined) throw bad();
-    acc.add(unit, v);
-    sawAny = true;
+    items.push({ kind: 'unit', unit, v: Number(w), frac: w.includes('.') && !/\.0*$/.test(w) });
   }
-  if (!sawAny) throw bad();
+  if (items.length === 0) throw bad();
+  let seen = 0;
+  for (let k = items.length - 1; k >= 0; k--) {
+    const it = items[k] as Item;
+    const bits = it.kind === 'time' ? TIME_BITS : it.unit === 'second' && it.frac ? ALL_SECONDS : FIELD_BIT[it.unit];
+    if ((seen & bits) !== 0) throw bad();
+    seen |= bits;
+    if (it.kind === 'time') acc.micros = it.micros;
+    else acc.add(it.unit, it.v);
+  }
   if (ago) {
     acc.months = -acc.months;
     acc.days = -acc.days;

@@ -96,6 +96,22 @@ describe('RowCodec', () => {
     expect(out).toEqual([null, null, null, 1.5, null, null, null, null, null, 9n]);
   });
 
+  it('skips an undecoded int8 column of any size', () => {
+    const row: Datum[] = [1n, 'k', 7, null, null, null, null, null, null, -(2n ** 63n)];
+    const out: Datum[] = new Array(row.length).fill(null);
+    const needed = new Uint8Array(row.length);
+    needed[2] = 1;
+    codec.decodeValue(codec.encodeValue(row), out, needed);
+    expect(out[2]).toBe(7);
+    // a wide value before a needed column
+    const row2: Datum[] = [1n, 'k', null, null, null, null, null, null, null, 2n ** 62n];
+    const t2 = new RowCodec(table([col(1, 'k', T.int8, false), col(2, 'big', T.int8), col(3, 'after', T.int4)], [1]));
+    const out2: Datum[] = [null, null, null];
+    t2.decodeValue(t2.encodeValue([1n, -(2n ** 63n), 5]), out2, Uint8Array.from([0, 0, 1]));
+    expect(out2).toEqual([null, null, 5]);
+    void row2;
+  });
+
   it('omits NULL columns from the value (one format byte for an all-NULL row)', () => {
     const row: Datum[] = [1n, 'k', null, null, null, null, null, null, null, null];
     expect(codec.encodeValue(row)).toEqual(Buffer.from([0x01]));
