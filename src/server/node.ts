@@ -35,8 +35,9 @@
  * the SQL listener is bound, and the clock is healthy.
  *
  * Clock offset (DESIGN.md §6): every second the node pings each known peer
- * (RpcContext.ping); when its clock is out of bounds against a majority
- * (RpcContext.isClockHealthy, 80 % of --max-offset) it stops serving: KV
+ * (RpcContext.ping); when its clock is out of bounds against a majority of
+ * the nodes (clock-monitor.ts: 80 % of --max-offset; a message refused with
+ * hlc.clock_offset counts as out of bounds) it stops serving: KV
  * batches are refused with `server.clock_offset` (retryable: the client tries
  * another replica), new SQL sessions are refused, and the store is no longer
  * ticked, so its Raft leadership and leases lapse to healthy nodes. It resumes
@@ -70,6 +71,7 @@ import { KvClient, LeaseholderRouter, RpcNodeDialer } from '../kv/kv-client.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
+import { ClockMonitor } from './clock-monitor.js';
 import { NodeLiveness, isLive, type LivenessRecord } from './liveness.js';
 import { MetricRegistry, type Counter, type Gauge, type Histogram } from './metrics.js';
 import {
@@ -220,6 +222,7 @@ export class Node {
   private readonly clockHealthyGauge: Gauge;
   private readonly clockOffsetErrors: Counter;
   private stopping: Promise<void> | null = null;
+  private readonly clockMonitor: ClockMonitor;
   private gossipRunning = false;
   private clockCheckRunning = false;
 
@@ -232,6 +235,7 @@ export class Node {
     this.log = opts.logger ?? silentLogger();
     this.onFatal = opts.onFatal ?? ((e) => this.log.error({ code: e.code }, e.message));
     this.clock = new Clock(() => systemPhysicalMicros() + this.clockSkewMicros, config.maxOffsetMs * 1000);
+    this.clockMonitor = new ClockMonitor(config.maxOffsetMs * 1000 * 0.8);
     this.startedAtMicros = systemPhysicalMicros();
     this.settings = { ...DEFAULT_KV_SETTINGS, tickIntervalMs: config.tickIntervalMs, leaseDurationMicros: config.leaseDurationMs * 1000 };
     const ident = readStoreIdent(engine);
@@ -799,29 +803,31 @@ export class Node {
 
   private onClockOffsetError(peer: number, err: ClockOffsetError): void {
     this.clockOffsetErrors.inc();
+    this.clockMonitor.recordOffsetError(peer);
     this.log.warn({ peer, err: err.message }, 'server: clock offset error');
     void this.checkClock();
   }
 
+  /** Pings every known peer and updates the verdict (clock-monitor.ts). */
   private async checkClock(): Promise<void> {
     if (this.clockCheckRunning || this.state !== 'serving') return;
     this.clockCheckRunning = true;
     try {
-      const now = this.clock.physicalNow();
-      const peers = this.directory.nodeIds().filter((id) => id !== this.rpc.nodeId && this.livenessOf(id, now) !== false);
+      const peers = this.directory.nodeIds().filter((id) => id !== this.rpc.nodeId);
       await Promise.all(
         peers.map(async (id) => {
           try {
-            await this.rpc.ping(id, { timeoutMs: 1_000 });
-          } catch {
-            this.rpc.forgetClockOffset(id);
+            this.clockMonitor.recordMeasurement(id, await this.rpc.ping(id, { timeoutMs: 1_000 }));
+          } catch (e) {
+            if (causeCodes(e).includes('hlc.clock_offset')) this.clockMonitor.recordOffsetError(id);
+            else this.clockMonitor.forget(id);
           }
         }),
       );
-      const healthy = this.rpc.isClockHealthy();
+      const healthy = this.clockMonitor.healthy();
       if (healthy !== this.clockHealthy) {
-        if (healthy) this.log.warn('server: clock back within the max offset of a majority of peers; serving again');
-        else this.log.error({ maxOffsetMs: this.config.maxOffsetMs }, 'server: clock beyond the max offset from a majority of peers; refusing KV and SQL');
+        if (healthy) this.log.warn('server: clock back within the max offset of a majority of nodes; serving again');
+        else this.log.error({ maxOffsetMs: this.config.maxOffsetMs, evidence: Object.fromEntries(this.clockMonitor.evidence) }, 'server: clock beyond the max offset from a majority of nodes; refusing KV and SQL');
       }
       this.clockHealthy = healthy;
       this.clockHealthyGauge.set(healthy ? 1 : 0);

@@ -1,0 +1,94 @@
+/**
+ * Clock-offset safety (DESIGN.md §6, "Clock offset beyond the bound"): a
+ * node whose clock is skewed beyond --max-offset from a majority of the
+ * cluster stops serving — /health?ready=1 answers 503 naming the clock, KV
+ * through it is refused, cairn_clock_offset_healthy drops to 0 — while the
+ * other two keep serving; once the skew is removed it serves again. The skew
+ * goes through POST /_admin/clock (the jepsen-style clock nemesis), never
+ * the OS clock. Also the pure verdict rule (src/server/clock-monitor.ts).
+ */
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { ClockMonitor } from '../../src/server/clock-monitor.js';
+import { parsePrometheusText } from '../../src/server/metrics.js';
+import type { RangeStatus } from '../../src/server/node.js';
+import { ProcessCluster } from '../support/process-cluster.js';
+
+describe('ClockMonitor verdict', () => {
+  const m = (offsetMs: number) => ({ offsetMicros: offsetMs * 1000, uncertaintyMicros: 1000, measuredAt: 0 });
+
+  it('counts itself: one skewed node of three stops, the other two keep serving', () => {
+    const good = new ClockMonitor(400_000);
+    good.recordMeasurement(2, m(10));
+    good.recordOffsetError(3);
+    expect(good.healthy()).toBe(true);
+    const skewed = new ClockMonitor(400_000);
+    skewed.recordMeasurement(1, m(-1500));
+    skewed.recordOffsetError(2);
+    expect(skewed.healthy()).toBe(false);
+    skewed.recordMeasurement(1, m(5));
+    skewed.recordMeasurement(2, m(5));
+    expect(skewed.healthy()).toBe(true);
+    expect(new ClockMonitor(1).healthy()).toBe(true);
+  });
+
+  it('two nodes: a disagreement makes both stop (no majority either way)', () => {
+    const a = new ClockMonitor(400_000);
+    a.recordMeasurement(2, m(401));
+    expect(a.healthy()).toBe(false);
+    a.forget(2);
+    expect(a.healthy()).toBe(true);
+  });
+});
+
+let c: ProcessCluster;
+
+beforeAll(async () => {
+  c = await ProcessCluster.start({ nodes: 3, extraArgs: ['--max-offset=250ms'] });
+}, 120_000);
+
+afterAll(async () => {
+  await c?.close();
+});
+
+async function waitFor(what: string, timeoutMs: number, f: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await f().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+describe('a node with a skewed clock', () => {
+  it('stops serving while a majority disagrees with it, and resumes when the skew is gone', async () => {
+    const ranges = await c.json<RangeStatus[]>(0, '/_status/ranges');
+    const ids = await Promise.all([0, 1, 2].map(async (i) => (await c.json<{ nodeId: number }>(i, '/health')).nodeId));
+    const victim = [0, 1, 2].find((i) => ids[i] !== ranges[0]?.leaseholderNodeId) as number;
+    const others = [0, 1, 2].filter((i) => i !== victim);
+    await c.json(victim, '/_admin/clock', 'POST', { offsetMs: 1500 });
+
+    await waitFor('the skewed node to refuse readiness', 10_000, async () => (await c.http(victim, '/health?ready=1')).status === 503);
+    const health = JSON.parse((await c.http(victim, '/health?ready=1')).body) as { reason: string; clockHealthy: boolean };
+    expect(health.clockHealthy).toBe(false);
+    expect(health.reason).toMatch(/clock is beyond the max offset \(250 ms\) from a majority of its peers/);
+    const kv = await c.http(victim, '/_admin/kv', 'POST', { ops: [{ op: 'put', key: '90aa', value: '01' }] });
+    expect(kv.status).toBe(503);
+    expect(JSON.parse(kv.body).code).toBe('server.not_serving');
+    const vars = parsePrometheusText((await c.http(victim, '/_status/vars')).body).samples;
+    expect(vars.find((s) => s.name === 'cairn_clock_offset_healthy')?.value).toBe(0);
+
+    // The two others keep serving (reads and writes through both).
+    for (const i of others) {
+      await waitFor(`n${ids[i]} ready`, 10_000, async () => (await c.http(i, '/health?ready=1')).status === 200);
+      const [w] = await c.kv(i, [{ op: 'put', key: `90bb0${i}`, value: '02' }]);
+      expect(w?.ok, w?.message).toBe(true);
+      const [r] = await c.kv(others[0] as number, [{ op: 'get', key: `90bb0${i}` }]);
+      expect(r?.value).toBe('02');
+    }
+
+    await c.json(victim, '/_admin/clock', 'POST', { offsetMs: 0 });
+    await waitFor('the node to serve again', 15_000, async () => (await c.http(victim, '/health?ready=1')).status === 200);
+    const [again] = await c.kv(victim, [{ op: 'get', key: `90bb0${others[0]}` }]);
+    expect(again?.value).toBe('02');
+  }, 60_000);
+});
