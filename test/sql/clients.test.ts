@@ -227,7 +227,7 @@ describe('transactions', () => {
   });
 
   it('statement_timeout cancels a long statement with 57014 and the session stays usable', async () => {
-    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, true) });
+    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 0) });
     const c = await client(slow.url);
     await c.query('CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)');
     for (let i = 0; i < 20; i++) {
@@ -239,6 +239,29 @@ describe('transactions', () => {
     expect(e.code).toBe('57014');
     await c.query('SET statement_timeout = 0');
     expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await c.end();
+    await slow.stop();
+  });
+});
+
+describe('cancellation', () => {
+  it('a CancelRequest from another connection stops the running statement with 57014', async () => {
+    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 60) });
+    const c = await client(slow.url);
+    await c.query('CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)');
+    await c.query(`INSERT INTO big VALUES ${Array.from({ length: 8000 }, (_, j) => `(${j}, 'x')`).join(',')}`);
+    // A full scan in 128→8192-row chunks, 60 ms per batch: long enough to be cancelled.
+    const running = c.query("SELECT id FROM big WHERE pad = 'nope'");
+    const canceller = new pg.Client(slow.url);
+    await new Promise((resolve) => setImmediate(resolve));
+    // pg's Client#cancel opens a connection and sends CancelRequest(pid, secret) for the active query.
+    const active = (c as unknown as { activeQuery: unknown }).activeQuery;
+    expect(active).toBeDefined();
+    (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, active);
+    const e = await errorOf(running);
+    expect(e.code).toBe('57014');
+    expect(e.message).toBe('canceling statement due to user request');
+    expect((await c.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
     await c.end();
     await slow.stop();
   });

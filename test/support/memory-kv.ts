@@ -72,12 +72,13 @@ export class MemoryKV implements KVDB {
 
   /**
    * @param physicalMicros the clock (µs since the epoch)
-   * @param yieldEachBatch when true every batch waits one macrotask (setImmediate), like a
-   *   real round trip would, so timers (statement_timeout) and cancels can interleave
+   * @param batchLatencyMs when set, every batch first waits this long (0: one macrotask,
+   *   setImmediate), like a real round trip, so timers (statement_timeout) and cancels
+   *   can interleave with statements
    */
   constructor(
     private readonly physicalMicros: () => number = () => Date.now() * 1000,
-    readonly yieldEachBatch = false,
+    readonly batchLatencyMs?: number,
   ) {
     const self = this;
     this.admin = {
@@ -238,7 +239,8 @@ class MemoryTxn implements KVTxn {
   }
 
   async run(batch: KVBatch): Promise<KVResult[]> {
-    if (this.db.yieldEachBatch) await new Promise<void>((resolve) => setImmediate(resolve));
+    const lat = this.db.batchLatencyMs;
+    if (lat !== undefined) await new Promise<void>((resolve) => (lat === 0 ? setImmediate(resolve) : setTimeout(resolve, lat)));
     this.checkOpen();
     const out: KVResult[] = [];
     for (const r of batch.requests) {
