@@ -18,7 +18,7 @@
  * the process output node.out).
  *
  * Ports: on 127.0.0.1 node i listens on RPC 26357+i-1, SQL 26257+i-1 and
- * HTTP 8080+i-1. With --loopback-aliases node i gets its own address
+ * HTTP 8080+i-1 (bases set by --rpc-port/--sql-port/--http-port). With --loopback-aliases node i gets its own address
  * 127.0.0.(10+i) with the default ports (RPC 26357, SQL 26257, HTTP 8080)
  * and binds its outgoing RPC to it, so iptables rules on one address
  * partition one node (the jepsen-style suite).
@@ -65,17 +65,23 @@ function saveState(dir: string, s: ClusterState): void {
   writeFileSync(statePath(dir), `${JSON.stringify(s, null, 2)}\n`);
 }
 
-function nodeSpec(dir: string, i: number, n: number, aliases: boolean, extra: readonly string[]): NodeProcessSpec {
+interface PortBases {
+  readonly rpcPort: number;
+  readonly sqlPort: number;
+  readonly httpPort: number;
+}
+
+function nodeSpec(dir: string, i: number, n: number, aliases: boolean, extra: readonly string[], ports: PortBases): NodeProcessSpec {
   const host = (k: number): string => (aliases ? `127.0.0.${10 + k}` : '127.0.0.1');
-  const rpcPort = (k: number): number => (aliases ? 26357 : 26357 + k - 1);
+  const rpcPort = (k: number): number => (aliases ? ports.rpcPort : ports.rpcPort + k - 1);
   const join: string[] = [];
   for (let k = 1; k <= n; k++) join.push(`${host(k)}:${rpcPort(k)}`);
   return {
     store: resolve(dir, `n${i}`),
     host: host(i),
     rpcPort: rpcPort(i),
-    sqlPort: aliases ? 26257 : 26257 + i - 1,
-    httpPort: aliases ? 8080 : 8080 + i - 1,
+    sqlPort: aliases ? ports.sqlPort : ports.sqlPort + i - 1,
+    httpPort: aliases ? ports.httpPort : ports.httpPort + i - 1,
     join,
     extraArgs: extra,
     outFile: resolve(dir, `n${i}.out`),
@@ -113,19 +119,25 @@ function nodeOf(s: ClusterState, arg: string): NodeState {
   return n;
 }
 
+function portArg(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 65535 - 9) throw new InvalidArgumentError('expected a port number');
+  return n;
+}
+
 function intArg(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1 || n > 9) throw new InvalidArgumentError('expected an integer from 1 to 9');
   return n;
 }
 
-async function start(dir: string, count: number, aliases: boolean, extra: readonly string[]): Promise<void> {
+async function start(dir: string, count: number, aliases: boolean, extra: readonly string[], ports: PortBases): Promise<void> {
   mkdirSync(dir, { recursive: true });
   let s = loadState(dir);
   if (s !== null && s.nodes.some(running)) throw new Error(`cluster: already running (see \`npm run cluster -- status\`); stop it first`);
   if (s === null || s.nodes.length !== count) {
     if (s !== null && s.initialized) throw new Error(`cluster: ${dir} holds a ${s.nodes.length}-node cluster; \`wipe\` it first to start ${count} nodes`);
-    s = { initialized: false, nodes: Array.from({ length: count }, (_, k) => ({ index: k + 1, spec: nodeSpec(dir, k + 1, count, aliases, extra), pid: 0 })) };
+    s = { initialized: false, nodes: Array.from({ length: count }, (_, k) => ({ index: k + 1, spec: nodeSpec(dir, k + 1, count, aliases, extra, ports), pid: 0 })) };
   }
   const state = s;
   for (const n of state.nodes) launch(n);
@@ -195,8 +207,13 @@ async function main(): Promise<void> {
     .command('start')
     .option('--nodes <n>', 'number of nodes', intArg, 3)
     .option('--loopback-aliases', 'give node i its own address 127.0.0.(10+i)', false)
+    .option('--rpc-port <port>', 'RPC port of node 1 (node i: +i-1)', portArg, 26357)
+    .option('--sql-port <port>', 'SQL port of node 1 (node i: +i-1)', portArg, 26257)
+    .option('--http-port <port>', 'HTTP port of node 1 (node i: +i-1)', portArg, 8080)
     .argument('[nodeFlags...]', 'extra flags passed to every node (after --)')
-    .action(async (nodeFlags: string[], o: { nodes: number; loopbackAliases: boolean }) => start(dirOf(), o.nodes, o.loopbackAliases, nodeFlags));
+    .action(async (nodeFlags: string[], o: { nodes: number; loopbackAliases: boolean } & PortBases) =>
+      start(dirOf(), o.nodes, o.loopbackAliases, nodeFlags, { rpcPort: o.rpcPort, sqlPort: o.sqlPort, httpPort: o.httpPort }),
+    );
   program.command('stop').action(async () => {
     const s = requireState(dirOf());
     await Promise.all(s.nodes.map((n) => stopNode(n, 'SIGTERM')));
