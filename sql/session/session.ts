@@ -457,12 +457,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         return { tag: 'SHOW', columns: [{ name: ast.name, type: T.text, tableOid: 0, columnAttr: 0 }], rows: [[v]] };
       }
       default:
-        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink));
+        // A plain SELECT's implicit transaction promises not to write (the KV
+        // layer may then skip the transaction record and commit for free).
+        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink), ast.kind === 'Select' && ast.locking.length === 0);
     }
   }
 
   /** Runs `fn` in the explicit transaction, or in an implicit one with automatic retries. */
-  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>): Promise<StmtResult> {
+  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, readOnly = false): Promise<StmtResult> {
     const ex = this.txn;
     if (ex !== undefined) {
       if (ex.committed) throw new PgError('sql.invalid_transaction_state', '25000', 'current transaction is committed, commands ignored until end of transaction block');
@@ -470,7 +472,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
     let kv: KVTxn | undefined;
     for (let attempt = 0; ; attempt++) {
-      if (kv === undefined) kv = this.deps.db.newTxn();
+      if (kv === undefined) kv = this.deps.db.newTxn(readOnly ? { readOnly: true } : undefined);
       else await kv.restart();
       const txn = new SqlTxn(kv);
       try {
