@@ -106,8 +106,8 @@ describe('TimestampCache', () => {
       { weight: 4, arbitrary: fc.record({ kind: fc.constant('get' as const), span: arbSpan }) },
     );
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 80 }), fc.constantFrom(1_000, 2_000, 1 << 20), (ops, maxBytes) => {
-        const c = new TimestampCache({ maxBytes });
+      fc.property(fc.array(op, { maxLength: 80 }), fc.constantFrom(1_000, 2_000, 1 << 20), fc.integer({ min: 1, max: 4 }), (ops, maxBytes, chunkSize) => {
+        const c = new TimestampCache({ maxBytes, chunkSize });
         const ref = new ReferenceCache();
         for (const o of ops) {
           if (o.kind === 'add') {

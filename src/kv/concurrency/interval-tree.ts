@@ -166,9 +166,13 @@ export class IntervalTree<T extends IntervalItem> {
       if (c < 0 || (c === 0 && !t.maxEndIncl)) return false;
       if (t.left !== null && this.searchAt(t.left, qs, qe, fn)) return true;
       // This node and everything to its right start after the query end.
-      const s = compareKeys(t.item.key, qe ?? qs);
+      const item = t.item;
+      const s = compareKeys(item.key, qe ?? qs);
       if (s > 0 || (s === 0 && qe !== null)) return false;
-      if (overlaps(t.item, qs, qe) && fn(t.item) === true) return true;
+      // The node starts before the query ends; it overlaps when it ends after the query starts.
+      const e = item.endKey;
+      const hit = e === null ? (qe === null ? s === 0 : compareKeys(item.key, qs) >= 0) : compareKeys(e, qs) > 0;
+      if (hit && fn(item) === true) return true;
       t = t.right;
     }
     return false;

@@ -7,7 +7,8 @@
  * read, which the txnId lets it tell).
  *
  * Structure. A set of disjoint half-open segments [start, end) → {ts, txnId},
- * kept in an interval tree ordered by start, plus a low-water mark that
+ * kept sorted in a SegmentIndex (a two-level B+tree: ~log2 n key comparisons
+ * to find a key), plus a low-water mark that
  * stands for every key not covered (and for everything forgotten):
  *
  *     low water 5 ─────────────────────────────────────────────
@@ -17,8 +18,9 @@
  * add(span, ts, txn) splits the segments it partly covers and raises the
  * covered parts to max(old, new); where two different transactions read at
  * the same highest timestamp the segment keeps no txnId (neither may ignore
- * it). A point key k is stored as [k, k\x00). Both operations are
- * O(log n + k) for k overlapped segments.
+ * it). A point key k is stored as [k, k\x00); re-reading exactly a stored
+ * segment updates it in place. Both operations cost O(log n + k) comparisons
+ * for k overlapped segments (plus a bounded memmove inside one chunk).
  *
  * Low-water mark. setLowWater(ts) raises it (it never falls) and drops the
  * segments at or below it. A new leaseholder must set it to the lease start
@@ -39,7 +41,7 @@
 import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 import { compareTimestamps, formatTimestamp, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
-import { IntervalTree, type IntervalHandle, type IntervalItem } from './interval-tree.js';
+import { SegmentIndex, type SegmentPos } from './segment-index.js';
 import { formatSpan, type Span } from './span-set.js';
 
 /** An identifier of the transaction that read (compared by value). */
@@ -51,24 +53,24 @@ export interface ReadSummary {
   readonly txnId?: TxnId;
 }
 
-interface Segment extends IntervalItem {
+interface Segment {
   readonly key: Buffer;
   readonly endKey: Buffer;
   /** Mutable: raised in place when a read covers exactly this segment. */
   ts: Timestamp;
   txnId: TxnId | undefined;
-  /** The tree handle, set when inserted. */
-  h: IntervalHandle<Segment> | null;
 }
 
-/** Estimated bytes of one segment beyond its keys (tree node, objects, timestamp). */
-const ENTRY_OVERHEAD = 160;
+/** Estimated bytes of one segment beyond its keys (objects, timestamp, chunk slot). */
+const ENTRY_OVERHEAD = 120;
 
 export interface TimestampCacheOptions {
   /** Estimated bytes the entries may take before the oldest are evicted (default 64 MiB). */
   readonly maxBytes?: number;
   /** The initial low-water mark (default zero). */
   readonly lowWater?: Timestamp;
+  /** The index's chunk size (default 128); a knob tests randomize. */
+  readonly chunkSize?: number;
 }
 
 export interface TimestampCacheMetrics {
@@ -76,6 +78,10 @@ export interface TimestampCacheMetrics {
   readonly bytes: number;
   readonly evictions: number;
   readonly lowWater: Timestamp;
+}
+
+function sizeOf(s: Segment): number {
+  return s.key.length + s.endKey.length + ENTRY_OVERHEAD;
 }
 
 /** Whether s is exactly the point segment [k, k\x00). */
@@ -92,7 +98,7 @@ function pointEnd(k: Buffer): Buffer {
 }
 
 export class TimestampCache {
-  private readonly tree = new IntervalTree<Segment>();
+  private readonly index: SegmentIndex<Segment>;
   private low: Timestamp;
   private bytes = 0;
   private evictions = 0;
@@ -100,6 +106,7 @@ export class TimestampCache {
 
   constructor(opts: TimestampCacheOptions = {}) {
     this.maxBytes = opts.maxBytes ?? 64 << 20;
+    this.index = new SegmentIndex(opts.chunkSize);
     this.low = opts.lowWater ?? ZERO_TIMESTAMP;
     assert(this.maxBytes > 0, 'timestamp-cache: budget must be positive');
   }
@@ -113,10 +120,9 @@ export class TimestampCache {
     if (compareTimestamps(ts, this.low) <= 0) return;
     const start = span.key;
     const spanEnd = span.endKey ?? null;
+    const pos: SegmentPos = this.index.seek(start);
     const old: Segment[] = [];
-    this.tree.search(start, spanEnd, (s) => {
-      old.push(s);
-    });
+    this.index.forEachOverlap(start, spanEnd, (s) => void old.push(s), pos);
     // Fast path: one segment covers exactly the span, or covers it with a value at least as high.
     if (old.length === 1) {
       const s = old[0] as Segment;
@@ -137,10 +143,10 @@ export class TimestampCache {
       const last = pieces[pieces.length - 1];
       // Coalesce with an adjacent piece of the same value.
       if (last !== undefined && last.txnId === id && compareTimestamps(last.ts, t) === 0 && last.endKey.equals(key)) {
-        pieces[pieces.length - 1] = { key: last.key, endKey, ts: t, txnId: id, h: null };
+        pieces[pieces.length - 1] = { key: last.key, endKey, ts: t, txnId: id };
         return;
       }
-      pieces.push({ key, endKey, ts: t, txnId: id, h: null });
+      pieces.push({ key, endKey, ts: t, txnId: id });
     };
     let cursor = start;
     for (const s of old) {
@@ -156,8 +162,9 @@ export class TimestampCache {
       if (compareKeys(s.endKey, end) > 0) push(end, s.endKey, s.ts, s.txnId);
     }
     if (compareKeys(cursor, end) < 0) push(cursor, end, ts, txnId);
-    for (const s of old) this.removeSegment(s);
-    for (const p of pieces) this.insertSegment(p);
+    this.index.splice(pos, old.length, pieces);
+    for (const s of old) this.bytes -= sizeOf(s);
+    for (const p of pieces) this.bytes += sizeOf(p);
     if (this.bytes > this.maxBytes) this.evict();
   }
 
@@ -174,7 +181,7 @@ export class TimestampCache {
       } else if (c === 0 && id !== s.txnId) id = undefined;
     };
     const end = span.endKey ?? null;
-    this.tree.search(span.key, end, visit);
+    this.index.forEachOverlap(span.key, end, visit);
     return id !== undefined ? { ts: best, txnId: id } : { ts: best };
   }
 
@@ -182,59 +189,46 @@ export class TimestampCache {
   setLowWater(ts: Timestamp): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
     this.low = ts;
-    const drop: Segment[] = [];
-    this.tree.forEach((s) => {
-      if (compareTimestamps(s.ts, ts) <= 0) drop.push(s);
+    this.index.filter((s) => {
+      if (compareTimestamps(s.ts, ts) > 0) return true;
+      this.bytes -= sizeOf(s);
+      return false;
     });
-    for (const s of drop) this.removeSegment(s);
   }
 
   metrics(): TimestampCacheMetrics {
-    return { entries: this.tree.size, bytes: this.bytes, evictions: this.evictions, lowWater: this.low };
+    return { entries: this.index.size, bytes: this.bytes, evictions: this.evictions, lowWater: this.low };
   }
 
   /** Debug dump: the low-water mark and one line per segment. */
   toString(): string {
     const lines = [`low-water ${formatTimestamp(this.low)}`];
-    this.tree.forEach((s) => lines.push(`${formatSpan(s)} ${formatTimestamp(s.ts)}${s.txnId === undefined ? '' : ` txn=${s.txnId}`}`));
+    this.index.forEach((s) => lines.push(`${formatSpan(s)} ${formatTimestamp(s.ts)}${s.txnId === undefined ? '' : ` txn=${s.txnId}`}`));
     return lines.join('\n');
   }
 
   /** Test hook: checks the invariants; returns the entry count. */
   check(): number {
-    let prevEnd: Buffer | null = null;
-    this.tree.forEach((s) => {
-      assert(compareKeys(s.key, s.endKey) < 0, 'timestamp-cache: empty segment');
-      assert(prevEnd === null || compareKeys(prevEnd, s.key) <= 0, 'timestamp-cache: overlapping segments');
+    let bytes = 0;
+    this.index.forEach((s) => {
       assert(compareTimestamps(s.ts, this.low) > 0, 'timestamp-cache: segment at or below the low-water mark');
-      prevEnd = s.endKey;
+      bytes += sizeOf(s);
     });
-    return this.tree.check();
-  }
-
-  private insertSegment(s: Segment): void {
-    s.h = this.tree.insert(s);
-    this.bytes += s.key.length + s.endKey.length + ENTRY_OVERHEAD;
-  }
-
-  private removeSegment(s: Segment): void {
-    assert(s.h !== null, 'timestamp-cache: removing a segment not in the tree');
-    this.tree.delete(s.h);
-    s.h = null;
-    this.bytes -= s.key.length + s.endKey.length + ENTRY_OVERHEAD;
+    assert(bytes === this.bytes, 'timestamp-cache: byte count');
+    return this.index.check();
   }
 
   /** Evicts the lowest-timestamp segments until 3/4 of the budget is used, raising the low-water mark over them. */
   private evict(): void {
     const all: Segment[] = [];
-    this.tree.forEach((s) => all.push(s));
+    this.index.forEach((s) => all.push(s));
     all.sort((a, b) => compareTimestamps(a.ts, b.ts));
     const target = Math.floor((this.maxBytes * 3) / 4);
     let bytes = this.bytes;
     let i = 0;
     while (i < all.length && bytes > target) {
       const s = all[i++] as Segment;
-      bytes -= s.key.length + s.endKey.length + ENTRY_OVERHEAD;
+      bytes -= sizeOf(s);
     }
     if (i === 0) return;
     this.evictions++;
