@@ -163,6 +163,31 @@ export class ProcessCluster {
     }
   }
 
+  /**
+   * Starts one more node joining the cluster (through the first nodes'
+   * addresses); resolves once it is ready (or only up, with waitReady false).
+   * Several may be added concurrently.
+   */
+  async addNode(waitReady = true): Promise<ProcessNode> {
+    const [rpcPort, sqlPort, httpPort] = (await freePorts(3)) as [number, number, number];
+    const i = this.nodes.length;
+    const first = this.nodes[0];
+    if (first === undefined) throw new Error('process-cluster: no node to join');
+    const n = new ProcessNode(i, {
+      ...first.spec,
+      store: join(this.dir, `n${i + 1}`),
+      rpcPort,
+      sqlPort,
+      httpPort,
+      join: this.nodes.slice(0, 3).map((x) => x.rpcAddr),
+      outFile: join(this.dir, `n${i + 1}.out`),
+    });
+    this.nodes.push(n);
+    this.spawn(n);
+    await waitForHealth('127.0.0.1', httpPort, waitReady, this.readyTimeoutMs, () => n.running);
+    return n;
+  }
+
   node(i: number): ProcessNode {
     const n = this.nodes[i];
     if (n === undefined) throw new Error(`process-cluster: no node ${i}`);
