@@ -53,7 +53,10 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import type { StatementCache } from '../parser/statement-cache.js';
 import { statementTag } from '../parser/statement-info.js';
 import { T, typeFromOid, typlen, type SqlType } from '../types/type.js';
-import type { KVDB, KVTxn } from '../kv.js';
+import type { KVDB, KVTxn, KVTxnOptions } from '../kv.js';
+import type { Timestamp } from '../../src/util/hlc.js';
+import { parseInterval } from '../types/interval.js';
+import { parseTimestampTz } from '../types/datetime.js';
 import { loadSnapshot, type Catalog, type CatalogSnapshot } from '../catalog/catalog.js';
 import { alterUser, createUser, dropUser } from '../catalog/users.js';
 import { SqlTxn } from '../exec/sql-txn.js';
@@ -424,7 +427,10 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         if (this.txn === undefined) sink.notice({ severity: 'WARNING', code: '25P01', message: 'SET TRANSACTION can only be used in transaction blocks' });
         const n = modesNotice(ast.modes, this.vars);
         if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
-        if (ast.modes.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
+        if (ast.modes.asOfSystemTime !== undefined) {
+          const t = this.requireTxn('SET TRANSACTION AS OF SYSTEM TIME');
+          t.sql.kv.setFixedTimestamp(asOfTimestamp(ast.modes.asOfSystemTime, this.deps.db.now()));
+        }
         return { tag: 'SET', columns: undefined, rows: [] };
       }
       case 'Savepoint':
@@ -459,12 +465,17 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       default:
         // A plain SELECT's implicit transaction promises not to write (the KV
         // layer may then skip the transaction record and commit for free).
-        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink), ast.kind === 'Select' && ast.locking.length === 0);
+        let opts: KVTxnOptions | undefined = ast.kind === 'Select' && ast.locking.length === 0 ? { readOnly: true } : undefined;
+        if (ast.kind === 'Select' && ast.asOfSystemTime !== undefined) {
+          if (this.txn !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
+          opts = { readOnly: true, asOf: asOfTimestamp(ast.asOfSystemTime, this.deps.db.now()) };
+        }
+        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink), opts);
     }
   }
 
   /** Runs `fn` in the explicit transaction, or in an implicit one with automatic retries. */
-  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, readOnly = false): Promise<StmtResult> {
+  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, opts?: KVTxnOptions): Promise<StmtResult> {
     const ex = this.txn;
     if (ex !== undefined) {
       if (ex.committed) throw new PgError('sql.invalid_transaction_state', '25000', 'current transaction is committed, commands ignored until end of transaction block');
@@ -472,7 +483,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
     let kv: KVTxn | undefined;
     for (let attempt = 0; ; attempt++) {
-      if (kv === undefined) kv = this.deps.db.newTxn(readOnly ? { readOnly: true } : undefined);
+      if (kv === undefined) kv = this.deps.db.newTxn(opts);
       else await kv.restart();
       const txn = new SqlTxn(kv);
       try {
@@ -538,7 +549,6 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const ctx: PlanContext = { snapshot: snap, database: this.database, paramTypes: types };
     switch (ast.kind) {
       case 'Select':
-        if (ast.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
         return planSelect(ctx, ast);
       case 'Insert':
         return planInsert(ctx, ast);
@@ -735,10 +745,10 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       sink.notice({ severity: 'WARNING', code: '25001', message: 'there is already a transaction in progress' });
       return { tag: 'BEGIN', columns: undefined, rows: [] };
     }
-    if (modes.asOfSystemTime !== undefined) throw unimplemented('AS OF SYSTEM TIME');
     const n = modesNotice(modes, this.vars);
     if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
-    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true ? true : undefined });
+    const asOf = modes.asOfSystemTime !== undefined ? asOfTimestamp(modes.asOfSystemTime, this.deps.db.now()) : undefined;
+    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf });
     this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [] };
     return { tag: 'BEGIN', columns: undefined, rows: [] };
   }
@@ -820,6 +830,31 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     t.aborted = false;
     return { tag: 'ROLLBACK', columns: undefined, rows: [] };
   }
+}
+
+/**
+ * The timestamp of `AS OF SYSTEM TIME e`: a negative interval ('-10s') back
+ * from now, a timestamp ('2024-01-01 10:00:00+00'), or CockroachDB's decimal
+ * nanoseconds since the epoch ('1700000000000000000.0000000001', logical part
+ * after the point). It must not be in the future.
+ */
+export function asOfTimestamp(e: Expr, now: Timestamp): Timestamp {
+  const text = e.kind === 'Const' && (e.type === 'string' || e.type === 'int' || e.type === 'numeric') ? e.text : undefined;
+  if (text === undefined) throw unimplemented('AS OF SYSTEM TIME with a non-constant expression');
+  let ts: Timestamp;
+  const dec = /^(\d+)(?:\.(\d{1,10}))?$/.exec(text);
+  if (dec !== null) {
+    ts = { wall: Math.floor(Number(BigInt(dec[1] as string) / 1000n)), logical: dec[2] !== undefined ? Number(dec[2]) : 0 };
+  } else if (/^\s*-/.test(text)) {
+    const iv = parseInterval(text);
+    ts = { wall: now.wall + iv.spanNumber(), logical: 0 };
+  } else {
+    ts = { wall: parseTimestampTz(text) + PG_EPOCH_MICROS, logical: 0 };
+  }
+  if (ts.wall > now.wall || (ts.wall === now.wall && ts.logical > now.logical)) {
+    throw new SqlError('sql.invalid_parameter_value', '22023', 'AS OF SYSTEM TIME: cannot specify timestamp in the future');
+  }
+  return ts;
 }
 
 /** Result columns of statements that are not planned (for Describe). */
