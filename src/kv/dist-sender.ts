@@ -152,10 +152,7 @@ export class DistSender implements Sender {
 
   async send(ba: BatchRequest): Promise<BatchResponse> {
     this.metrics.batches++;
-    if (ba.header.rangeId !== 0) {
-      const desc = this.cache.byRangeId(ba.header.rangeId) ?? null;
-      return this.sendToReplicas(desc, ba.header.rangeId, ba);
-    }
+    if (ba.header.rangeId !== 0) return this.sendToRangeId(ba);
     return this.divideAndSend(ba, 0);
   }
 
@@ -317,6 +314,19 @@ export class DistSender implements Sender {
       this.metrics.retries++;
       await this.sleep(Math.min(200, (this.opts.backoffMs ?? 10) * (attempt + 1)));
       return this.divideAndSend({ header: { ...ba.header, rangeId: 0 }, requests: ba.requests }, attempt + 1);
+    }
+  }
+
+  /** A batch addressed to one range by id (no key routing): retried with backoff while no replica serves it. */
+  private async sendToRangeId(ba: BatchRequest): Promise<BatchResponse> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.sendToReplicas(this.cache.byRangeId(ba.header.rangeId) ?? null, ba.header.rangeId, ba);
+      } catch (e) {
+        if (!(e instanceof SendFailedError) || attempt + 1 >= this.maxAttempts) throw e instanceof SendFailedError && e.last instanceof Error ? e.last : e;
+        this.metrics.retries++;
+        await this.sleep(Math.min(200, (this.opts.backoffMs ?? 10) * (attempt + 1)));
+      }
     }
   }
 

@@ -1,0 +1,71 @@
+/**
+ * The split queue (CockroachDB's split_queue.go): on each store, a range
+ * whose lease it holds and whose MVCC bytes exceed splitMaxRangeBytes is split
+ * at the key halfway through its bytes (split.ts adminSplit). The same scan
+ * repairs meta2 (split.ts fixMeta2) for every range whose lease it holds —
+ * which is what completes a split whose driver died between the split and the
+ * meta2 write (see split.ts), deterministically after a restart.
+ *
+ * Ownership: one per store; the owner drives it (ReplicaQueue.tick/runOnce).
+ */
+import { META2_MAX, isValidSplitKey } from '../../storage/keys.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { encodeMvccKey, mvccKeyPrefixLen, mvccUserKey } from '../../storage/mvcc-key.js';
+import type { Sender } from './kv-client.js';
+import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
+import type { Replica } from './replica.js';
+import { adminSplit, fixMeta2 } from './split.js';
+import type { Store } from './store.js';
+
+export function rangeBytes(r: Replica): number {
+  const s = r.applied.stats;
+  return s.keyBytes + s.valBytes;
+}
+
+/** The first user key at which the range's data passes half its bytes (null: none valid). */
+export async function findSplitKey(r: Replica, store: Store): Promise<Buffer | null> {
+  const d = r.desc;
+  const start = compareBytes(d.startKey, META2_MAX) < 0 ? META2_MAX : d.startKey;
+  const half = rangeBytes(r) / 2;
+  const it = store.engine.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(d.endKey) });
+  let seen = 0;
+  try {
+    for (;;) {
+      const rows = await it.nextBatch(512);
+      if (rows.length === 0) return null;
+      for (const { key, value } of rows) {
+        seen += key.length + value.length;
+        if (seen < half) continue;
+        const plen = mvccKeyPrefixLen(key);
+        const user = Buffer.from(mvccUserKey(key, plen));
+        if (compareBytes(user, d.startKey) > 0 && isValidSplitKey(user) && compareBytes(user, META2_MAX) >= 0) return user;
+      }
+    }
+  } finally {
+    await it.close();
+  }
+}
+
+export function newSplitQueue(store: () => Store | null, db: Sender, settings: RangeQueueSettings): ReplicaQueue {
+  return new ReplicaQueue(
+    store,
+    {
+      name: 'split',
+      shouldQueue(r) {
+        // The leader acts for a quiescent range whose lease lapsed (the split re-acquires it).
+        if (!r.ownsValidLease() && !r.isLeader()) return 0;
+        const over = rangeBytes(r) / settings.splitMaxRangeBytes;
+        return over > 1 ? over : 0.5; // 0.5: only the meta2 check
+      },
+      async process(r) {
+        const s = store();
+        if (s === null) return;
+        await fixMeta2(db, r.desc);
+        if (rangeBytes(r) <= settings.splitMaxRangeBytes) return;
+        const key = await findSplitKey(r, s);
+        if (key !== null) await adminSplit(db, key);
+      },
+    },
+    settings.queueIntervalTicks,
+  );
+}
