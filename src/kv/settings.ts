@@ -29,6 +29,8 @@ export interface KvSettings {
   readonly raftLogMaxBytes: number;
   /** Beyond this many entries the log is truncated to the applied index even if a follower lags (it will get a snapshot). */
   readonly raftLogHardMaxEntries: number;
+  /** Apply already-durable committed entries concurrently with the round's synced write (Store step 1b). */
+  readonly applyDurableEarly: boolean;
   /** Bytes of engine key/values per snapshot chunk. */
   readonly snapshotChunkBytes: number;
 }
@@ -46,6 +48,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   raftLogMaxEntries: 1000,
   raftLogMaxBytes: 8 * 1024 * 1024,
   raftLogHardMaxEntries: 20_000,
+  applyDurableEarly: true,
   snapshotChunkBytes: 1 << 20,
 };
 

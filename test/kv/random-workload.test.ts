@@ -26,10 +26,11 @@ const key = (i: number): Buffer => Buffer.from(`\x90r${String(i).padStart(3, '0'
 const SPAN = [Buffer.from('\x90', 'latin1'), Buffer.from('\x91', 'latin1')] as const;
 
 describe('random workload', () => {
-  it('leaves identical replicas that agree with every acknowledged operation', async () => {
+  // Both apply paths of the Store's Ready loop (STYLE.md §9: internal knobs vary).
+  it.each([true, false])('leaves identical replicas that agree with every acknowledged operation (applyDurableEarly %s)', async (applyDurableEarly) => {
     const seed = Number(process.env['CAIRN_SEED'] ?? 42);
     const prng = new Prng(seed);
-    const c = (cluster = await TestCluster.start({ nodes: 3, seed, settings: { raftLogMaxEntries: 100, truncationIntervalTicks: 5 } }));
+    const c = (cluster = await TestCluster.start({ nodes: 3, seed, settings: { raftLogMaxEntries: 100, truncationIntervalTicks: 5, applyDurableEarly } }));
     c.startTicker();
     for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) if (i !== j) c.node(i).rpc!.faults.setFaults(j + 1, { dropProbability: 0.02, delayMs: [0, 3] });
     /** Per key: the value after its last acknowledged write, or 'unknown' after an ambiguous one. */
