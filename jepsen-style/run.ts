@@ -50,6 +50,10 @@ const o = program.opts<{
 if (o.target !== 'cairn' && o.target !== 'postgres') program.error('--target must be cairn or postgres');
 if (!['serializable', 'repeatable read', 'read committed'].includes(o.isolation)) program.error('--isolation must be serializable, "repeatable read" or "read committed"');
 
+// Ctrl-C / kill: exit through process.exit so the runner's exit hooks kill the node
+// processes and remove any iptables rules.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(130));
+
 try {
   const r = await runJepsen({
     workload: o.workload,

@@ -36,7 +36,7 @@ import { writeHistoryFile } from './history/history.js';
 import type { FromWorker, ToWorker, WorkerInit } from './control/client-worker.js';
 import { PostgresTarget } from './control/postgres-target.js';
 import { CairnTarget } from './control/cairn-target.js';
-import { sqlAnswers, waitFor } from './control/target.js';
+import { signal, sqlAnswers, waitFor } from './control/target.js';
 import { clusterRanges, leadershipChanges } from './control/admin.js';
 import type { ClusterTarget } from './control/target.js';
 import { nemesisFor } from './nemesis/index.js';
@@ -178,6 +178,15 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
 
   log(`jepsen: starting ${opts.target} (${opts.target === 'postgres' ? 1 : opts.nodes} nodes) in ${dir}`);
   const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env, ...(opts.loopbackSubnet === undefined ? {} : { subnet: opts.loopbackSubnet }) });
+  // If the harness itself dies (SIGINT → process.exit in run.ts, an uncaught error),
+  // no node process may outlive it.
+  const killNodes = (): void => {
+    for (let i = 0; i < target.nodes.length; i++) {
+      const pid = target.pid(i);
+      if (pid !== undefined) signal(pid, 'SIGKILL');
+    }
+  };
+  process.once('exit', killNodes);
   const clients: ClientProcess[] = [];
   const faults: FaultWindow[] = [];
   const ctx: NemesisContext = { target, prng: new Prng(opts.seed ^ 0x9e3779b9), log: nlog };
@@ -313,6 +322,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     await Promise.all(clients.map((c) => c.close()));
     if (nemesis !== undefined) await nemesis.healAll(ctx).catch(() => undefined);
     await target.stop().catch((e: unknown) => notes.push(`target stop: ${String(e)}`));
+    process.removeListener('exit', killNodes);
   }
 
   // History, checks, reports.

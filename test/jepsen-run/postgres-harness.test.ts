@@ -54,3 +54,27 @@ describe('a broken client is caught (the pipeline can fail)', () => {
     expect(r.checks.results['bank']!.anomalyTypes).toContain('wrong-total');
   }, 60_000);
 });
+
+describe('a nemesis schedule against PostgreSQL', () => {
+  it('register under kill: fault windows in history, nemesis.log and results, each with evidence; still valid', async () => {
+    const r = await runJepsen({ ...base, workload: 'register', nemesis: 'kill', timeSec: 10, seed: 4, faultIntervalMs: 2000, faultDurationMs: 1500 });
+    expect(r.valid, r.summary).toBe(true);
+    expect(r.faults.length).toBeGreaterThanOrEqual(1); // a PostgreSQL restart takes seconds
+    for (const f of r.faults) {
+      expect(f.description).toMatch(/^kill n1 \(/);
+      expect(f.evidence.some((e) => /^SIGKILL n1 pid \d+: gone$/.test(e))).toBe(true);
+      expect(f.evidence.some((e) => /^restarted n1 as pid \d+$/.test(e))).toBe(true);
+      expect(f.bit).toBe(true);
+      expect(f.endNs).toBeGreaterThan(f.startNs);
+    }
+    const nemesisOps = r.history.filter((o) => o.process === 'nemesis');
+    expect(nemesisOps.map((o) => o.f)).toEqual(r.faults.flatMap(() => ['start', 'stop']));
+    const log = readFileSync(join(r.dir, 'nemesis.log'), 'utf8');
+    expect(log.match(/ start kill n1/g)).toHaveLength(r.faults.length);
+    expect(log).toContain('healed everything');
+    expect(readResults(r.dir)['faultsThatBit']).toBe(r.faults.length);
+    // Operations during the outage failed or became indeterminate; none was lost track of.
+    expect(r.counts.fail + r.counts.info).toBeGreaterThan(0);
+    expect(readFileSync(join(r.dir, 'timeline.html'), 'utf8')).toContain('opacity="0.08"><title>kill n1');
+  }, 90_000);
+});
