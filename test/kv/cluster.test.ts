@@ -124,8 +124,8 @@ describe('3-node cluster', () => {
     }
     const failoverMs = performance.now() - t0;
     const s = c.settings;
-    // lease duration + 2 × election timeout (randomized up to 2×) + slack for the shared machine
-    expect(failoverMs).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 2_000);
+    // lease duration + 2 × election timeout (randomized up to 2×) + slack for a loaded 2-core machine
+    expect(failoverMs).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 4_000);
     const newLh = c.leaseholder();
     expect(newLh).not.toBe(old);
     expect(newLh).toBeGreaterThanOrEqual(0);

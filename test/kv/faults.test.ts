@@ -129,6 +129,6 @@ describe('faults', () => {
     expect(c.leader()).not.toBe(old);
     expect((await c.client(gw).get(k('before')))?.toString()).toBe('1');
     const s = c.settings;
-    expect(ms).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 2_000);
+    expect(ms).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 4_000);
   });
 });
