@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { LatchManager, LatchWaitCancelledError, type LatchGuard } from '../../src/kv/concurrency/latch-manager.js';
-import { accessesConflict, spansOverlap, type DeclaredSpan, type SpanSet } from '../../src/kv/concurrency/span-set.js';
+import { accessesConflict, spanSetFromCommandSpans, spansOverlap, type DeclaredSpan, type SpanSet } from '../../src/kv/concurrency/span-set.js';
 import { ts } from '../../src/util/hlc.js';
 import { arbDeclared, flushMicrotasks, k } from './support.js';
 
@@ -183,5 +183,30 @@ describe('LatchManager', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('spanSetFromCommandSpans', () => {
+  // batcheval's commands declare { key, endKey, write } (src/kv/batcheval/command.ts).
+  it('turns command-declared spans into MVCC latches at the batch timestamp, or non-MVCC ones', async () => {
+    const declared = [
+      { key: k('a'), endKey: null, write: true },
+      { key: k('b'), endKey: k('d'), write: false },
+    ];
+    const m = new LatchManager();
+    const w = await m.acquire(spanSetFromCommandSpans(declared, ts(10)));
+    const below = m.tryAcquire([read('a', undefined, 9)]); // below the write at 10
+    expect(below).not.toBeNull();
+    below?.release();
+    expect(m.tryAcquire([write('c', undefined, 10)])).toBeNull(); // the read of [b,d) at 10 would see it
+    const above = m.tryAcquire([write('c', undefined, 11)]); // invisible to the read at 10
+    expect(above).not.toBeNull();
+    above?.release();
+    w.release();
+    const nonMvcc = spanSetFromCommandSpans(declared);
+    expect(nonMvcc.every((d) => d.timestamp === undefined)).toBe(true);
+    const g = await m.acquire(nonMvcc);
+    expect(m.tryAcquire([read('a', undefined, 1)])).toBeNull();
+    g.release();
   });
 });

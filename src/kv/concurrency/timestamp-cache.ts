@@ -44,7 +44,7 @@ import { compareTimestamps, formatTimestamp, ZERO_TIMESTAMP, type Timestamp } fr
 import { SegmentIndex, type SegmentPos } from './segment-index.js';
 import { formatSpan, type Span } from './span-set.js';
 
-/** An identifier of the transaction that read (compared by value). */
+/** A transaction's identity as the timestamp cache and the txn wait queue key it (compared by value; e.g. the id's hex). */
 export type TxnId = string;
 
 export interface ReadSummary {

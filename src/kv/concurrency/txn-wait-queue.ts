@@ -32,8 +32,8 @@ import { CairnError } from '../../util/errors.js';
 import { compareTimestamps, type Timestamp } from '../../util/hlc.js';
 import { chooseDeadlockVictim, type DeadlockCandidate } from './push-policy.js';
 import type { PushType } from './lock-table.js';
+import type { TxnId } from './timestamp-cache.js';
 
-export type TxnId = string;
 
 export type PushWaitOutcome =
   | { readonly kind: 'pushee-finalized'; readonly status: 'committed' | 'aborted' }
