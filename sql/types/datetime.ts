@@ -444,7 +444,7 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
   // Split into fields: whitespace/commas separate; 'T' between date and time; a sign after a time starts a zone.
   const raw = text
     .replace(/(\d)t(\d)/, '$1 $2')
-    .replace(/(\d:\d\d(?::\d\d(?:\.\d*)?)?)([+-])/, '$1 $2')
+    .replace(/(\d:\d\d(?::\d\d)?(?:\.\d*)?)([+-])/, '$1 $2')
     .replace(/(\d:\d\d(?::\d\d(?:\.\d*)?)?)z$/, '$1 z')
     .split(/[\s,]+/)
     .filter((f) => f !== '');
@@ -494,6 +494,12 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
         d = Number(mt[2]);
         y = Number(mt[3]);
         twoDigitYear = (mt[3] as string).length <= 2;
+      } else if ((mt = /^(\d{1,2}):(\d{1,2})\.(\d*)$/.exec(f)) !== null && !out.hasTime) {
+        // 'mm:ss.fff' — a fraction on the second field makes it minutes:seconds
+        out.hasTime = true;
+        minute = Number(mt[1]);
+        second = Number(mt[2]);
+        micro = fractionToMicros(mt[3] as string);
       } else if ((mt = /^(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?$/.exec(f)) !== null && !out.hasTime) {
         out.hasTime = true;
         hour = Number(mt[1]);
@@ -573,7 +579,7 @@ function parseDateTime(input: string, typeName: string, ctx: DateTimeContext): P
   }
   if (m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) throw range();
   if (ampm !== undefined) {
-    if (hour < 1 || hour > 12) throw range();
+    if (hour > 12) throw range(); // hour 0 is accepted: '0:30 pm' is 12:30
     if (ampm === 'am' && hour === 12) hour = 0;
     else if (ampm === 'pm' && hour !== 12) hour += 12;
   }

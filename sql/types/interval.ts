@@ -200,7 +200,11 @@ export function parseInterval(input: string): Interval {
     parseVerbose(text, acc, bad, overflow);
   }
   const iv = new Interval(acc.months, acc.days, acc.micros);
-  if (!inRange(iv)) throw overflow();
+  if (!inRange(iv)) {
+    // A time part beyond int64 µs is a field overflow; months or days beyond int32, the whole interval.
+    if (!(Math.abs(iv.micros) <= 9.223372036854776e18)) throw overflow();
+    throw datetimeOverflow('interval out of range');
+  }
   return iv;
 }
 
@@ -287,7 +291,9 @@ function parseVerbose(text: string, acc: Acc, bad: () => Error, overflow: () => 
       unit = UNITS.get(unitWord);
       if (unit === undefined) throw bad();
     }
-    items.push({ kind: 'unit', unit, v: Number(w), frac: w.includes('.') && !/\.0*$/.test(w) });
+    const v = Number(w);
+    if (v > 2147483647 || v < -2147483648) throw overflow(); // each field is read as an int32
+    items.push({ kind: 'unit', unit, v, frac: w.includes('.') && !/\.0*$/.test(w) });
   }
   if (items.length === 0) throw bad();
   let seen = 0;

@@ -95,6 +95,20 @@ export function utf8Bytes(s: string): Buffer {
   return Buffer.byteLength(s) === s.length ? Buffer.from(s, 'latin1') : Buffer.from(s, 'utf8');
 }
 
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** The points halfway between float32 v and its neighbours (exact in a double). */
+function float32Midpoints(v: number): [number, number] {
+  f32[0] = v;
+  const bits = u32[0] as number;
+  u32[0] = bits - 1;
+  const lo = f32[0] as number;
+  u32[0] = bits + 1;
+  const hi = f32[0] as number;
+  return [(v + lo) / 2, (v + hi) / 2];
+}
+
 function padExponent(e: string): string {
   // "1e+6" → "1e+06", as C's %g prints
   const k = e.indexOf('e');
@@ -110,7 +124,35 @@ export function formatFloat8(v: number): string {
   if (v === 0) return Object.is(v, -0) ? '-0' : '0';
   const a = Math.abs(v);
   if (a >= 1e-4 && a < 1e15) return String(v); // JS prints these in fixed notation, shortest digits
-  return padExponent(v.toExponential());
+  let e = v.toExponential();
+  if (a >= 2 ** 53 && a !== Infinity && isDoubleMidpoint(e, v)) {
+    // PostgreSQL's Ryu never prints a decimal lying exactly halfway to a
+    // neighbour (JS may, as it rounds back by ties-to-even): take more digits.
+    const shortest = e.slice(0, e.indexOf('e')).replace(/[-.]/g, '').length;
+    for (let p = shortest + 1; p <= 17; p++) {
+      const c = v.toExponential(p - 1);
+      if (Number(c) === v && !isDoubleMidpoint(c, v)) {
+        e = c.replace(/\.?0+e/, 'e');
+        break;
+      }
+    }
+  }
+  return padExponent(e);
+}
+
+/** Whether decimal `e` (from toExponential, an integer since |v| ≥ 2^53) is exactly halfway between v and a neighbour. */
+function isDoubleMidpoint(e: string, v: number): boolean {
+  const k = e.indexOf('e');
+  const neg = e.charCodeAt(0) === 45;
+  const digits = e.slice(neg ? 1 : 0, k).replace('.', '');
+  const shift = Number(e.slice(k + 1)) - (digits.length - 1);
+  if (shift < 0) return false;
+  const exact = BigInt(digits) * 10n ** BigInt(shift);
+  const x = BigInt(Math.abs(v));
+  const ulpBits = x.toString(2).length - 53; // spacing above x is 2^ulpBits
+  const half = 1n << BigInt(ulpBits - 1);
+  const powerOfTwo = (x & (x - 1n)) === 0n;
+  return exact === x + half || exact === x - (powerOfTwo ? half >> 1n : half);
 }
 
 /** float4 output: the shortest decimal that rounds back to the same float32. */
@@ -120,9 +162,12 @@ export function formatFloat4(v: number): string {
   if (v === -Infinity) return '-Infinity';
   if (v === 0) return Object.is(v, -0) ? '-0' : '0';
   let e = '';
+  const [below, above] = float32Midpoints(v);
   for (let p = 1; p <= 9; p++) {
     e = v.toExponential(p - 1);
-    if (Math.fround(Number(e)) === v) break;
+    const c = Number(e);
+    // PostgreSQL's Ryu never prints a decimal exactly halfway to a neighbour.
+    if (Math.fround(c) === v && c !== below && c !== above) break;
   }
   const k = e.indexOf('e');
   const exp = Number(e.slice(k + 1));
@@ -310,9 +355,19 @@ function intText(s: string): string | undefined {
   return i === 0 && end === s.length ? s : s.slice(i, end);
 }
 
+/** PostgreSQL reads digits first: a digit run that overflows is 22003 even when junk follows. */
+function badInt(s: string, typeName: string, max: bigint): Error {
+  const m = /^\s*([+-]?\d+)/.exec(s);
+  if (m !== null) {
+    const v = BigInt(m[1] as string);
+    if (v > max || v < -max - 1n) return outOfRange(`value "${s}" is out of range for type ${typeName}`);
+  }
+  return invalidTextRepresentation(typeName, s);
+}
+
 function parseInt32(s: string, typeName: 'smallint' | 'integer'): number {
   const w = intText(s);
-  if (w === undefined) throw invalidTextRepresentation(typeName, s);
+  if (w === undefined) throw badInt(s, typeName, typeName === 'smallint' ? 32767n : 2147483647n);
   const v = w.length > 16 ? Infinity : Number(w);
   const max = typeName === 'smallint' ? 32767 : 2147483647;
   if (v > max || v < -max - 1) throw outOfRange(`value "${s}" is out of range for type ${typeName}`);
@@ -324,7 +379,7 @@ const INT8_MAX = 2n ** 63n - 1n;
 
 function parseInt8(s: string): bigint {
   const w = intText(s);
-  if (w === undefined) throw invalidTextRepresentation('bigint', s);
+  if (w === undefined) throw badInt(s, 'bigint', INT8_MAX);
   const v = BigInt(w);
   if (v > INT8_MAX || v < INT8_MIN) throw outOfRange(`value "${s}" is out of range for type bigint`);
   return v;

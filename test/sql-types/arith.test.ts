@@ -2,7 +2,7 @@
 // result value, result type and error SQLSTATE.
 import { describe, it, expect } from 'vitest';
 import { OPERATORS } from './golden-pg15-operators.js';
-import { parseTypeText } from './golden.test.js';
+import { parseTypeText } from './type-text.js';
 import { binaryOpType, evalBinary, evalNegate, type BinaryOp } from '../../sql/types/arith.js';
 import { castDatum } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';

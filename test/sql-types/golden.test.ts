@@ -2,21 +2,13 @@
 // vectors PostgreSQL 15 produced (golden-pg15.ts).
 import { describe, it, expect } from 'vitest';
 import { GOLDEN } from './golden-pg15.js';
-import { T, typeFromName, type SqlType } from '../../sql/types/type.js';
+import { T, type SqlType } from '../../sql/types/type.js';
+import { parseTypeText } from './type-text.js';
 import { castDatum } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';
 import { decodeBinary, encodeBinary } from '../../sql/types/binary-format.js';
 import { resolveTimeZone } from '../../sql/types/datetime.js';
 import { CairnError } from '../../src/util/errors.js';
-
-/** 'varchar(3)[]' → SqlType. */
-export function parseTypeText(s: string): SqlType {
-  const m = /^("?[a-z0-9 ]+"?)(?:\(([\d,]+)\))?((?:\[\])*)$/.exec(s);
-  if (m === null) throw new Error(`bad type text ${s}`);
-  const name = m[1] === 'char' && m[2] === undefined ? '"char"' : (m[1] as string);
-  const mods = m[2] === undefined ? [] : m[2].split(',').map(Number);
-  return typeFromName(name, mods, (m[3] as string).length / 2);
-}
 
 function beyondExactRange(t: SqlType, binHex: string): boolean {
   if (t.family !== 'timestamp' && t.family !== 'timestamptz') return false;

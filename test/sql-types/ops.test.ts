@@ -2,7 +2,7 @@
 // (golden-pg15-ops.ts), plus the assignment-cast rules of issue 6.
 import { describe, it, expect } from 'vitest';
 import { ARITH, CASTS, COMPARE, type Outcome } from './golden-pg15-ops.js';
-import { parseTypeText } from './golden.test.js';
+import { parseTypeText } from './type-text.js';
 import { T, bpchar, numeric, varchar, type SqlType } from '../../sql/types/type.js';
 import { castDatum, castContext, coerceToTypmod, numericLiteralType, resolveConstType } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';
