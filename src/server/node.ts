@@ -67,7 +67,9 @@ import type { RpcHandler, RpcTransport } from '../rpc/transport.js';
 import { KvMethod, type RangeDescriptor, type ReplicaDescriptor, type StoreIdent } from '../kv/api.js';
 import { decodeRangeDescriptor } from '../kv/api-codec.js';
 import { bootstrapCluster, readStoreIdent, writeStoreIdent } from '../kv/bootstrap.js';
-import { KvClient, LeaseholderRouter, RpcNodeDialer } from '../kv/kv-client.js';
+import { DistSender } from '../kv/dist-sender.js';
+import { KvClient, RpcNodeDialer } from '../kv/kv-client.js';
+import { adminSplit } from '../kv/split.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
@@ -200,6 +202,7 @@ export class Node {
   state: NodeState = 'joining';
   store: Store | null = null;
   kv: KvClient | null = null;
+  private distSender: DistSender | null = null;
   liveness: NodeLiveness | null = null;
   /** Physical clock skew added for tests and the jepsen-style suite (POST /_admin/clock). */
   clockSkewMicros = 0;
@@ -542,6 +545,7 @@ export class Node {
       prng: new Prng(Math.floor(Math.random() * 2 ** 32)),
       settings: this.settings,
       logger: this.log,
+      isClockHealthy: () => this.clockHealthy,
     });
     this.kv = this.newKvClient();
     this.liveness = new NodeLiveness(this.kv, this.clock, ident.nodeId, this.config.livenessTtlMs * 1000);
@@ -558,15 +562,24 @@ export class Node {
     this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
   }
 
+  /** A KV client routing through the DistSender (range cache, parallel multi-range batches). */
   private newKvClient(): KvClient {
-    const router = new LeaseholderRouter(new RpcNodeDialer(this.rpc), {
+    this.distSender = new DistSender(new RpcNodeDialer(this.rpc), {
       nodes: () => {
         const ids = this.directory.nodeIds();
         return ids.length > 0 ? ids : [this.rpc.nodeId].filter((id) => id > 0);
       },
       maxAttempts: 20,
+      now: () => this.clock.now(),
     });
-    return new KvClient(router);
+    return new KvClient(this.distSender);
+  }
+
+  /** Admin: splits the range holding `key` at `key` (null: a range already starts there). */
+  async adminSplit(key: Buffer): Promise<{ left: RangeDescriptor; right: RangeDescriptor } | null> {
+    this.requireKv();
+    const res = await adminSplit(this.distSender as DistSender, key);
+    return res === null ? null : { left: res.left, right: res.right };
   }
 
   /** The transport the Store sees: RpcContext, with KV batches measured and refused while the clock is unhealthy. */

@@ -22,6 +22,8 @@
  *                                own KV batch through this node's router
  *   POST /_admin/checksum        → [{"rangeId":N,"checksums":{nodeId:hex}}]
  *   POST /_admin/transfer-lease  {"rangeId":N,"toNodeId":M}
+ *   POST /_admin/split           {"key":HEX} → {"left":desc,"right":desc} | {"split":null}
+ *                                (already a range boundary)
  *
  * The admin KV endpoint is for tests and tools (JSON is fine off the hot
  * path); SQL is the production interface.
@@ -35,6 +37,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { CairnError } from '../util/errors.js';
 import type { FaultSpec } from '../rpc/fault-hook.js';
+import type { RangeDescriptor } from '../kv/api.js';
 import { ServerError, type HostPort } from './config.js';
 import type { Node } from './node.js';
 import { listenOn } from './sql-server.js';
@@ -86,6 +89,10 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
   const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+function describe(d: RangeDescriptor): { rangeId: number; startKey: string; endKey: string; generation: number } {
+  return { rangeId: d.rangeId, startKey: d.startKey.toString('hex'), endKey: d.endKey.toString('hex'), generation: d.generation };
 }
 
 export class StatusServer {
@@ -183,6 +190,12 @@ export class StatusServer {
         const b = (await readBody(req)) as { rangeId?: number; toNodeId?: number };
         await n.transferLease(Number(b.rangeId), Number(b.toNodeId));
         send(res, 200, { ok: true });
+        return;
+      }
+      case 'POST /_admin/split': {
+        const b = (await readBody(req)) as { key?: string };
+        const r = await n.adminSplit(hex(b.key, 'key'));
+        send(res, 200, r === null ? { split: null } : { left: describe(r.left), right: describe(r.right) });
         return;
       }
       default:

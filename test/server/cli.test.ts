@@ -33,7 +33,7 @@ function cluster(args: string[], timeoutMs = 120_000): Promise<{ status: number 
 /** Three consecutive free ports for each of RPC, SQL and HTTP (9 ports bound and released together). */
 async function portBlock(): Promise<[number, number, number]> {
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = 10_000 + Math.floor(Math.random() * 20_000);
     const ports = [0, 1, 2, 100, 101, 102, 200, 201, 202].map((d) => base + d);
     const servers: Server[] = [];
     let ok = true;

@@ -62,22 +62,30 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-/** Ports nobody listens on right now (bound and released; a small race the tests accept). */
+/**
+ * Ports nobody listens on right now, drawn at random from 10000–30999: below
+ * the kernel's ephemeral range (32768+), so an outgoing connection of some
+ * process cannot take one between this check and the node's bind. Other
+ * in-process tests bind port 0 (ephemeral), so they never collide either.
+ * Each is bound and released here; a rare collision with another test file
+ * drawing the same port is retried by ProcessCluster.start.
+ */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((res, rej) => {
-          const s = createServer();
-          s.once('error', rej);
-          s.listen(0, '127.0.0.1', () => res(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
+  const out: number[] = [];
+  while (out.length < n) {
+    const port = 10_000 + Math.floor(Math.random() * 21_000);
+    if (out.includes(port)) continue;
+    const s = createServer();
+    const ok = await new Promise<boolean>((res) => {
+      s.once('error', () => res(false));
+      s.listen(port, '127.0.0.1', () => res(true));
+    });
+    if (ok) {
+      out.push(port);
+      await new Promise((r) => s.close(r));
+    }
+  }
+  return out;
 }
 
 /** Runs the CLI to completion: exit status and output. */
@@ -131,6 +139,17 @@ export class ProcessCluster {
 
   static async start(opts: ProcessClusterOptions): Promise<ProcessCluster> {
     if (!existsSync(MAIN_JS)) throw new Error(`process-cluster: ${MAIN_JS} is missing; run \`npx tsc -p .\` (npm test builds first)`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ProcessCluster.startOnce(opts);
+      } catch (e) {
+        // Another test file may have bound one of our ports in the meantime.
+        if (attempt >= 3 || !/address already in use/.test((e as Error).message)) throw e;
+      }
+    }
+  }
+
+  private static async startOnce(opts: ProcessClusterOptions): Promise<ProcessCluster> {
     const c = new ProcessCluster(mkdtempSync(join(tmpdir(), 'cairn-proc-')), opts.readyTimeoutMs ?? 60_000);
     try {
       const ports = await freePorts(3 * opts.nodes);
