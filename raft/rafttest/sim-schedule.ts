@@ -142,10 +142,13 @@ const LIVENESS_PROPOSALS = 3;
 /** Runs one schedule; never throws for a Raft failure (it is reported in the result). */
 export function runSimulation(o: SimOptions): SimResult {
   const p = new Prng(o.seed);
-  const electionTick = p.between(3, 8);
+  // Election timeouts short enough for many elections per schedule, long
+  // enough that heartbeats delayed by a healed network (≤ 1 tick) keep a
+  // leader in place: electionTick ≥ 4, and heartbeatTick 2 only from 6.
+  const electionTick = p.between(4, 8);
   const raftOpts = {
     electionTick,
-    heartbeatTick: p.between(1, 2),
+    heartbeatTick: electionTick >= 6 ? p.between(1, 2) : 1,
     preVote: p.bool(),
     checkQuorum: p.bool(),
     maxSizePerMsg: p.pick([0, 0, 16, 1 << 20]),
@@ -386,8 +389,13 @@ function crashMidReady(c: SimCluster, p: Prng, stats: SimStats): void {
  * not commit by counting replicas get the chance to.
  */
 function churn(c: SimCluster, p: Prng, x: StepContext): void {
-  const rounds = p.between(2, 4);
+  const rounds = p.between(2, 5);
   for (let k = 0; k < rounds; k++) {
+    // Earlier leaders come back (the old leader's return is what Figure 8 needs).
+    if (k > 0 && p.bool(0.7)) {
+      c.net.healPartitions();
+      for (const d of c.down()) c.restart(d.id);
+    }
     const l = c.leader();
     if (l === null) return;
     for (let j = p.between(0, 2); j > 0; j--) c.propose(l.id, Buffer.from(x.propose()));
@@ -414,10 +422,6 @@ function churn(c: SimCluster, p: Prng, x: StepContext): void {
       }
       for (const m of c.net.takeAllDue()) c.deliver(m, true);
       c.check();
-    }
-    if (p.bool(0.5)) {
-      const d = c.down();
-      if (d.length > 0) c.restart(p.pick(d).id);
     }
   }
   c.net.healPartitions();

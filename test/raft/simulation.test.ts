@@ -64,7 +64,7 @@ describe('raft fault simulation', () => {
       expect(totals.snapshots).toBeGreaterThan(RUNS / 10);
       expect(totals.leaders).toBeGreaterThan(RUNS);
       expect(totals.committed).toBeGreaterThan(RUNS * 3);
-    });
+    }, 600_000);
   }
 
   it('replays a fixed seed to the identical trace', () => {
@@ -95,6 +95,6 @@ describe('raft fault simulation catches planted bugs', () => {
         /^raft sim: (election safety|leader completeness|state machine safety|log matching|leader append-only|unexpected AssertionError: raft: )/,
       );
       console.log(`planted ${fault}: caught after ${runs} schedules: ${caught?.failure}`);
-    });
+    }, 600_000);
   }
 });
