@@ -9,6 +9,9 @@
  *                 reads add(span, ts, txn)
  *             ──► LockTable.acquireLock / dequeue; latches released
  *
+ * ConcurrencyManager (concurrency-manager.ts) runs that sequence; the push
+ * (PushTxn, intent resolution) and the timers are injected into it.
+ *
  * Pure in-memory structures driven by calls: no timers and no clock reads
  * (time arrives as timestamps, waits are bounded by the caller's promises and
  * AbortSignals). Ownership: one LatchManager, LockTable and TimestampCache per
@@ -20,3 +23,4 @@ export * from './timestamp-cache.js';
 export * from './lock-table.js';
 export * from './push-policy.js';
 export * from './txn-wait-queue.js';
+export * from './concurrency-manager.js';
