@@ -7,23 +7,19 @@
  *   - a lease request applies only over the lease it names as previous.
  * Rejected commands leave data and MVCC stats untouched (stats = recount).
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { emptyStats } from '../../storage/mvcc-stats.js';
 import { mvccPut } from '../../storage/mvcc.js';
 import { encodeRaftCommand, type RaftCommand } from '../../src/kv/api-codec.js';
-import { TestCluster } from '../support/test-cluster.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
 
 const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 describe('apply rules', () => {
   it('applies a command once however often it is proposed, and never under a stale lease', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 1 }));
+    const c = await startCluster({ nodes: 1 });
     c.startTicker();
     const kv = c.client(0);
     await kv.put(k('warm'), Buffer.from('w'));

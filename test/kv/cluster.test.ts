@@ -5,19 +5,15 @@
  * failover without losing acknowledged writes, and identical per-replica
  * checksums (issue 4, "Must show" 1–3, in process).
  */
-import { describe, it, expect, afterEach } from 'vitest';
-import { TestCluster } from '../support/test-cluster.js';
+import { describe, it, expect } from 'vitest';
+import { TestCluster, autoCloseClusters } from '../support/test-cluster.js';
 import type { KvClient } from '../../src/kv/kv-client.js';
 
 const k = (i: number): Buffer => Buffer.from(`\x90key${String(i).padStart(6, '0')}`, 'latin1');
 const SPAN_START = Buffer.from('\x90', 'latin1');
 const SPAN_END = Buffer.from('\x91', 'latin1');
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 /** Runs `n` operations with `concurrency` workers; op(i) for i in [0, n). */
 async function pool(n: number, concurrency: number, op: (i: number) => Promise<void>): Promise<void> {
@@ -48,7 +44,7 @@ async function caughtUp(c: TestCluster, i: number): Promise<void> {
 
 describe('3-node cluster', () => {
   it('replicates 10,000 keys written through one node; the lease sits on the leader; replicas agree', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    const c = await startCluster({ nodes: 3 });
     c.startTicker();
     const kv = c.client(0);
     await pool(10_000, 64, (i) => kv.put(k(i), Buffer.from(`v${i}`)));
@@ -71,7 +67,7 @@ describe('3-node cluster', () => {
   });
 
   it('a restarted follower catches up from the log, and from a snapshot after truncation', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3, engine: 'level', settings: { raftLogMaxEntries: 50, truncationIntervalTicks: 2 } }));
+    const c = await startCluster({ nodes: 3, engine: 'level', settings: { raftLogMaxEntries: 50, truncationIntervalTicks: 2 } });
     c.startTicker();
     const kv = c.client(0);
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
@@ -99,7 +95,7 @@ describe('3-node cluster', () => {
   });
 
   it('stopping the leaseholder: a new one serves within lease + election timeout, no acknowledged write lost', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    const c = await startCluster({ nodes: 3 });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
     const old = c.leaseholder();

@@ -9,18 +9,14 @@
  *     the new start for the timestamp cache) and leadership follows it;
  *   - an idle range quiesces (no Raft traffic while ticking) and wakes on a request.
  */
-import { describe, it, expect, afterEach } from 'vitest';
-import { TestCluster } from '../support/test-cluster.js';
+import { describe, it, expect } from 'vitest';
+import { TestCluster, autoCloseClusters } from '../support/test-cluster.js';
 import type { Lease } from '../../src/kv/api.js';
 
 const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
 const ZERO = { wall: 0, logical: 0 };
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 function partition(c: TestCluster, i: number, on: boolean): void {
   for (let j = 0; j < c.size; j++) {
@@ -36,7 +32,7 @@ async function expectStatsMatchRecount(c: TestCluster): Promise<void> {
 
 describe('faults', () => {
   it('a re-proposed command applies exactly once', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3, settings: { reproposalTicks: 2, electionTicks: 40 } }));
+    const c = await startCluster({ nodes: 3, settings: { reproposalTicks: 2, electionTicks: 40 } });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0 && c.leader() === c.leaseholder(), 10_000, 'a leaseholder on the leader');
     const L = c.leaseholder();
@@ -61,7 +57,7 @@ describe('faults', () => {
   });
 
   it('a leaseholder that loses its lease with a command in flight answers ambiguous', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    const c = await startCluster({ nodes: 3 });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
     const L = c.leaseholder();
@@ -84,7 +80,7 @@ describe('faults', () => {
 
   it('transfers the lease; the new holder gets the leadership and the timestamp-cache hook sees the lease start', async () => {
     const seen: { nodeId: number; lease: Lease }[] = [];
-    const c = (cluster = await TestCluster.start({ nodes: 3, onLeaseApplied: (nodeId, _r, lease) => seen.push({ nodeId, lease }) }));
+    const c = await startCluster({ nodes: 3, onLeaseApplied: (nodeId, _r, lease) => seen.push({ nodeId, lease }) });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0 && c.leader() === c.leaseholder(), 10_000, 'a leaseholder on the leader');
     const L = c.leaseholder();
@@ -101,7 +97,7 @@ describe('faults', () => {
   });
 
   it('an idle range quiesces and wakes on a request', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3, clock: 'manual' }));
+    const c = await startCluster({ nodes: 3, clock: 'manual' });
     c.startTicker();
     await c.client(0).put(k('q'), Buffer.from('1'));
     await c.waitFor(() => c.replicas(1).every(({ r }) => r.quiescent), 10_000, 'quiescence');
@@ -116,7 +112,7 @@ describe('faults', () => {
   });
 
   it('a quiesced range whose leader dies elects a new leader and serves again when a request wakes it', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    const c = await startCluster({ nodes: 3 });
     c.startTicker();
     await c.client(0).put(k('before'), Buffer.from('1'));
     await c.waitFor(() => c.replicas(1).every(({ r }) => r.quiescent), 10_000, 'quiescence');

@@ -6,24 +6,20 @@
  * lagging or new replicas"). The descriptor change and the conf change are
  * done here by hand, as the replication engineer's ChangeReplicas will do.
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { KEY_MAX, KEY_MIN, meta2Key, rangeDescriptorKey } from '../../storage/keys.js';
 import { ConfChangeTransition, ConfChangeType } from '../../raft/types.js';
 import { encodeRangeDescriptor } from '../../src/kv/api-codec.js';
 import type { RangeDescriptor } from '../../src/kv/api.js';
-import { TestCluster } from '../support/test-cluster.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
 
 const k = (i: number): Buffer => Buffer.from(`\x90n${String(i).padStart(5, '0')}`, 'latin1');
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 describe('new replica', () => {
   it('a learner added on a new node is created on demand and initialized by a chunked snapshot', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3, settings: { snapshotChunkBytes: 4096 } }));
+    const c = await startCluster({ nodes: 3, settings: { snapshotChunkBytes: 4096 } });
     c.startTicker();
     const kv = c.client(0);
     await Promise.all(Array.from({ length: 300 }, (_, i) => kv.put(k(i), Buffer.alloc(100, i % 256))));

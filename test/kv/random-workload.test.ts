@@ -10,16 +10,12 @@
  * Ambiguous outcomes are expected and tolerated: such a key's value may be
  * either outcome (generator → applier → validator, STYLE.md §13).
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { Prng } from '../../src/util/prng.js';
 import { CairnError } from '../../src/util/errors.js';
-import { TestCluster } from '../support/test-cluster.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 const KEYS = 40;
 const key = (i: number): Buffer => Buffer.from(`\x90r${String(i).padStart(3, '0')}`, 'latin1');
@@ -30,7 +26,7 @@ describe('random workload', () => {
   it.each([true, false])('leaves identical replicas that agree with every acknowledged operation (applyDurableEarly %s)', async (applyDurableEarly) => {
     const seed = Number(process.env['CAIRN_SEED'] ?? 42);
     const prng = new Prng(seed);
-    const c = (cluster = await TestCluster.start({ nodes: 3, seed, settings: { raftLogMaxEntries: 100, truncationIntervalTicks: 5, applyDurableEarly } }));
+    const c = await startCluster({ nodes: 3, seed, settings: { raftLogMaxEntries: 100, truncationIntervalTicks: 5, applyDurableEarly } });
     c.startTicker();
     for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) if (i !== j) c.node(i).rpc!.faults.setFaults(j + 1, { dropProbability: 0.02, delayMs: [0, 3] });
     /** Per key: the value after its last acknowledged write, or 'unknown' after an ambiguous one. */

@@ -5,24 +5,20 @@
  * (ConditionFailedError, RangeNotFound), and a restart from a LevelDB
  * directory that keeps every acknowledged write.
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { ConditionFailedError } from '../../storage/mvcc.js';
 import { RangeNotFoundError } from '../../src/kv/api.js';
 import { RpcNodeDialer } from '../../src/kv/kv-client.js';
-import { TestCluster } from '../support/test-cluster.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
 
 const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
 const v = (s: string): Buffer => Buffer.from(s);
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 describe('single-node store', () => {
   it('serves the KV API from one replica', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 1 }));
+    const c = await startCluster({ nodes: 1 });
     c.startTicker();
     const kv = c.client(0);
     await kv.put(k('a'), v('1'));
@@ -45,7 +41,7 @@ describe('single-node store', () => {
   });
 
   it('stops serving while its clock is out of bounds (DESIGN.md §6)', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 1 }));
+    const c = await startCluster({ nodes: 1 });
     c.startTicker();
     const kv = c.client(0);
     await kv.put(k('x'), v('1'));
@@ -57,7 +53,7 @@ describe('single-node store', () => {
   });
 
   it('keeps acknowledged writes across a restart on LevelDB', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 1, engine: 'level' }));
+    const c = await startCluster({ nodes: 1, engine: 'level' });
     c.startTicker();
     const kv = c.client(0);
     await Promise.all(Array.from({ length: 200 }, (_, i) => kv.put(k(`key${String(i).padStart(4, '0')}`), v(`val${i}`))));

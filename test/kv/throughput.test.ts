@@ -5,15 +5,11 @@
  * targets are for multi-process clusters and never gate tests); asserts
  * only that the work completed and that group commit batched.
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { build } from 'hdr-histogram-js';
-import { TestCluster } from '../support/test-cluster.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const startCluster = autoCloseClusters();
 
 const CLIENTS = 64;
 const VALUE = Buffer.alloc(1024, 0x61);
@@ -41,7 +37,7 @@ async function run(ms: number, op: (i: number) => Promise<void>): Promise<{ ops:
 
 describe('throughput (3 nodes, LevelDB, loopback, 64 clients, 1 KB values)', () => {
   it('measures replicated puts/s and gets/s', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3, engine: 'level', settings: { tickIntervalMs: 50, leaseDurationMicros: 3_000_000 } }));
+    const c = await startCluster({ nodes: 3, engine: 'level', settings: { tickIntervalMs: 50, leaseDurationMicros: 3_000_000 } });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
     const lh = c.leaseholder();

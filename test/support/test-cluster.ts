@@ -21,6 +21,7 @@
  * Every node bootstraps r1 with the same replica set (all initial nodes) and
  * the same timestamp, so initial replicas are identical.
  */
+import { afterEach } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -265,4 +266,20 @@ export class TestCluster {
     for (const n of this.nodes) if (n.dir === null) await n.engine.close();
     if (this.baseDir !== null) rmSync(this.baseDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * For a test file: returns a `start` that starts clusters and closes every
+ * one of them after each test (registers a vitest afterEach).
+ */
+export function autoCloseClusters(): (opts: TestClusterOptions) => Promise<TestCluster> {
+  const open: TestCluster[] = [];
+  afterEach(async () => {
+    for (const c of open.splice(0)) await c.close();
+  });
+  return async (opts) => {
+    const c = await TestCluster.start(opts);
+    open.push(c);
+    return c;
+  };
 }
