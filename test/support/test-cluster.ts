@@ -17,6 +17,11 @@
  *   c.node(0).rpc.faults.setFaults(2, { partition: true });   // fault hooks
  *   await c.close();
  *
+ *   const start = autoCloseClusters();      // per test file: closes clusters after each test
+ *   const n4 = await c.addNode();           // an empty node (ident only): gets replicas by snapshot
+ *   c.node(i).clockUnhealthy = true;        // the node stops serving (kv.clock_unhealthy)
+ *   await c.recountStats(i)                 // MVCC stats of node i's r1 recounted from its engine
+ *
  * Nodes are 1-based ids; helpers take 0-based indexes (node(i) has id i+1).
  * Every node bootstraps r1 with the same replica set (all initial nodes) and
  * the same timestamp, so initial replicas are identical.
