@@ -231,6 +231,8 @@ const REQ_TAGS: Record<Request['kind'], number> = {
   computeChecksum: 11,
   truncateLog: 12,
   adminSplit: 13,
+  subsume: 14,
+  adminMerge: 15,
 };
 const REQ_KINDS = invert(REQ_TAGS);
 
@@ -285,6 +287,13 @@ function writeRequest(wr: BufWriter, q: Request): void {
       wr.bytes(q.key);
       wr.uvarint(q.newRangeId);
       return;
+    case 'subsume':
+      wr.bytes(q.key);
+      return;
+    case 'adminMerge':
+      wr.bytes(q.key);
+      writeDescriptor(wr, q.right);
+      return;
     default:
       assertNever(q);
   }
@@ -317,6 +326,10 @@ function readRequest(r: BufReader): Request {
       return { kind, index: r.uvarint() };
     case 'adminSplit':
       return { kind, key: r.bytes(), newRangeId: r.uvarint() };
+    case 'subsume':
+      return { kind, key: r.bytes() };
+    case 'adminMerge':
+      return { kind, key: r.bytes(), right: readDescriptor(r) };
     default:
       return assertNever(kind);
   }
@@ -378,6 +391,10 @@ function writeResponse(wr: BufWriter, p: Response): void {
       writeDescriptor(wr, p.left);
       writeDescriptor(wr, p.right);
       return;
+    case 'subsume':
+    case 'adminMerge':
+      writeDescriptor(wr, p.desc);
+      return;
     default:
       return;
   }
@@ -406,6 +423,9 @@ function readResponse(r: BufReader): Response {
       return { kind, lease: readOpt(r, readLease) };
     case 'adminSplit':
       return { kind, left: readDescriptor(r), right: readDescriptor(r) };
+    case 'subsume':
+    case 'adminMerge':
+      return { kind, desc: readDescriptor(r) };
     default:
       return { kind: kind as EmptyResponse['kind'] };
   }

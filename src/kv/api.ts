@@ -201,6 +201,26 @@ export interface AdminSplitRequest {
   readonly newRangeId: number;
 }
 
+/**
+ * Freezes the range starting at `key` for a merge into its left neighbour
+ * (batcheval/cmd-subsume.ts): its lease passes to nobody, durably, so it
+ * serves nothing until the merge absorbs it. Travels alone.
+ */
+export interface SubsumeRequest {
+  readonly kind: 'subsume';
+  readonly key: Buffer;
+}
+
+/**
+ * Admin: merges the range starting at `key` with its right neighbour `right`,
+ * frozen by Subsume and caught up on every replica (cmd-admin-merge.ts).
+ */
+export interface AdminMergeRequest {
+  readonly kind: 'adminMerge';
+  readonly key: Buffer;
+  readonly right: RangeDescriptor;
+}
+
 export type Request =
   | GetRequest
   | PutRequest
@@ -213,7 +233,9 @@ export type Request =
   | LeaseInfoRequest
   | ComputeChecksumRequest
   | TruncateLogRequest
-  | AdminSplitRequest;
+  | AdminSplitRequest
+  | SubsumeRequest
+  | AdminMergeRequest;
 
 export type RequestKind = Request['kind'];
 
@@ -256,7 +278,13 @@ export interface AdminSplitResponse {
   readonly right: RangeDescriptor;
 }
 
-export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse | AdminSplitResponse;
+/** Subsume: the frozen range's descriptor; AdminMerge: the merged one. */
+export interface RangeDescriptorResponse {
+  readonly kind: 'subsume' | 'adminMerge';
+  readonly desc: RangeDescriptor;
+}
+
+export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse | AdminSplitResponse | RangeDescriptorResponse;
 
 // ---- Batches ---------------------------------------------------------------------------
 

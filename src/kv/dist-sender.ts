@@ -317,6 +317,11 @@ export class DistSender implements Sender {
     }
   }
 
+  /** Sends a batch to one node as it is (the merge driver polls replicas with it). */
+  sendToNode(nodeId: number, ba: BatchRequest): Promise<BatchResponse> {
+    return this.dialer.send(nodeId, ba);
+  }
+
   /** A batch addressed to one range by id (no key routing): retried with backoff while no replica serves it. */
   private async sendToRangeId(ba: BatchRequest): Promise<BatchResponse> {
     for (let attempt = 0; ; attempt++) {
@@ -365,6 +370,8 @@ export class DistSender implements Sender {
         last = e;
         if (e instanceof NotLeaseHolderError) {
           this.metrics.notLeaseHolder++;
+          // Frozen by Subsume (merge.ts): back off until the merge absorbed it.
+          if (e.lease !== null && e.lease.replica.replicaId === 0) break;
           const next = e.lease?.replica ?? e.hint;
           if (next !== null && next !== undefined && !tried.has(next.nodeId)) {
             this.cache.setLeaseholder(rangeId, next);

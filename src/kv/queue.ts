@@ -109,7 +109,8 @@ export class ReplicaQueue {
     picked.sort((a, b) => b.prio - a.prio);
     let n = 0;
     for (const { r } of picked) {
-      if (r.stopped || this.store() !== store) break;
+      if (this.store() !== store) break;
+      if (r.stopped) continue;
       try {
         await this.impl.process(r);
         this.metrics.processed++;

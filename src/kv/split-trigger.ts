@@ -1,5 +1,6 @@
 /**
- * Descriptor-changing triggers: the replicated side effect a split carries
+ * Descriptor-changing triggers (merges: merge-trigger.ts, dispatched from
+ * here): the replicated side effect a split carries
  * (CockroachDB's splitTrigger), applied on every replica of the range in the
  * same engine batch as the command and its applied index — so a split is
  * atomic on each store's disk: before the batch the store holds the old
@@ -49,6 +50,7 @@ import { RAFT_INITIAL_LOG_INDEX, RAFT_INITIAL_LOG_TERM } from './bootstrap.js';
 import { Replica } from './replica.js';
 import type { Store } from './store.js';
 import { decodeRangeTrigger } from './split-trigger-codec.js';
+import { finishMergeTrigger, stageFreezeTrigger, stageMergeTrigger } from './merge-trigger.js';
 
 /** Engine-key prefixes of the right-hand range's state that a split command writes. */
 function rightHandKeys(right: RangeDescriptor): Buffer[] {
@@ -59,6 +61,8 @@ function rightHandKeys(right: RangeDescriptor): Buffer[] {
 
 export function stageRangeTrigger(store: Store, r: Replica, batch: WriteBatch, trigger: Buffer, repr: Buffer): void {
   const t = decodeRangeTrigger(trigger);
+  if (t.kind === 'merge') return stageMergeTrigger(store, r, batch, t);
+  if (t.kind === 'freeze') return stageFreezeTrigger(r, batch);
   assert(t.left.rangeId === r.rangeId, `kv: r${r.rangeId} applying a split of r${t.left.rangeId}`);
   assert(compareBytes(t.left.endKey, t.right.startKey) === 0, 'kv: split halves not adjacent');
   r.setDescriptor(t.left);
@@ -87,6 +91,8 @@ export function stageRangeTrigger(store: Store, r: Replica, batch: WriteBatch, t
 
 export function finishRangeTrigger(store: Store, r: Replica, trigger: Buffer): void {
   const t = decodeRangeTrigger(trigger);
+  if (t.kind === 'merge') return finishMergeTrigger(store, t);
+  if (t.kind === 'freeze') return;
   const campaign = r.lease !== null && r.lease.replica.replicaId === r.replicaId;
   if (store.replica(t.right.rangeId)?.initialized === true) return; // ahead by snapshot (see stage)
   void store

@@ -29,9 +29,9 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP } from '../util/hlc.js';
-import { RANGE_ID_GENERATOR_KEY, meta2Key } from '../../storage/keys.js';
+import { RANGE_ID_GENERATOR_KEY, meta2Key, meta2LookupKey } from '../../storage/keys.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
-import type { AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response } from './api.js';
+import type { AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response, ScanResponse } from './api.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from './api-codec.js';
 import type { Sender } from './kv-client.js';
 
@@ -66,8 +66,27 @@ export async function allocateRangeId(db: Sender): Promise<number> {
   }
 }
 
-/** Writes `desc` at meta2Key(desc.endKey) unless a record as new or newer is there (see the header). Returns whether it wrote. */
+/**
+ * Writes `desc` at meta2Key(desc.endKey) unless a record as new or newer is
+ * there, and deletes older records ending strictly inside desc (left behind
+ * by a merge, merge.ts). Returns whether it changed anything.
+ */
 export async function fixMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+  let changed = await fixMeta2Record(db, desc);
+  const [s] = await send(db, [{ kind: 'scan', key: meta2LookupKey(desc.startKey), endKey: meta2Key(desc.endKey), maxKeys: 0 }]);
+  for (const row of (s as ScanResponse).rows) {
+    if (decodeRangeDescriptor(row.value).generation >= desc.generation) continue;
+    try {
+      await send(db, [{ kind: 'cput', key: row.key, value: null, expected: row.value, allowIfDoesNotExist: false }]);
+      changed = true;
+    } catch (e) {
+      if (!(e instanceof ConditionFailedError)) throw e;
+    }
+  }
+  return changed;
+}
+
+async function fixMeta2Record(db: Sender, desc: RangeDescriptor): Promise<boolean> {
   const key = meta2Key(desc.endKey);
   const want = encodeRangeDescriptor(desc);
   for (;;) {

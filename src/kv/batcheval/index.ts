@@ -13,5 +13,7 @@ import './cmd-lease.js';
 import './cmd-compute-checksum.js';
 import './cmd-truncate-log.js';
 import './cmd-admin-split.js';
+import './cmd-subsume.js';
+import './cmd-admin-merge.js';
 
 export * from './command.js';

@@ -1,0 +1,88 @@
+/**
+ * Merging two adjacent ranges, from the outside (CockroachDB's AdminMerge
+ * driver, reduced; its three phases kept):
+ *
+ *   adminMerge(ds, leftKey)
+ *     1. Subsume the right neighbour R (batcheval/cmd-subsume.ts): one Raft
+ *        command on R that makes its lease nobody's, durably — R is frozen,
+ *        serves nothing, and its state can never change again.
+ *     2. Wait until every replica of R applied the freeze (leaseInfo on each
+ *        replica): the left's replicas will absorb exactly that state.
+ *     3. AdminMerge on the left range L (cmd-admin-merge.ts): ONE Raft command
+ *        of L whose apply, on each store, absorbs R (merge-trigger.ts) in the
+ *        same engine batch as L's applied index. The ranges must be
+ *        colocated (same stores, all voters); meta2 is written in that command
+ *        when L holds it (the first range).
+ *     4. fixMeta2(merged) (split.ts): the merged record, and the deletion of
+ *        L's old record, for ranges whose meta2 lives elsewhere.
+ *
+ * Kill safety: before 1 nothing happened; 1 and 3 are atomic on each store. A
+ * driver that dies after 1 leaves R frozen: the merge queue on L's
+ * leaseholder (merge-queue.ts) finds the frozen neighbour and runs 2–4
+ * (completeMerge) — a frozen range is always rolled forward, never thawed,
+ * so a merge command still in flight can never absorb a range that moved on.
+ * A driver that dies after 3 leaves meta2 behind: fixMeta2 runs again from
+ * the split queue's scan. Meanwhile routers retry (a frozen range answers
+ * NotLeaseHolder with the nobody-lease; DistSender backs off).
+ *
+ * Ownership: src/kv; I/O through the DistSender.
+ */
+import { CairnError } from '../util/errors.js';
+import { ZERO_TIMESTAMP } from '../util/hlc.js';
+import { KEY_MAX } from '../../storage/keys.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request } from './api.js';
+import type { DistSender } from './dist-sender.js';
+import { FROZEN_REPLICA_ID } from './merge-trigger.js';
+import { fixMeta2 } from './split.js';
+
+export interface MergeHooks {
+  /** Called between the steps (kill tests stop nodes or throw here). */
+  readonly afterFreeze?: (right: RangeDescriptor) => Promise<void>;
+  readonly afterMerge?: (merged: RangeDescriptor) => Promise<void>;
+  /** How long to wait for the right range's replicas to apply the freeze (default 10 s). */
+  readonly freezeWaitMs?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+async function sendOne(ds: DistSender, q: Request): Promise<RangeDescriptorResponse> {
+  const res = await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [q] });
+  return res.responses[0] as RangeDescriptorResponse;
+}
+
+/** Merges the range holding `leftKey` with its right neighbour; null when it is the last range. */
+export async function adminMerge(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}): Promise<RangeDescriptor | null> {
+  const stale = ds.cache.get(leftKey);
+  if (stale !== undefined) ds.cache.evict(stale);
+  const left = await ds.cache.lookup(leftKey);
+  if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
+  const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey });
+  await hooks.afterFreeze?.(right);
+  return completeMerge(ds, left.startKey, right, hooks);
+}
+
+/** Steps 2–4 for a right range already frozen (see the header). */
+export async function completeMerge(ds: DistSender, leftStart: Buffer, right: RangeDescriptor, hooks: MergeHooks = {}): Promise<RangeDescriptor> {
+  await waitFrozen(ds, right, hooks);
+  const { desc: merged } = await sendOne(ds, { kind: 'adminMerge', key: leftStart, right });
+  await hooks.afterMerge?.(merged);
+  await fixMeta2(ds, merged);
+  return merged;
+}
+
+async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHooks): Promise<void> {
+  const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const deadline = Date.now() + (hooks.freezeWaitMs ?? 10_000);
+  for (const rep of right.replicas) {
+    for (;;) {
+      try {
+        const res = await ds.sendToNode(rep.nodeId, { header: { rangeId: right.rangeId, replicaId: rep.replicaId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] });
+        if ((res.responses[0] as LeaseInfoResponse).lease?.replica.replicaId === FROZEN_REPLICA_ID) break;
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e; // not there yet (RangeNotFound, node down): poll again
+      }
+      if (Date.now() > deadline) throw new CairnError('kv.merge_timeout', `kv: replica ${rep.replicaId} of r${right.rangeId} on n${rep.nodeId} has not applied the merge freeze`, { retryable: true });
+      await sleep(10);
+    }
+  }
+}
