@@ -45,6 +45,23 @@ describe('joining nodes', () => {
   }, 90_000);
 });
 
+describe('admin split', () => {
+  it('POST /_admin/split splits a range; scans cross the boundary; every range\'s replicas agree', async () => {
+    const ops = ['9010', '9080', '90f0'].map((k) => ({ op: 'put' as const, key: k, value: '0a' }));
+    expect((await c.kv(0, ops)).every((r) => r.ok)).toBe(true);
+    const split = await c.json<{ left: { rangeId: number; endKey: string }; right: { rangeId: number; startKey: string } }>(1, '/_admin/split', 'POST', { key: '9080' });
+    expect(split.left.endKey).toBe('9080');
+    expect(split.right.startKey).toBe('9080');
+    expect(await c.json<{ split: null }>(1, '/_admin/split', 'POST', { key: '9080' })).toEqual({ split: null });
+    const [scan] = await c.kv(2, [{ op: 'scan', key: '90', endKey: '91' }]);
+    expect(scan?.rows?.map((r) => r[0])).toEqual(['90cc', '9010', '9080', '90f0'].sort());
+    const sums = await c.expectChecksumsAgree(0, 3);
+    expect(sums.map((x) => x.rangeId).sort()).toEqual([1, split.right.rangeId].sort());
+    const ranges = await c.json<{ rangeId: number }[]>(0, '/_status/ranges');
+    expect(ranges.map((r) => r.rangeId)).toEqual([1, split.right.rangeId]);
+  });
+});
+
 describe('the SQL listener', () => {
   it('speaks pgwire and refuses sessions with a clear message until the SQL layer is mounted', async () => {
     const client = new pg.Client({ host: '127.0.0.1', port: c.node(0).spec.sqlPort, user: 'root', database: 'defaultdb' });

@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requestInit } from '../../src/server/admin-client.js';
+import type { RangeChecksums } from '../../src/server/node.js';
 import { httpRequest, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
@@ -284,6 +285,30 @@ export class ProcessCluster {
   /** KV operations through node i's admin endpoint. */
   async kv(i: number, ops: readonly AdminOp[]): Promise<AdminOpResult[]> {
     return (await this.json<{ results: AdminOpResult[] }>(i, '/_admin/kv', 'POST', { ops })).results;
+  }
+
+  /**
+   * Every replica of every range reports the same checksum (asked through
+   * node i; each range must have `replicas` answers). NB: a replica that
+   * applies the ComputeChecksum entry in the same Ready round as later
+   * entries (a node catching up after a restart) hashes the state after the
+   * whole round (src/kv/replica.ts finishApply takes the engine snapshot
+   * after the round's apply batch), so one round can disagree although the
+   * data agree; and a replica caught up by a snapshot covering the checksum
+   * entry never computes it (null). Data that really diverged never agree
+   * again, so a few fresh checksums, each on all replicas, still catch
+   * divergence. Returns the agreeing checksums.
+   */
+  async expectChecksumsAgree(i: number, replicas: number, attempts = 5): Promise<RangeChecksums[]> {
+    let last = '';
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const sums = await this.json<RangeChecksums[]>(i, '/_admin/checksum', 'POST');
+      const bad = sums.filter((s) => Object.keys(s.checksums).length !== replicas || new Set(Object.values(s.checksums)).size !== 1 || Object.values(s.checksums).includes(null));
+      if (sums.length > 0 && bad.length === 0) return sums;
+      last = JSON.stringify(bad);
+      console.log(`checksum attempt ${attempt + 1} disagreed: ${last}`);
+    }
+    throw new Error(`process-cluster: replicas disagree after ${attempts} checksums: ${last}`);
   }
 
   /** Node i's process output and log file. */
