@@ -76,8 +76,14 @@ const fns = (ts: readonly Typed[]): EvalFn[] => ts.map((t) => t.fn);
 /** Math over float8, or numeric when the argument is numeric/int. */
 function mathFn(c: ExprCompiler, name: string, exprs: readonly Expr[], fl: (x: number) => number, dec?: (x: Decimal) => Decimal, keepInt = false): Typed {
   const [a] = args(c, name, exprs, ['numeric']) as [Typed];
-  if (a.type.family === 'int' && keepInt) return strict(a.type, [a.fn], ([x]) => checkInt(a.type, typeof x === 'bigint' ? BigInt(fl(Number(x))) : fl(x as number)));
-  if (a.type.family === 'float') return strict(T.float8, [a.fn], ([x]) => fl(x as number));
+  if (a.type.family === 'int' && keepInt) {
+    return strict(a.type, [a.fn], ([x]) => checkInt(a.type, typeof x === 'bigint' ? (x < 0n ? -x : x) : fl(x as number)));
+  }
+  // An int argument takes the float8 variant, as PostgreSQL prefers float8 in the numeric category.
+  if (a.type.family === 'float' || a.type.family === 'int') {
+    const f = c.coerce(a, T.float8, 'implicit');
+    return strict(T.float8, [f.fn], ([x]) => fl(x as number));
+  }
   if (dec !== undefined) {
     const n = c.coerce(a, T.numeric, 'implicit');
     return strict(T.numeric, [n.fn], ([x]) => dec(x as Decimal));
@@ -284,7 +290,12 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
     case 'power':
     case 'pow': {
       const a = args(c, name, exprs, ['float', 'float']);
-      return strict(T.float8, fns(a), ([x, y]) => Math.pow(x as number, y as number));
+      return strict(T.float8, fns(a), ([x, y]) => {
+        const v = Math.pow(x as number, y as number);
+        if (!Number.isFinite(v) && Number.isFinite(x) && Number.isFinite(y)) throw outOfRange('value out of range: overflow');
+        if (v === 0 && x !== 0 && Number.isFinite(y)) throw outOfRange('value out of range: underflow');
+        return v;
+      });
     }
     case 'mod': {
       const a = args(c, name, exprs, ['numeric', 'numeric']);

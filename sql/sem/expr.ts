@@ -31,6 +31,7 @@ import { castContext, castDatum, checkInt, compareAcross, compareDatums, datumFr
 
 const CAST_RANK = { implicit: 0, assignment: 1, explicit: 2 } as const;
 import { lookupBuiltin } from './builtins.js';
+import { binaryOpType, evalBinary, type BinaryOp as BinaryArithOp } from '../types/arith.js';
 
 export interface ScopeColumn {
   readonly name: string;
@@ -275,7 +276,10 @@ export class ExprCompiler {
       case 'BinaryOp':
         return this.binary(e.op, e.left, e.right);
       case 'UnaryOp': {
-        const a = this.compile(e.operand, hint);
+        const a = this.compileRaw(e.operand, undefined);
+        if (isUntyped(a) && a.param === undefined) {
+          throw new SqlError('sql.ambiguous_function', '42725', `operator is not unique: ${e.op} unknown`, { hint: 'Could not choose a best candidate operator. You might need to add explicit type casts.' });
+        }
         const x = isUntyped(a) ? this.coerce(a, T.numeric, 'implicit') : a;
         if (e.op === '+') return x;
         if (e.op === '-' && isNumericType(x.type)) {
@@ -381,7 +385,7 @@ export class ExprCompiler {
         const arg = this.compile(e.arg);
         const items = e.list.map((x) => this.compile(x, arg.type.family === 'unknown' ? undefined : arg.type));
         const all = [arg, ...items];
-        const type = this.commonType(all, 'IN');
+        const type = this.operandType(all, '=');
         const af = this.coerce(arg, type, 'implicit').fn;
         const fs = items.map((x) => this.coerce(x, type, 'implicit').fn);
         const cmp = this.comparator(type, type, 'IN');
@@ -402,7 +406,7 @@ export class ExprCompiler {
         const arg = this.compile(e.arg);
         const lo = this.compile(e.low, arg.type.family === 'unknown' ? undefined : arg.type);
         const hi = this.compile(e.high, arg.type.family === 'unknown' ? undefined : arg.type);
-        const type = this.commonType([arg, lo, hi], 'BETWEEN');
+        const type = this.operandType([arg, lo, hi], '>=');
         const [af, lf, hf] = [arg, lo, hi].map((x) => this.coerce(x, type, 'implicit').fn) as [EvalFn, EvalFn, EvalFn];
         const cmp = this.comparator(type, type, 'BETWEEN');
         const { not, symmetric } = e;
@@ -453,11 +457,15 @@ export class ExprCompiler {
         } };
       }
       case 'NullIf': {
-        const [l, r] = this.pair(e.left, e.right);
-        const cmp = this.comparator(l.type, r.type, 'NULLIF');
+        const [l0, r0] = this.pair(e.left, e.right);
+        // The result has the common type of both (PostgreSQL resolves NULLIF like `=`).
+        const type = this.operandType([l0, r0], '=');
+        const l = this.coerce(l0, type, 'implicit');
+        const r = this.coerce(r0, type, 'implicit');
+        const cmp = this.comparator(type, type, 'NULLIF');
         const lf = l.fn;
         const rf = r.fn;
-        return { type: l.type.family === 'unknown' ? T.text : l.type, fn: (row, env) => {
+        return { type, fn: (row, env) => {
           const a = lf(row, env);
           const b = rf(row, env);
           return a !== null && b !== null && cmp(a, b) === 0 ? null : a;
@@ -530,7 +538,18 @@ export class ExprCompiler {
     return [lt, rt];
   }
 
-  /** The common type of several results (CASE, COALESCE, IN …); 42804 when there is none. */
+  /** The common type of comparison operands (IN, BETWEEN); 42883 naming the operator when there is none. */
+  operandType(ts: readonly Typed[], op: string): SqlType {
+    let type: SqlType = T.unknown;
+    for (const t of ts) {
+      const u = unifyTypes(type, t.type);
+      if (u === undefined) throw opError(op, type, t.type);
+      type = u;
+    }
+    return type.family === 'unknown' ? T.text : type;
+  }
+
+  /** The common type of several results (CASE, COALESCE, VALUES …); 42804 when there is none. */
   commonType(ts: readonly Typed[], what: string): SqlType {
     let type: SqlType = T.unknown;
     for (const t of ts) {
@@ -628,15 +647,20 @@ export class ExprCompiler {
     if (isUntyped(r)) r = this.coerce(r, l.type, 'implicit');
     const lt = l.type;
     const rt = r.type;
-    // date ± int → date
-    if (lt.family === 'date' && rt.family === 'int' && (op === '+' || op === '-')) {
+    // Dates, timestamps and intervals: sql/types' operator table (date − date,
+    // timestamp ± interval, interval × number, …).
+    if (!isNumericType(lt) || !isNumericType(rt)) {
+      if (op === '^') throw opError(op, lt, rt);
+      const aop = op as BinaryArithOp;
+      const type = binaryOpType(aop, lt, rt);
+      if (type === undefined) throw opError(op, lt, rt);
       const lf = l.fn;
       const rf = r.fn;
-      const sign = op === '+' ? 1 : -1;
-      return { type: T.date, fn: (row, env) => {
+      return { type, fn: (row, env) => {
         const a = lf(row, env);
+        if (a === null) return null;
         const b = rf(row, env);
-        return a === null || b === null ? null : (a as number) + sign * Number(b);
+        return b === null ? null : evalBinary(aop, a, lt, b, rt);
       } };
     }
     if (!isNumericType(lt) || !isNumericType(rt)) throw opError(op, lt, rt);
@@ -666,6 +690,37 @@ export class ExprCompiler {
 const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'array_agg', 'string_agg', 'bool_and', 'bool_or', 'every', 'stddev', 'variance', 'json_agg', 'jsonb_agg']);
 
 type Kernel = (a: Exclude<Datum, null>, b: Exclude<Datum, null>) => Datum;
+
+/**
+ * numeric ^ numeric: exact for integer exponents up to 10000 (by squaring),
+ * through float8 otherwise; the result shows at least 16 decimals, as
+ * PostgreSQL's power() on numeric does for results of ordinary size.
+ */
+function numericPower(a: Decimal, b: Decimal): Decimal {
+  const scale = (d: Decimal): number => {
+    const t = d.toString();
+    const i = t.indexOf('.');
+    return i < 0 ? 0 : t.length - i - 1;
+  };
+  const e = b.toBigInt();
+  if (e !== undefined && b.isFinite() && b.trunc(0).equals(b) && e >= -10000n && e <= 10000n && a.isFinite()) {
+    if (a.isZero() && e < 0n) throw new SqlError('sql.invalid_argument_for_power_function', '2201F', 'zero raised to a negative power is undefined');
+    let result = Decimal.ONE;
+    let base = a;
+    let n = e < 0n ? -e : e;
+    while (n > 0n) {
+      if (n & 1n) result = result.mul(base);
+      base = base.mul(base);
+      n >>= 1n;
+    }
+    if (e < 0n) result = Decimal.ONE.divScaled(result, Math.max(16, scale(a)));
+    return result.round(Math.max(16, scale(a)));
+  }
+  const v = Math.pow(a.toNumber(), b.toNumber());
+  if (Number.isNaN(v)) throw new SqlError('sql.invalid_argument_for_power_function', '2201F', 'a negative number raised to a non-integer power yields a complex result');
+  if (!Number.isFinite(v)) throw new SqlError('sql.numeric_value_out_of_range', '22003', 'value overflows numeric format');
+  return Decimal.fromFloat(v).round(16);
+}
 
 function arithKernel(op: string, t: SqlType): Kernel {
   if (t.family === 'int') {
@@ -722,7 +777,7 @@ function arithKernel(op: string, t: SqlType): Kernel {
       case '%':
         return (a, b) => (a as Decimal).mod(b as Decimal);
       case '^':
-        return (a, b) => Decimal.fromFloat(Math.pow((a as Decimal).toNumber(), (b as Decimal).toNumber()));
+        return (a, b) => numericPower(a as Decimal, b as Decimal);
     }
   }
   const f4 = t.oid === Oid.float4;
