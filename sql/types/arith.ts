@@ -300,8 +300,14 @@ export function timestampTzPlusInterval(t: number, iv: Interval, ctx: TextFormat
 export function timestampDiff(a: number, b: number): Interval {
   if (!Number.isFinite(a) || !Number.isFinite(b)) throw datetimeOverflow('cannot subtract infinite timestamps');
   const us = a - b;
-  const days = Math.trunc(us / USECS_PER_DAY);
-  return checkInterval(new Interval(0, days, us - days * USECS_PER_DAY));
+  if (Math.abs(us) <= Number.MAX_SAFE_INTEGER) {
+    const days = Math.trunc(us / USECS_PER_DAY);
+    return checkInterval(new Interval(0, days, us - days * USECS_PER_DAY));
+  }
+  // Spans over 2^53 µs (≈ 285 years): subtract exactly, then split into days and time.
+  const big = BigInt(a) - BigInt(b);
+  const days = big / BigInt(USECS_PER_DAY);
+  return checkInterval(new Interval(0, Number(days), Number(big - days * BigInt(USECS_PER_DAY))));
 }
 
 export function negateInterval(iv: Interval): Interval {

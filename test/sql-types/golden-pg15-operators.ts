@@ -1814,4 +1814,8 @@ export const OPERATORS: readonly OperatorRow[] = [
   { ta: "bool", a: "t", op: "+", tb: "int4", b: "1", tz: "UTC", err: "42883" },
   { ta: "date", a: "2020-01-01", op: "+", tb: "timestamp", b: "2020-01-01", tz: "UTC", err: "42883" },
   { ta: "uuid", a: "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", op: "+", tb: "int4", b: "1", tz: "UTC", err: "42883" },
+  { ta: "timestamptz", a: "1812-02-15 09:15:48.640731", op: "-", tb: "timestamptz", b: "2158-07-04 01:39:26.843884", tz: "Europe/Berlin", out: "-126513 days -15:17:06.203153", type: "interval" },
+  { ta: "timestamp", a: "1812-02-15 09:15:48.640731", op: "-", tb: "timestamp", b: "2158-07-04 01:39:26.843884", tz: "UTC", out: "-126513 days -16:23:38.203153", type: "interval" },
+  { ta: "timestamptz", a: "2200-12-04 08:05:34.108823", op: "-", tb: "timestamptz", b: "1859-01-23 03:28:35.702450", tz: "Europe/Berlin", out: "124863 days 04:30:26.406373", type: "interval" },
+  { ta: "timestamp", a: "2200-12-04 08:05:34.108823", op: "-", tb: "timestamp", b: "1859-01-23 03:28:35.702450", tz: "UTC", out: "124863 days 04:36:58.406373", type: "interval" },
 ];
