@@ -37,10 +37,9 @@ import { pino } from 'pino';
 import { AssertionError } from '../util/assert.js';
 import { CairnError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
-import { LevelEngine } from '../../storage/level-engine.js';
-import { prettyEngineKey } from '../../storage/keys.js';
 import { DEFAULT_NODE_CONFIG, ServerError, formatHostPort, parseBytes, parseDurationMs, parseHostPort, parseJoinList, type HostPort, type NodeConfig } from '../server/config.js';
 import { Node } from '../server/node.js';
+import { printEngineKeys } from '../server/debug-keys.js';
 import { formatNodeStatus, requestClusterStatus, requestInit } from '../server/admin-client.js';
 import { registerWorkloadCommands } from './workload-command.js';
 
@@ -197,28 +196,6 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
   );
 }
 
-async function debugKeys(store: string, values: boolean): Promise<void> {
-  const engine = await LevelEngine.open(resolve(store));
-  try {
-    const it = engine.iterator({});
-    try {
-      for (;;) {
-        const rows = await it.nextBatch(1024);
-        if (rows.length === 0) break;
-        let out = '';
-        for (const { key, value } of rows) {
-          out += values ? `${prettyEngineKey(Buffer.from(key))} ${Buffer.from(value).toString('hex')}\n` : `${prettyEngineKey(Buffer.from(key))}\n`;
-        }
-        process.stdout.write(out);
-      }
-    } finally {
-      await it.close();
-    }
-  } finally {
-    await engine.close();
-  }
-}
-
 export function buildProgram(): Command {
   const program = new Command('cairn');
   program.description('Cairn: a distributed SQL database').showHelpAfterError(false).configureOutput({
@@ -259,7 +236,9 @@ export function buildProgram(): Command {
     .description('print every engine key of a (stopped) node\'s store')
     .requiredOption('--store <dir>', 'store directory')
     .option('--values', 'print each value in hex after its key', false)
-    .action(async (flags: { store: string; values: boolean }) => debugKeys(flags.store, flags.values));
+    .action(async (flags: { store: string; values: boolean }) => {
+      await printEngineKeys(resolve(flags.store), flags.values, (s) => process.stdout.write(s));
+    });
 
   program
     .command('version')

@@ -62,6 +62,7 @@ import { ConditionFailedError } from '../../storage/mvcc.js';
 import { NODE_ID_GENERATOR_KEY, STORE_ID_GENERATOR_KEY, META2_PREFIX, META2_MAX } from '../../storage/keys.js';
 import { STATE_TYPE_NAMES } from '../../raft/types.js';
 import { secureContextFromCertsDir } from '../../sql/pgwire/server.js';
+import type { KVDB } from '../../sql/kv.js';
 import { RpcContext, type PeerAddress } from '../rpc/rpc-context.js';
 import type { RpcHandler, RpcTransport } from '../rpc/transport.js';
 import { KvMethod, type RangeDescriptor, type ReplicaDescriptor, type StoreIdent } from '../kv/api.js';
@@ -88,7 +89,7 @@ import {
   type InitResponse,
   type NodeDescriptor,
 } from './node-directory.js';
-import { SqlServer, sqlSessionFactory } from './sql-server.js';
+import { SqlServer, mountSql, unmountedSessionFactory } from './sql-server.js';
 import { StatusServer } from './status-server.js';
 
 /** Replicas of r1 created by `cairn init` (the default replication factor). */
@@ -261,7 +262,7 @@ export class Node {
     this.sqlAddr = config.sqlAddr;
     this.httpAddr = config.httpAddr;
     const secure = config.certsDir === undefined || config.insecure ? undefined : secureContextFromCertsDir(config.certsDir);
-    this.sql = new SqlServer(sqlSessionFactory({ notServingReason: () => this.notServingReason() }), this.log, secure);
+    this.sql = new SqlServer(unmountedSessionFactory(this), this.log, secure);
     this.http = new StatusServer(this);
     const m = this.metrics;
     this.kvRequests = m.counter('cairn_kv_requests_total', 'KV batches served by this node');
@@ -559,6 +560,7 @@ export class Node {
     this.timers.push(setInterval(() => void this.gossipRound(), GOSSIP_INTERVAL_MS));
     this.timers.push(setInterval(() => void this.checkClock(), CLOCK_CHECK_INTERVAL_MS));
     void this.livenessLoop();
+    this.sql.setFactory(await mountSql(this.kvdb(), this, { insecure: this.config.insecure }));
     this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
   }
 
@@ -573,6 +575,15 @@ export class Node {
       now: () => this.clock.now(),
     });
     return new KvClient(this.distSender);
+  }
+
+  /**
+   * The node's transactional KV interface for SQL (sql/kv.ts). None yet: the
+   * transaction coordinator (TxnCoordSender over this node's DistSender)
+   * lands with the KV transaction work and is returned here.
+   */
+  kvdb(): KVDB | null {
+    return null;
   }
 
   /** Admin: splits the range holding `key` at `key` (null: a range already starts there). */

@@ -3,13 +3,14 @@
  * and hands each socket to pgwire's handlePgConnection with the node's
  * SessionFactory.
  *
- * The one function the SQL session layer plugs into is `sqlSessionFactory`:
- * until sql/session lands it answers every connection's authentication with
- * a clear refusal (SQLSTATE 0A000, "sql: the SQL layer is not mounted in
- * this build"); when it lands, this function builds the session layer's
- * factory over the node's KVDB and nothing else here changes. A node whose
- * clock is out of bounds (DESIGN.md §6) refuses new sessions (SQLSTATE
- * 58000) rather than risk a stale read.
+ * The one function the SQL layer plugs in through is `mountSql(kvdb, …)`:
+ * it builds sql/server-entry.ts's SessionFactory over the node's KVDB. The
+ * node has no transactional KVDB yet (the KV transaction engineer's
+ * TxnCoordSender implements sql/kv.ts), so until then every connection's
+ * authentication gets a clear refusal (SQLSTATE 0A000, "sql: the SQL layer
+ * is not mounted in this build"). A node whose clock is out of bounds
+ * (DESIGN.md §6) refuses new sessions (SQLSTATE 58000) rather than risk a
+ * stale read.
  *
  * Ownership: src/server owns the listener and its sockets; pgwire owns the
  * protocol.
@@ -20,6 +21,7 @@ import type { Logger } from '../util/log.js';
 import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
 import { handlePgConnection } from '../../sql/pgwire/server.js';
 import type { AuthMethod, SessionFactory } from '../../sql/pgwire/session-backend.js';
+import type { KVDB } from '../../sql/kv.js';
 import { ServerError, formatHostPort, type HostPort } from './config.js';
 
 export interface SqlServingState {
@@ -27,17 +29,39 @@ export interface SqlServingState {
   notServingReason(): string | null;
 }
 
-/** The node's SessionFactory (see the header). */
-export function sqlSessionFactory(state: SqlServingState): SessionFactory {
+const NOT_MOUNTED = 'sql: the SQL layer is not mounted in this build of cairn yet (no transactional KVDB; the KV admin endpoint serves reads and writes)';
+
+/** The factory used until the SQL layer is mounted: refuses every session clearly. */
+export function unmountedSessionFactory(state: SqlServingState): SessionFactory {
   return {
     authMethod: async (): Promise<AuthMethod> => {
       const why = state.notServingReason();
       if (why !== null) return { kind: 'reject', sqlState: '58000', message: why };
-      return { kind: 'reject', sqlState: '0A000', message: 'sql: the SQL layer is not mounted in this build of cairn yet (the KV admin endpoint serves reads and writes)' };
+      return { kind: 'reject', sqlState: '0A000', message: NOT_MOUNTED };
     },
     startSession: async () => {
-      throw new ServerError('server.sql_unavailable', 'sql: the SQL layer is not mounted in this build of cairn yet', { sqlState: '0A000' });
+      throw new ServerError('server.sql_unavailable', NOT_MOUNTED, { sqlState: '0A000' });
     },
+  };
+}
+
+/**
+ * The one function that mounts the SQL layer (sql/server-entry.ts) on the
+ * node's KVDB (sql/kv.ts): returns the node's SessionFactory, which refuses
+ * new sessions while the node is not serving (clock out of bounds). With no
+ * KVDB — the transactional KV client has not landed — SQL stays unmounted.
+ */
+export async function mountSql(kvdb: KVDB | null, state: SqlServingState, opts: { insecure: boolean; rootPassword?: string }): Promise<SessionFactory> {
+  if (kvdb === null) return unmountedSessionFactory(state);
+  const { createSqlServer } = await import('../../sql/server-entry.js');
+  const sql = await createSqlServer(kvdb, { insecure: opts.insecure, ...(opts.rootPassword === undefined ? {} : { rootPassword: opts.rootPassword }) });
+  return {
+    authMethod: async (info) => {
+      const why = state.notServingReason();
+      if (why !== null) return { kind: 'reject', sqlState: '58000', message: why };
+      return sql.factory.authMethod(info);
+    },
+    startSession: (info) => sql.factory.startSession(info),
   };
 }
 
@@ -48,10 +72,15 @@ export class SqlServer {
   connections = 0;
 
   constructor(
-    private readonly factory: SessionFactory,
+    private factory: SessionFactory,
     private readonly log: Logger,
     private readonly secureContext?: SecureContext,
   ) {}
+
+  /** Replaces the factory new connections use (mounting SQL once the node serves). */
+  setFactory(factory: SessionFactory): void {
+    this.factory = factory;
+  }
 
   /** Binds; rejects with server.listen_failed naming the flag. */
   listen(addr: HostPort): Promise<HostPort> {
