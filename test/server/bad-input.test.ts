@@ -107,6 +107,27 @@ describe('bad input exits with one clear line', () => {
     expectOneLine(r2, /^ERROR: server: no node answered at --join=127\.0\.0\.1:\d+ within 1000 ms; check the addresses$/);
   });
 
+  it('malformed and truncated RPC frames close that connection; the node keeps serving', async () => {
+    const c = cluster as ProcessCluster;
+    const { connect } = await import('node:net');
+    const { parsePrometheusText } = await import('../../src/server/metrics.js');
+    const errors = async (): Promise<number> =>
+      parsePrometheusText((await c.http(0, '/_status/vars')).body).samples.find((s) => s.name === 'cairn_rpc_connection_errors_total')?.value ?? NaN;
+    const before = await errors();
+    for (const bytes of [Buffer.from('GET / HTTP/1.1\r\n\r\n'), Buffer.from([0, 0, 0, 9, 1, 2]), Buffer.alloc(64, 0xff)]) {
+      const sock = connect(c.node(0).spec.rpcPort, '127.0.0.1');
+      await new Promise<void>((resolve) => {
+        sock.on('connect', () => sock.end(bytes));
+        sock.on('error', () => resolve());
+        sock.on('close', () => resolve());
+      });
+    }
+    expect((await c.http(0, '/health?ready=1')).status).toBe(200);
+    const [w] = await c.kv(0, [{ op: 'put', key: '90ee', value: '01' }]);
+    expect(w?.ok, w?.message).toBe(true);
+    expect(await errors()).toBeGreaterThan(before);
+  });
+
   it('bad flags', async () => {
     expectOneLine(await runCliAsync(['start', '--store=/tmp/x', '--listen-addr=nonsense']), /--listen-addr.*expected HOST:PORT/);
     expectOneLine(await runCliAsync(['start', '--store=/tmp/x', '--bogus']), /unknown option '--bogus'/);
