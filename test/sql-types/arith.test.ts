@@ -2,7 +2,7 @@
 // result value, result type and error SQLSTATE.
 import { describe, it, expect } from 'vitest';
 import { OPERATORS } from './golden-pg15-operators.js';
-import { parseTypeText } from './type-text.js';
+import { errorOf, parseTypeText } from './support.js';
 import { binaryOpType, evalBinary, evalNegate, type BinaryOp } from '../../sql/types/arith.js';
 import { castDatum } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';
@@ -43,13 +43,7 @@ describe('operators match PostgreSQL 15', () => {
 describe('unary minus and NULL', () => {
   it('negates with range checks', () => {
     for (const [v, t] of [[-32768, T.int2], [-(2n ** 63n), T.int8]] as const) {
-      let err: unknown;
-      try {
-        evalNegate(v, t);
-      } catch (e) {
-        err = e;
-      }
-      expect((err as CairnError).sqlState).toBe('22003');
+      expect((errorOf(() => evalNegate(v, t)) as CairnError).sqlState).toBe('22003');
     }
     expect(evalNegate(5n, T.int8)).toBe(-5n);
     expect(String(evalNegate(parseInterval('1 day -01:00'), T.interval))).toBe('-1 days +01:00:00');

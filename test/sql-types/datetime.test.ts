@@ -3,6 +3,7 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { civilFromDays, daysFromCivil, formatTimestampTz, parseDate, parseTimestamp, parseTimestampTz, resolveTimeZone, UNIX_EPOCH_OFFSET_DAYS, USECS_PER_DAY } from '../../sql/types/datetime.js';
 import { CairnError } from '../../src/util/errors.js';
+import { errorOf } from './support.js';
 
 const pad = (n: number, w: number) => String(n).padStart(w, '0');
 
@@ -74,12 +75,6 @@ describe('time zones (PostgreSQL 15 behaviour)', () => {
     expect(parseDate('today', ctx)).toBe(parseDate('2026-12-01')); // already tomorrow in Tokyo
     expect(parseDate('now', ctx)).toBe(parseDate('2026-12-01'));
     expect(parseTimestamp('tomorrow', ctx)).toBe(parseDate('2026-12-02') * USECS_PER_DAY);
-    let err: unknown;
-    try {
-      parseTimestampTz('now');
-    } catch (e) {
-      err = e;
-    }
-    expect((err as CairnError).sqlState).toBe('22007');
+    expect((errorOf(() => parseTimestampTz('now')) as CairnError).sqlState).toBe('22007');
   });
 });

@@ -6,6 +6,7 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { Decimal } from '../../sql/types/decimal.js';
 import { CairnError } from '../../src/util/errors.js';
+import { errorOf } from './support.js';
 
 const finite = fc
   .tuple(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.nat({ max: 25 }))
@@ -122,22 +123,11 @@ describe('Decimal arithmetic against bigint references', () => {
 describe('Decimal edge cases', () => {
   it('division and modulo by zero raise 22012', () => {
     for (const f of [() => Decimal.ONE.div(Decimal.ZERO), () => Decimal.ONE.mod(Decimal.ZERO), () => Decimal.POS_INF.div(Decimal.ZERO)]) {
-      let err: unknown;
-      try {
-        f();
-      } catch (e) {
-        err = e;
-      }
-      expect((err as CairnError).sqlState).toBe('22012');
+      expect((errorOf(f) as CairnError).sqlState).toBe('22012');
     }
   });
   it('numeric(p, s) overflow is 22003 with PostgreSQL\'s detail', () => {
-    let err: unknown;
-    try {
-      Decimal.parseOrThrow('1000').applyTypmod(5, 2);
-    } catch (e) {
-      err = e;
-    }
+    const err = errorOf(() => Decimal.parseOrThrow('1000').applyTypmod(5, 2));
     expect((err as CairnError).sqlState).toBe('22003');
     expect((err as { detail?: string }).detail).toBe('A field with precision 5, scale 2 must round to an absolute value less than 10^3.');
   });

@@ -7,6 +7,7 @@ import { evalBinary } from '../../sql/types/arith.js';
 import { Decimal } from '../../sql/types/decimal.js';
 import { CairnError } from '../../src/util/errors.js';
 import type { SqlType } from '../../sql/types/type.js';
+import { errorOf } from './support.js';
 
 const lit = (s: string, t: SqlType) => () => castDatum(s, T.unknown, t);
 
@@ -34,12 +35,7 @@ const CASES: [string, () => unknown, string, string][] = [
 describe('errors carry PostgreSQL\'s SQLSTATE and message', () => {
   for (const [title, f, state, message] of CASES) {
     it(title, () => {
-      let err: unknown;
-      try {
-        f();
-      } catch (e) {
-        err = e;
-      }
+      const err = errorOf(f);
       expect(err).toBeInstanceOf(CairnError);
       expect([(err as CairnError).sqlState, (err as Error).message]).toEqual([state, message]);
       expect((err as CairnError).code).toMatch(/^sql\./);

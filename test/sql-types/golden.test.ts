@@ -3,7 +3,7 @@
 import { describe, it, expect } from 'vitest';
 import { GOLDEN } from './golden-pg15.js';
 import { T, type SqlType } from '../../sql/types/type.js';
-import { parseTypeText } from './type-text.js';
+import { errorOf, parseTypeText } from './support.js';
 import { castDatum } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';
 import { decodeBinary, encodeBinary } from '../../sql/types/binary-format.js';
@@ -24,12 +24,7 @@ describe('golden vectors from PostgreSQL 15', () => {
       const t = parseTypeText(row.t);
       const ctx = { timeZone: resolveTimeZone(row.tz) };
       if ('err' in row) {
-        let err: unknown;
-        try {
-          castDatum(row.in, T.unknown, t, 'explicit', ctx);
-        } catch (e) {
-          err = e;
-        }
+        const err = errorOf(() => castDatum(row.in, T.unknown, t, 'explicit', ctx));
         expect(err, 'expected an error').toBeInstanceOf(CairnError);
         expect((err as CairnError).sqlState).toBe(row.err);
         return;

@@ -12,6 +12,7 @@ import { decodeWire, encodeWire } from '../../sql/types/wire-format.js';
 import { Decimal } from '../../sql/types/decimal.js';
 import { T, arrayOf } from '../../sql/types/type.js';
 import { CairnError } from '../../src/util/errors.js';
+import { errorOf } from './support.js';
 
 const INTS = arrayOf(T.int4);
 
@@ -61,12 +62,6 @@ describe('wire entry points', () => {
     expect(decodeWire(null, T.text, 1)).toBeNull();
   });
   it('text parameters must be valid UTF-8 (22021)', () => {
-    let err: unknown;
-    try {
-      decodeWire(Buffer.from([0x61, 0xff]), T.text, 0);
-    } catch (e) {
-      err = e;
-    }
-    expect((err as CairnError).sqlState).toBe('22021');
+    expect((errorOf(() => decodeWire(Buffer.from([0x61, 0xff]), T.text, 0)) as CairnError).sqlState).toBe('22021');
   });
 });

@@ -2,7 +2,7 @@
 // (golden-pg15-ops.ts), plus the assignment-cast rules of issue 6.
 import { describe, it, expect } from 'vitest';
 import { ARITH, CASTS, COMPARE, type Outcome } from './golden-pg15-ops.js';
-import { parseTypeText } from './type-text.js';
+import { errorOf, parseTypeText } from './support.js';
 import { T, bpchar, numeric, varchar, type SqlType } from '../../sql/types/type.js';
 import { castDatum, castContext, coerceToTypmod, numericLiteralType, resolveConstType } from '../../sql/types/cast.js';
 import { encodeText } from '../../sql/types/text-format.js';
@@ -13,12 +13,7 @@ import { CairnError } from '../../src/util/errors.js';
 
 function expectOutcome(run: () => string, want: Outcome): void {
   if ('err' in want) {
-    let err: unknown;
-    try {
-      run();
-    } catch (e) {
-      err = e;
-    }
+    const err = errorOf(run);
     expect(err, `expected SQLSTATE ${want.err}`).toBeInstanceOf(CairnError);
     expect((err as CairnError).sqlState).toBe(want.err);
   } else {
@@ -78,13 +73,9 @@ describe('cross-type comparison matches PostgreSQL 15', () => {
 });
 
 function sqlStateOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof CairnError) return e.sqlState;
-    throw e;
-  }
-  return undefined;
+  const e = errorOf(f);
+  if (e === undefined || e instanceof CairnError) return e?.sqlState;
+  throw e;
 }
 
 describe('assignment casts (INSERT/UPDATE targets)', () => {
