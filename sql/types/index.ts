@@ -1,6 +1,11 @@
 /**
- * sql/types: SQL types, their datums, text and binary wire formats, casts and
- * comparison. The public surface other sql/ modules import.
+ * sql/types: SQL types (OIDs, typmods, names), their datums, text and binary
+ * wire formats, casts, comparison/hash keys/NULL logic and arithmetic
+ * operators, with PostgreSQL 15's semantics and SQLSTATEs. The public
+ * surface other sql/ modules import.
+ *
+ * Ownership: sql/types; pure functions and immutable values, no I/O (time
+ * zones come from Intl, 'now' from the caller's context).
  */
 export * from './type.js';
 export * from './type-error.js';
