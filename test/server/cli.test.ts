@@ -5,29 +5,18 @@
  * debug keys` on a stopped store (prettyEngineKey output).
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FAST_NODE_FLAGS, REPO_ROOT, runCliAsync } from '../support/process-cluster.js';
+import { FAST_NODE_FLAGS, REPO_ROOT, runCliAsync, runScriptAsync } from '../support/process-cluster.js';
 
 const CLUSTER_JS = join(REPO_ROOT, 'dist/src/cli/cluster.js');
 const dir = mkdtempSync(join(tmpdir(), 'cairn-cli-'));
 
 function cluster(args: string[], timeoutMs = 120_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLUSTER_JS, '--dir', join(dir, 'c'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runScriptAsync(CLUSTER_JS, ['--dir', join(dir, 'c'), ...args], timeoutMs);
 }
 
 /** Three consecutive free ports for each of RPC, SQL and HTTP (9 ports bound and released together). */
@@ -119,9 +108,8 @@ describe('npm run cluster', () => {
     const bystander = spawn('sleep', ['30'], { stdio: 'ignore' });
     try {
       const store = join(dir, 'c', 'n1');
-      writeFileSync(join(dir, 'state.json'), '');
       const state = { initialized: true, nodes: [{ index: 1, pid: bystander.pid, spec: { store, host: '127.0.0.1', rpcPort: 1, sqlPort: 2, httpPort: 3, join: [], outFile: join(dir, 'x.out') } }] };
-      spawnSync('mkdir', ['-p', join(dir, 'c')]);
+      mkdirSync(join(dir, 'c'), { recursive: true });
       writeFileSync(join(dir, 'c', 'state.json'), JSON.stringify(state));
       const r = await cluster(['kill', '1']);
       expect(r.status).toBe(1);

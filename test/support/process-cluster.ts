@@ -97,8 +97,13 @@ export function runCli(args: readonly string[], timeoutMs = 30_000): { status: n
 
 /** Runs the CLI without blocking the event loop (a test may serve or kill meanwhile). */
 export function runCliAsync(args: readonly string[], timeoutMs = 30_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return runScriptAsync(MAIN_JS, args, timeoutMs);
+}
+
+/** Runs `node <script> args…` to completion (killed after timeoutMs): exit status and output. */
+export function runScriptAsync(script: string, args: readonly string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(child);
     let stdout = '';
     let stderr = '';
