@@ -114,9 +114,8 @@ class PointScan implements RowIter {
 }
 
 class RangeScan implements RowIter {
-  private start: Buffer | undefined;
-  private end: Buffer | undefined;
-  private finished = false;
+  /** The spans still to read, in the order they are read; [0] is current. */
+  private spans: { start: Buffer; end: Buffer }[] | undefined;
   private chunk = FIRST_CHUNK;
   private remaining = -1;
 
@@ -125,57 +124,57 @@ class RangeScan implements RowIter {
     private readonly ctx: ExecCtx,
   ) {}
 
-  private init(): boolean {
+  /** Evaluates the span bounds: one [start, end) per prefix, sorted, empty ones dropped. */
+  private init(): { start: Buffer; end: Buffer }[] {
     const { node, ctx } = this;
-    if (node.spans.kind !== 'range') return false;
+    if (node.spans.kind !== 'range') return [];
     const codec = node.table.codec;
-    const prefix: Datum[] = [];
-    for (const f of node.spans.prefix) {
-      const v = f(NO_ROW, ctx.env);
-      if (v === null) return false;
-      prefix.push(v);
-    }
-    const prefixKey = codec.encodeKeyPrefix(prefix);
     const { lo, hi } = node.spans;
-    let start = prefixKey;
-    let end = prefixEnd(prefixKey);
-    if (lo !== undefined) {
-      const v = lo.fn(NO_ROW, ctx.env);
-      if (v === null) return false;
-      const k = codec.encodeKeyPrefix([...prefix, v]);
-      start = lo.inclusive ? k : prefixEnd(k);
+    const loV = lo?.fn(NO_ROW, ctx.env);
+    const hiV = hi?.fn(NO_ROW, ctx.env);
+    if (loV === null || hiV === null) return [];
+    const out: { start: Buffer; end: Buffer }[] = [];
+    for (const fns of node.spans.prefixes) {
+      const prefix: Datum[] = [];
+      for (const f of fns) prefix.push(f(NO_ROW, ctx.env));
+      if (prefix.some((v) => v === null)) continue;
+      const prefixKey = codec.encodeKeyPrefix(prefix);
+      let start = prefixKey;
+      let end = prefixEnd(prefixKey);
+      if (lo !== undefined) {
+        const k = codec.encodeKeyPrefix([...prefix, loV as Datum]);
+        start = lo.inclusive ? k : prefixEnd(k);
+      }
+      if (hi !== undefined) {
+        const k = codec.encodeKeyPrefix([...prefix, hiV as Datum]);
+        end = hi.inclusive ? prefixEnd(k) : k;
+      }
+      if (compareBytes(start, end) < 0) out.push({ start, end });
     }
-    if (hi !== undefined) {
-      const v = hi.fn(NO_ROW, ctx.env);
-      if (v === null) return false;
-      const k = codec.encodeKeyPrefix([...prefix, v]);
-      end = hi.inclusive ? prefixEnd(k) : k;
-    }
-    if (compareBytes(start, end) >= 0) return false;
-    this.start = start;
-    this.end = end;
+    // Prefixes are distinct values of the leading columns: their spans do not overlap.
+    out.sort((x, y) => compareBytes(x.start, y.start));
+    const dedup = out.filter((s, i) => i === 0 || !s.start.equals((out[i - 1] as { start: Buffer }).start));
+    if (node.reverse) dedup.reverse();
     if (node.limit !== undefined) {
       const l = node.limit(NO_ROW, ctx.env);
       if (l !== null) {
         this.remaining = Number(l);
-        if (this.remaining === 0) return false;
+        if (this.remaining === 0) return [];
       }
     }
-    return true;
+    return dedup;
   }
 
   async next(): Promise<Row[] | null> {
-    if (this.finished) return null;
-    if (this.start === undefined && !this.init()) {
-      this.finished = true;
-      return null;
-    }
+    if (this.spans === undefined) this.spans = this.init();
+    const span = this.spans[0];
+    if (span === undefined) return null;
     const { node, ctx } = this;
     const limit = this.remaining >= 0 ? this.remaining : this.chunk;
     const b = new KVBatch();
     const opts = { limit, targetBytes: TARGET_BYTES, lock: node.lock };
-    if (node.reverse) b.reverseScan(this.start as Buffer, this.end as Buffer, opts);
-    else b.scan(this.start as Buffer, this.end as Buffer, opts);
+    if (node.reverse) b.reverseScan(span.start, span.end, opts);
+    else b.scan(span.start, span.end, opts);
     ctx.checkCancel();
     const [res] = await ctx.txn.run(b);
     if (res?.kind !== 'scan') throw new Error('exec: unexpected scan result');
@@ -185,9 +184,10 @@ class RangeScan implements RowIter {
       rows[i] = decodeRow(node, kv.key, kv.value);
     }
     if (this.remaining >= 0) this.remaining -= rows.length;
-    if (res.resumeKey === null || this.remaining === 0) this.finished = true;
-    else if (node.reverse) this.end = res.resumeKey;
-    else this.start = res.resumeKey;
+    if (this.remaining === 0) this.spans.length = 0;
+    else if (res.resumeKey === null) this.spans.shift();
+    else if (node.reverse) span.end = res.resumeKey;
+    else span.start = res.resumeKey;
     this.chunk = Math.min(this.chunk * 4, MAX_CHUNK);
     return rows;
   }

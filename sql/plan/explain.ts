@@ -15,11 +15,14 @@ import type { PlanNode, SpanPlan } from './plan-node.js';
 
 function spansText(s: SpanPlan): string {
   if (s.kind === 'points') return s.text.join(', ');
-  const prefix = s.prefixText.map((t) => `/${t}`).join('');
-  if (s.lo === undefined && s.hi === undefined) return prefix === '' ? 'FULL SCAN' : prefix;
-  const lo = s.lo === undefined ? `${prefix}` : `${prefix}/${s.lo.text}${s.lo.inclusive ? '' : ' (excl)'}`;
-  const hi = s.hi === undefined ? `${prefix}/…` : `${prefix}/${s.hi.text}${s.hi.inclusive ? '' : ' (excl)'}`;
-  return `${lo === '' ? '-' : lo} – ${hi}`;
+  return s.prefixText
+    .map((prefix) => {
+      if (s.lo === undefined && s.hi === undefined) return prefix === '' ? 'FULL SCAN' : prefix;
+      const lo = s.lo === undefined ? `${prefix}` : `${prefix}/${s.lo.text}${s.lo.inclusive ? '' : ' (excl)'}`;
+      const hi = s.hi === undefined ? `${prefix}/…` : `${prefix}/${s.hi.text}${s.hi.inclusive ? '' : ' (excl)'}`;
+      return `${lo === '' ? '-' : lo} – ${hi}`;
+    })
+    .join(', ');
 }
 
 function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanNode[] } {

@@ -33,14 +33,19 @@ export interface KeyBound {
 /**
  * Which primary-index keys a scan reads:
  *   points: every key fully constrained by equalities / IN lists (one get each);
- *   range:  an equality prefix plus optional bounds on the next key column
- *           (an empty prefix with no bounds is the full table).
+ *   range:  equality prefixes (IN lists on leading columns make several)
+ *           plus optional bounds on the next key column — one span per
+ *           prefix (an empty prefix with no bounds is the full table).
  */
 export type SpanPlan =
   | { readonly kind: 'points'; readonly keys: readonly (readonly EvalFn[])[]; readonly text: readonly string[] }
   | {
       readonly kind: 'range';
-      readonly prefix: readonly EvalFn[];
+      /**
+       * One equality prefix per span: the cross product of the equalities and
+       * IN lists on the leading key columns (a single empty prefix: one span).
+       */
+      readonly prefixes: readonly (readonly EvalFn[])[];
       readonly prefixText: readonly string[];
       readonly lo: KeyBound | undefined;
       readonly hi: KeyBound | undefined;

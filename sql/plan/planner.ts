@@ -10,8 +10,9 @@
  *     functions of them are fine; they are evaluated once per execution).
  *   - Equalities (and IN lists) on every primary-key column → point lookups
  *     (one batched get per key, the cross product of the IN lists, ≤ 1024);
- *     otherwise equalities on a key prefix plus bounds on the next column
- *     → one span; no usable conjunct → the whole table.
+ *     otherwise equalities / IN lists on a key prefix plus bounds on the
+ *     next column → one span per prefix value (read one after another, in
+ *     key order); no usable conjunct → the whole table.
  *   - Conjuncts turned into keys are dropped from the filter (they are
  *     exact); everything else filters the scanned rows.
  *   - ORDER BY on a primary-key prefix in index order (or exactly reversed)
@@ -208,18 +209,26 @@ function chooseSpans(c: ExprCompiler, table: TableEntry, scope: Scope, where: Ex
       return { spans: { kind: 'points', keys, text: texts.map((t) => '/' + t.join('/')) }, used };
     }
   }
-  const prefix: EvalFn[] = [];
-  const prefixText: string[] = [];
+  let prefixes: EvalFn[][] = [[]];
+  let prefixText: string[] = [''];
   let lo: KeyBound | undefined;
   let hi: KeyBound | undefined;
   for (let p = 0; p < cons.length; p++) {
     const cc = cons[p] as ColumnConstraint;
-    if (cc.eq !== undefined && cc.eq.fns.length === 1) {
-      prefix.push(cc.eq.fns[0] as EvalFn);
-      prefixText.push(cc.eq.texts[0] as string);
-      used.add(cc.eq.conj);
+    const eq = cc.eq;
+    if (eq !== undefined && prefixes.length * eq.fns.length <= MAX_POINTS) {
+      const np: EvalFn[][] = [];
+      const nt: string[] = [];
+      prefixes.forEach((pre, i) => eq.fns.forEach((f, j) => {
+        np.push([...pre, f]);
+        nt.push(`${prefixText[i]}/${eq.texts[j]}`);
+      }));
+      prefixes = np;
+      prefixText = nt;
+      used.add(eq.conj);
       continue;
     }
+    if (eq !== undefined) break;
     const desc = table.codec.pkDirs[p] === 'desc';
     // On a descending column, value bounds swap ends in key order.
     const vlo = cc.lo;
@@ -230,7 +239,7 @@ function chooseSpans(c: ExprCompiler, table: TableEntry, scope: Scope, where: Ex
     hi = desc ? vlo?.b : vhi?.b;
     break;
   }
-  return { spans: { kind: 'range', prefix, prefixText, lo, hi }, used };
+  return { spans: { kind: 'range', prefixes, prefixText, lo, hi }, used };
 }
 
 function outputName(t: SelectTarget): string {

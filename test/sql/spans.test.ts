@@ -83,6 +83,8 @@ describe('primary-key spans', () => {
     expect(await plan("SELECT * FROM t WHERE a = 1 AND b = 'x'")).toContain("spans: /1/'x'");
     expect(await plan("SELECT * FROM t WHERE a IN (2, 1) AND b IN ('x', 'y')")).toContain("spans: /2/'x', /2/'y', /1/'x', /1/'y'");
     expect(await plan('SELECT * FROM t WHERE a > 1 AND a <= 3')).toContain('spans: /1 (excl) – /3');
+    // An IN list on the leading column of a longer key: one span per value.
+    expect(await plan("SELECT * FROM t WHERE a IN (2, 1) AND b >= 'k'")).toContain("spans: /2/'k' – /2/…, /1/'k' – /1/…");
     expect(await plan('SELECT * FROM t WHERE c = 1')).toContain('spans: FULL SCAN');
   });
 });
