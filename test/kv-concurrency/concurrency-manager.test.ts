@@ -100,7 +100,7 @@ describe('ConcurrencyManager', () => {
     await flushMicrotasks();
     expect(w2.guard?.holdsLatches).toBe(true);
     c.cm.finishReq(w2.guard as RequestGuard);
-    expect(c.cm.lockTable.metrics()).toEqual({ locks: 0, held: 0, waiters: 0, claimants: 0 });
+    expect(c.cm.lockTable.metrics()).toMatchObject({ locks: 0, held: 0, waiters: 0, claimants: 0 });
   });
 
   it('breaks a deadlock between two transactions by aborting the victim (the younger)', async () => {
@@ -162,7 +162,7 @@ describe('ConcurrencyManager', () => {
       expect((r.error as CairnError).code).toBe(pushesAtOnce ? 'concurrency.push_wait_cancelled' : 'concurrency.lock_wait_cancelled');
       if (!pushesAtOnce) expect(r.error).toBeInstanceOf(LockWaitCancelledError);
       expect(c.cm.latches.metrics()).toMatchObject({ held: 0, waiting: 0, latches: 0 });
-      expect(c.cm.lockTable.metrics()).toEqual({ locks: 1, held: 1, waiters: 0, claimants: 0 });
+      expect(c.cm.lockTable.metrics()).toMatchObject({ locks: 1, held: 1, waiters: 0, claimants: 0 });
       expect(c.twq.metrics().waitingPushes).toBe(0);
     }
   });

@@ -194,11 +194,20 @@ export interface LockTableMetrics {
   /** Queued requests actually waiting. */
   readonly waiters: number;
   readonly claimants: number;
+  /** Replicated locks forgotten to stay within maxLocks (since creation). */
+  readonly cleared: number;
 }
 
 export interface LockTableOptions {
   /** Writers refused (LockWaitQueueFullError) when a key already has this many waiting writers (default unlimited). */
   readonly maxWaitQueueLength?: number;
+  /**
+   * Bound on the locks tracked (default 10,000). Past it, replicated locks
+   * nobody waits for are forgotten: they are intents in the MVCC data and a
+   * request meeting one rediscovers it (addDiscoveredLock). Unreplicated
+   * locks and locks with waiters are never dropped.
+   */
+  readonly maxLocks?: number;
 }
 
 function sameTxn(a: LockTxn | undefined, b: LockTxn | undefined): boolean {
@@ -214,9 +223,12 @@ export class LockTable {
   private readonly byKey = new Map<string, LockState>();
   private seq = 0;
   private readonly maxQueue: number;
+  private readonly maxLocks: number;
+  private cleared = 0;
 
   constructor(opts: LockTableOptions = {}) {
     this.maxQueue = opts.maxWaitQueueLength ?? Infinity;
+    this.maxLocks = opts.maxLocks ?? 10_000;
   }
 
   /**
@@ -382,7 +394,7 @@ export class LockTable {
       else if (l.claimant() !== undefined) claimants++;
       for (const q of l.queue) if (q.active) waiters++;
     });
-    return { locks: this.locks.size, held, waiters, claimants };
+    return { locks: this.locks.size, held, waiters, claimants, cleared: this.cleared };
   }
 
   /** Every lock, its holder and its queue in order, as data (for status pages and tests). */
@@ -431,11 +443,25 @@ export class LockTable {
     const id = key.toString('latin1');
     let l = this.byKey.get(id);
     if (l === undefined) {
+      if (this.locks.size >= this.maxLocks) this.clearIdleReplicatedLocks();
       l = new LockState(key);
       l.handle = this.locks.insert(l);
       this.byKey.set(id, l);
     }
     return l;
+  }
+
+  /** Forgets the replicated locks without waiters (see LockTableOptions.maxLocks). */
+  private clearIdleReplicatedLocks(): void {
+    const idle: LockState[] = [];
+    this.locks.forEach((l) => {
+      if (l.queue.length === 0 && l.holder?.durability === 'replicated') idle.push(l);
+    });
+    for (const l of idle) {
+      this.locks.delete(l.handle as IntervalHandle<LockState>);
+      this.byKey.delete(l.key.toString('latin1'));
+    }
+    this.cleared += idle.length;
   }
 
   /** Whether a request accessing l this way must enter l's queue now. */
