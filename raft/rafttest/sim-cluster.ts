@@ -390,6 +390,11 @@ export class SimCluster {
     if (handleReady) this.handleReady(m.to);
   }
 
+  /** Loses a message taken from the network (the sender of a snapshot learns it failed). */
+  drop(m: Message): void {
+    if (m.type === MessageType.MsgSnap) this.reportSnapshot(m.from, m.to, false);
+  }
+
   /** Runs `f`, swallowing the library's typed refusals (dropped proposals, unknown peers). */
   guard(f: () => void): void {
     try {

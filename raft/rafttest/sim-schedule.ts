@@ -402,10 +402,16 @@ function churn(c: SimCluster, p: Prng, x: StepContext): void {
     c.handleReady(l.id);
     // Partial replication: each message from the leader arrives or is lost
     // (and is handled by its receiver or not yet), then each answer.
-    for (const m of c.net.take((m) => m.from === l.id)) if (p.bool()) c.deliver(m, p.bool());
+    for (const m of c.net.take((m) => m.from === l.id)) {
+      if (p.bool()) c.deliver(m, p.bool());
+      else c.drop(m);
+    }
     c.check();
     if (p.bool(0.3)) crashMidReady(c, p, x.stats);
-    for (const m of c.net.take((m) => m.to === l.id)) if (p.bool()) c.deliver(m, true);
+    for (const m of c.net.take((m) => m.to === l.id)) {
+      if (p.bool()) c.deliver(m, true);
+      else c.drop(m);
+    }
     c.check();
     if (p.bool(0.3)) {
       x.stats.crashes++;

@@ -27,6 +27,7 @@ function figure8(fault: PlantedFault): SimCluster {
       if (ms.length === 0) return;
       for (const m of ms) {
         if (pass(m)) c.deliver(m, true);
+        else c.drop(m);
         c.check();
         if (stop()) return;
       }
