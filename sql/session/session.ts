@@ -18,8 +18,10 @@
  * commitInBatch: 1PC where the KV layer can). On a retryable error (40001,
  * including SchemaChangedError) it is retried transparently — up to
  * MAX_AUTO_RETRIES times — as long as no row of it reached the client
- * (RowSink.canRewind). Results are materialised before they are sent, so a
- * statement's rows are never partially sent when it retries.
+ * (RowSink.canRewind). SELECT results stream to the client batch by batch
+ * (with pgwire's backpressure); a retry first rewinds what the statement
+ * produced, which is possible only while none of it reached the socket.
+ * Execute with a row limit holds the rest of the result in the portal.
  * Several statements in one simple Query outside BEGIN share one implicit
  * transaction (PostgreSQL's rule): committed after the last one, rolled back
  * by any error; only its current statement can be retried transparently.
@@ -94,6 +96,18 @@ interface StmtResult {
   readonly tag: string;
   readonly columns: readonly OutColumn[] | undefined;
   readonly rows: readonly Row[];
+  /** The rows went out through a RowEmitter as they were produced (rows is empty). */
+  readonly streamed?: boolean;
+}
+
+/**
+ * Streams a SELECT's rows to the client batch by batch instead of holding
+ * them all: `begin` (again after a transparent retry, which rewinds the
+ * statement's output), then `rows` per batch, honouring backpressure.
+ */
+interface RowEmitter {
+  begin(columns: readonly OutColumn[]): void;
+  rows(rows: readonly Row[], columns: readonly OutColumn[]): Promise<void>;
 }
 
 export interface SessionStatement extends PreparedStatement {
@@ -252,9 +266,18 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const batch = this.txn === undefined && parsed.length > 1 && parsed.every((p) => !TXN_CONTROL.has(p.ast.kind));
     if (batch) this.txn = { sql: new SqlTxn(this.deps.db.newTxn()), aborted: false, committed: false, savepoints: [] };
     try {
+      const emitter: RowEmitter = {
+        begin: (cols) => sink.rowDescription(describeColumns(cols, [0]) as ColumnDescriptor[]),
+        rows: async (rows, cols) => {
+          for (const row of rows) {
+            const p = sink.row(encodeRow(row, cols, [0]));
+            if (p !== undefined) await p;
+          }
+        },
+      };
       for (const ps of parsed) {
-        const r = await this.runOne(ps, undefined, [], sink);
-        if (r.columns !== undefined) {
+        const r = await this.runOne(ps, undefined, [], sink, emitter);
+        if (r.columns !== undefined && r.streamed !== true) {
           sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
           for (const row of r.rows) {
             const p = sink.row(encodeRow(row, r.columns, [0]));
@@ -338,7 +361,22 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const ps = portal.stmt.parsed;
     if (ps === undefined) return { kind: 'empty' };
     if (portal.result === undefined) {
-      portal.result = await this.runOne(ps, portal.stmt, portal.params, sink);
+      // Execute without a row limit streams; with one (a cursor-like fetch) the
+      // result is held by the portal between Executes.
+      const emitter: RowEmitter | undefined =
+        maxRows === 0
+          ? {
+              begin: () => {},
+              rows: async (rows, cols) => {
+                for (const row of rows) {
+                  const p = sink.row(encodeRow(row, cols, portal.formats));
+                  if (p !== undefined) await p;
+                }
+              },
+            }
+          : undefined;
+      portal.result = await this.runOne(ps, portal.stmt, portal.params, sink, emitter);
+      if (portal.result.streamed === true) return { kind: 'complete', tag: portal.result.tag };
     } else if (portal.pos >= portal.result.rows.length && portal.result.columns === undefined) {
       return { kind: 'complete', tag: portal.result.tag };
     }
@@ -384,7 +422,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
   }
 
   /** Runs one statement with its transaction handling; materialises its result. */
-  private async runOne(ps: ParsedStatement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink): Promise<StmtResult> {
+  private async runOne(ps: ParsedStatement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink, emitter?: RowEmitter): Promise<StmtResult> {
     const ast = ps.ast;
     if (this.txn?.aborted === true && !NOT_IN_ABORTED.has(ast.kind)) {
       throw new PgError('sql.in_failed_sql_transaction', '25P02', 'current transaction is aborted, commands ignored until end of transaction block');
@@ -400,7 +438,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           }, timeoutMs)
         : undefined;
     try {
-      return await this.dispatch(ast, prep, params, sink);
+      return await this.dispatch(ast, prep, params, sink, emitter);
     } catch (e) {
       this.failTxn();
       throw toClientError(e);
@@ -415,7 +453,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (r !== undefined && r.cancelled) throw new PgError('sql.query_canceled', '57014', r.reason);
   };
 
-  private async dispatch(ast: Statement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink): Promise<StmtResult> {
+  private async dispatch(ast: Statement, prep: SessionStatement | undefined, params: Datum[], sink: RowSink, emitter: RowEmitter | undefined): Promise<StmtResult> {
     switch (ast.kind) {
       case 'Begin':
         return this.begin(ast.modes, sink);
@@ -470,7 +508,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           if (this.txn !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
           opts = { readOnly: true, asOf: asOfTimestamp(ast.asOfSystemTime, this.deps.db.now()) };
         }
-        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink), opts);
+        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), opts);
     }
   }
 
@@ -581,6 +619,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     txn: SqlTxn,
     implicit: boolean,
     sink: RowSink,
+    emitter?: RowEmitter,
   ): Promise<{ result: StmtResult; committed: boolean }> {
     const util = (r: UtilityResult): { result: StmtResult; committed: boolean } => {
       for (const n of r.notices ?? []) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
@@ -618,6 +657,17 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           return { result: { tag, columns: cols, rows: r.rows ?? [] }, committed: implicit };
         }
         const it = open(root, ctx);
+        if (emitter !== undefined && cols !== undefined) {
+          emitter.begin(cols);
+          let n = 0;
+          for (;;) {
+            const b = await it.next();
+            if (b === null) break;
+            n += b.length;
+            await emitter.rows(b, cols);
+          }
+          return { result: { tag: `SELECT ${n}`, columns: cols, rows: [], streamed: true }, committed: false };
+        }
         const rows: Row[] = [];
         for (;;) {
           const b = await it.next();

@@ -226,6 +226,21 @@ describe('transactions', () => {
     await c.end();
   });
 
+  it('a large SELECT streams; once its rows reached the client a retryable error is reported, not retried', async () => {
+    const c = await client();
+    await c.query('CREATE TABLE stream (id INT PRIMARY KEY, pad TEXT)');
+    await c.query(`INSERT INTO stream VALUES ${Array.from({ length: 3000 }, (_, j) => `(${j}, '${'p'.repeat(100)}')`).join(',')}`);
+    // ~330 KB of rows: more than the connection buffers, so rows leave before the commit.
+    srv.kv.injectRetryErrors(1);
+    const e = await errorOf(c.query('SELECT id, pad FROM stream'));
+    expect(e.code).toBe('40001');
+    // A small result is still in the buffer at commit time: retried transparently.
+    srv.kv.injectRetryErrors(1);
+    expect((await c.query('SELECT id FROM stream WHERE id < 3 ORDER BY id')).rows).toEqual([{ id: 0 }, { id: 1 }, { id: 2 }]);
+    expect((await c.query('SELECT id FROM stream')).rowCount).toBe(3000);
+    await c.end();
+  });
+
   it('statement_timeout cancels a long statement with 57014 and the session stays usable', async () => {
     const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 0) });
     const c = await client(slow.url);
