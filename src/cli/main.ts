@@ -165,6 +165,18 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     await node?.stop().catch(() => undefined);
     process.exit(code);
   };
+  // Handlers first: a signal during start-up still stops cleanly once the node exists.
+  let signals = 0;
+  let signalledEarly = false;
+  const onSignal = (sig: string): void => {
+    signals++;
+    if (signals > 1) process.exit(1);
+    log.info({ sig }, 'server: shutting down');
+    if (node === null) signalledEarly = true;
+    else void exit(0);
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   node = await Node.start(config, {
     logger: log,
     onFatal: (e) => {
@@ -173,15 +185,10 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     },
   });
   const n = node;
-  let signals = 0;
-  const onSignal = (sig: string): void => {
-    signals++;
-    if (signals > 1) process.exit(1);
-    log.info({ sig }, 'server: shutting down');
-    void exit(0);
-  };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
+  if (signalledEarly) {
+    await exit(0);
+    return;
+  }
   process.stdout.write(
     [
       `cairn node starting (version ${version()}, pid ${process.pid})`,

@@ -46,8 +46,9 @@
  * (cairn_clock_offset_healthy) and the log show it.
  *
  * Shutdown (SIGTERM/SIGINT, handled by the CLI, or stop()): stop accepting
- * SQL and HTTP, stop timers, stop the Store (pending commands answer
- * ambiguous), close RPC, close the engine.
+ * SQL, drain (hand this node's leases to live replicas, ≤ 3 s), stop timers
+ * and HTTP, stop the Store (pending commands answer ambiguous), close RPC,
+ * close the engine.
  *
  * Ownership: Node owns everything it opens and closes it in stop().
  */
@@ -100,6 +101,8 @@ const JOIN_POLL_MS = 300;
 /** How long `cairn init` waits for each --join node that does not answer yet. */
 const INIT_WAIT_MS = 10_000;
 const CHECKSUM_WAIT_MS = 10_000;
+/** How long a clean shutdown spends handing its leases away. */
+const DRAIN_TIMEOUT_MS = 3_000;
 
 export type NodeState = 'waiting-for-init' | 'joining' | 'serving' | 'stopping' | 'stopped';
 
@@ -405,7 +408,9 @@ export class Node {
           try {
             await this.joinCluster(res);
           } catch (e) {
+            if (this.stopping !== null) return;
             this.log.warn({ err: errMessage(e) }, 'server: join failed; retrying');
+            this.state = 'waiting-for-init';
             continue;
           }
           return;
@@ -427,6 +432,8 @@ export class Node {
   /** Joins an initialised cluster: allocates ids through KV, writes the ident, starts serving. */
   private async joinCluster(res: GossipResponse): Promise<void> {
     this.state = 'joining';
+    const written = readStoreIdent(this.engine); // an earlier attempt got as far as the ident
+    if (written !== null) return this.startServing(written);
     this.rpc.setClusterId(res.clusterId);
     this.directory.mergeAll(res.known);
     const kv = this.newKvClient();
@@ -558,7 +565,12 @@ export class Node {
     );
     void this.gossipRound();
     this.timers.push(setInterval(() => void this.gossipRound(), GOSSIP_INTERVAL_MS));
-    this.timers.push(setInterval(() => void this.checkClock(), CLOCK_CHECK_INTERVAL_MS));
+    this.timers.push(
+      setInterval(() => {
+        void this.checkClock();
+        this.sampleLeaders();
+      }, CLOCK_CHECK_INTERVAL_MS),
+    );
     void this.livenessLoop();
     this.sql.setFactory(await mountSql(this.kvdb(), this, { insecure: this.config.insecure }));
     this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
@@ -1005,7 +1017,10 @@ export class Node {
     m.counterFunc('cairn_raft_messages_sent_total', 'Raft messages sent', () => sm('raftMessagesSent'));
     m.counterFunc('cairn_raft_snapshots_sent_total', 'Raft snapshots sent', () => sm('snapshotsSent'));
     m.counterFunc('cairn_raft_snapshots_applied_total', 'Raft snapshots applied', () => sm('snapshotsApplied'));
-    m.counterFunc('cairn_raft_leader_changes_total', 'Raft leadership changes observed by this node', () => this.leaderChanges());
+    m.counterFunc('cairn_raft_leader_changes_total', 'Raft leader changes seen by this node\'s replicas (sampled every second and at each scrape)', () => {
+      this.sampleLeaders();
+      return this.leaderChangeCount;
+    });
     const rpcTotal = (k: keyof ReturnType<RpcContext['metrics']['totals']>): (() => number) => () => this.rpc.metrics.totals()[k];
     m.counterFunc('cairn_rpc_bytes_sent_total', 'RPC bytes sent (whole frames)', rpcTotal('bytesSent'));
     m.counterFunc('cairn_rpc_bytes_received_total', 'RPC bytes received (whole frames)', rpcTotal('bytesReceived'));
@@ -1030,14 +1045,14 @@ export class Node {
 
   private leaderChangeCount = 0;
   private lastLeaders = new Map<number, number>();
-  private leaderChanges(): number {
+  /** Counts replicas whose known Raft leader changed since the last sample. */
+  private sampleLeaders(): void {
     for (const r of this.store?.allReplicas() ?? []) {
       const lead = r.raw.basicStatus().softState.lead;
       const prev = this.lastLeaders.get(r.rangeId);
-      if (prev !== undefined && prev !== lead) this.leaderChangeCount++;
-      this.lastLeaders.set(r.rangeId, lead);
+      if (prev !== undefined && prev !== lead && lead !== 0) this.leaderChangeCount++;
+      if (lead !== 0) this.lastLeaders.set(r.rangeId, lead);
     }
-    return this.leaderChangeCount;
   }
 
   // ---- admin hooks ---------------------------------------------------------------------------
@@ -1066,14 +1081,40 @@ export class Node {
   }
 
   private async doStop(): Promise<void> {
+    const wasServing = this.state === 'serving';
     this.state = 'stopping';
-    for (const t of this.timers) clearInterval(t);
     await this.sql.close().catch(() => undefined);
+    if (wasServing) await this.drainLeases(DRAIN_TIMEOUT_MS).catch(() => undefined);
+    for (const t of this.timers) clearInterval(t);
     await this.http.close().catch(() => undefined);
     await this.store?.stop().catch(() => undefined);
     await this.rpc.close().catch(() => undefined);
     await this.engine.close().catch(() => undefined);
     this.state = 'stopped';
+  }
+
+  /**
+   * Drain (CockroachDB's node drain, reduced): hands every lease this node
+   * holds to a replica on a live node, so that a clean shutdown does not make
+   * its ranges wait out a lease expiration. Bounded by `timeoutMs`; a lease
+   * that cannot move in time simply expires.
+   */
+  async drainLeases(timeoutMs: number): Promise<number> {
+    const s = this.store;
+    if (s === null) return 0;
+    const now = this.clock.now();
+    const nowMicros = this.clock.physicalNow();
+    const moves: Promise<void>[] = [];
+    for (const r of s.allReplicas()) {
+      if (!r.ownsValidLease(now)) continue;
+      const target = r.desc.replicas.find((x) => x.nodeId !== this.rpc.nodeId && x.type === 0 && this.livenessOf(x.nodeId, nowMicros) === true);
+      if (target === undefined) continue;
+      moves.push(s.transferLease(r.rangeId, target.replicaId));
+    }
+    const settled = await withTimeout(Promise.allSettled(moves), timeoutMs, 'server: drain').catch(() => []);
+    const moved = settled.filter((x) => x.status === 'fulfilled').length;
+    this.log.info({ moved, of: moves.length }, 'server: drained leases');
+    return moved;
   }
 }
 
