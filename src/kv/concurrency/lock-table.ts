@@ -262,7 +262,8 @@ export class LockTable {
       l.queue.sort(bySeq);
       g.entries.set(l, q);
     }
-    for (const l of touched) this.recompute(l);
+    // Also the locks where an earlier scan queued the request: its timestamp may have moved.
+    for (const l of new Set([...touched, ...g.entries.keys()])) this.recompute(l);
     this.updateGuard(g);
     return g;
   }
