@@ -146,3 +146,15 @@ describe('TimestampCache', () => {
     );
   });
 });
+
+describe('TimestampCache ownership', () => {
+  it('keeps its own copies of the keys it stores', () => {
+    const c = new TimestampCache();
+    const frame = Buffer.from('xxabyy');
+    c.add({ key: frame.subarray(2, 3), endKey: frame.subarray(3, 4) }, ts(5)); // [a, b)
+    frame.write('zzzzzz');
+    expect(c.getMax(pt('a'))).toEqual({ ts: ts(5) });
+    expect(c.getMax(pt('z'))).toEqual({ ts: ZERO_TIMESTAMP });
+    c.check();
+  });
+});

@@ -8,8 +8,8 @@
  *
  * Structure. A set of disjoint half-open segments [start, end) → {ts, txnId},
  * kept sorted in a SegmentIndex (a two-level B+tree: ~log2 n key comparisons
- * to find a key), plus a low-water mark that
- * stands for every key not covered (and for everything forgotten):
+ * to find a key), plus a low-water mark that stands for every key not
+ * covered (and for everything forgotten):
  *
  *     low water 5 ─────────────────────────────────────────────
  *        a        c           f     g
@@ -35,8 +35,9 @@
  * frees a quarter of them, so it costs O(log n) amortized per add.
  *
  * Invariants: segments are disjoint and non-empty; every segment's ts is
- * above the low-water mark. Ownership: the cache keeps references to the key
- * Buffers it is given (they must not be mutated afterwards).
+ * above the low-water mark. Ownership: the cache copies the boundary keys it
+ * stores (a caller's key is often a slice of a whole request frame, which a
+ * long-lived entry must not pin); the caller keeps its Buffers.
  */
 import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
@@ -118,7 +119,7 @@ export class TimestampCache {
   /** Records that `span` was read at `ts` (by `txnId`, when transactional). */
   add(span: Span, ts: Timestamp, txnId?: TxnId): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
-    const start = span.key;
+    let start = span.key;
     const spanEnd = span.endKey ?? null;
     const pos: SegmentPos = this.index.seek(start);
     const old: Segment[] = [];
@@ -136,7 +137,9 @@ export class TimestampCache {
         return;
       }
     }
-    const end = spanEnd ?? pointEnd(start);
+    // Slow path: the span's boundaries may be stored, so the cache owns copies.
+    const end = spanEnd === null ? pointEnd(start) : Buffer.from(spanEnd);
+    start = Buffer.from(start);
     assert(compareKeys(start, end) < 0, 'timestamp-cache: empty span');
     const pieces: Segment[] = [];
     const push = (key: Buffer, endKey: Buffer, t: Timestamp, id: TxnId | undefined): void => {
