@@ -7,7 +7,8 @@
  *
  * The server runs in a child process (this file with `--server`), the pg
  * clients in this one, so client and server do not share an event loop.
- * Reports ops/s and p50/p99 latency per statement. SQL_BENCH_PROF=<dir>
+ * Reports ops/s, p50/p99 latency and the server process's CPU time per
+ * statement (the figure least disturbed by other load on the machine). SQL_BENCH_PROF=<dir>
  * writes a CPU profile of the server process.
  */
 import { fork } from 'node:child_process';
@@ -24,6 +25,7 @@ async function server(): Promise<void> {
   const srv = await startSqlServer({ insecure: true });
   process.send?.({ port: srv.port });
   process.on('message', async (m) => {
+    if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
     if (m === 'stop') {
       await srv.stop();
       process.exit(0);
@@ -35,7 +37,23 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function run(url: string, conns: number, seconds: number, rows: number, name: string, text: string, params: () => unknown[]): Promise<void> {
+type Child = ReturnType<typeof fork>;
+
+/** The server process's CPU time so far (user + system, µs). */
+function serverCpu(child: Child): Promise<number> {
+  return new Promise((resolve) => {
+    const on = (m: unknown): void => {
+      const cpu = (m as { cpu?: { user: number; system: number } }).cpu;
+      if (cpu === undefined) return;
+      child.off('message', on);
+      resolve(cpu.user + cpu.system);
+    };
+    child.on('message', on);
+    child.send('cpu');
+  });
+}
+
+async function run(child: Child, url: string, conns: number, seconds: number, rows: number, name: string, text: string, params: () => unknown[]): Promise<void> {
   const clients = await Promise.all(
     Array.from({ length: conns }, async () => {
       const c = new pg.Client(url);
@@ -45,6 +63,7 @@ async function run(url: string, conns: number, seconds: number, rows: number, na
   );
   const lat: number[] = [];
   let ops = 0;
+  const cpu0 = await serverCpu(child);
   const end = performance.now() + seconds * 1000;
   await Promise.all(
     clients.map(async (c, i) => {
@@ -58,9 +77,10 @@ async function run(url: string, conns: number, seconds: number, rows: number, na
       }
     }),
   );
+  const cpu = (await serverCpu(child)) - cpu0;
   lat.sort((a, b) => a - b);
   console.log(
-    `${name.padEnd(14)} ${conns} conns, ${rows} rows: ${Math.round(ops / seconds).toLocaleString('en-US')} ops/s  p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms`,
+    `${name.padEnd(14)} ${conns} conns, ${rows} rows: ${Math.round(ops / seconds).toLocaleString('en-US')} ops/s  p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  server CPU ${(cpu / ops).toFixed(1)} µs/op`,
   );
   await Promise.all(clients.map((c) => c.end()));
 }
@@ -84,10 +104,10 @@ async function main(): Promise<void> {
   }
   await c.end();
   const key = (): number => Math.floor(Math.random() * rows);
-  await run(url, conns, 1, rows, 'warmup', 'SELECT field0, field1, field2 FROM usertable WHERE ycsb_key = $1', () => [key()]);
+  await run(child, url, conns, 1, rows, 'warmup', 'SELECT field0, field1, field2 FROM usertable WHERE ycsb_key = $1', () => [key()]);
   const only = process.env.SQL_BENCH_ONLY;
-  if (only === undefined || only === 'select') await run(url, conns, seconds, rows, 'point-select', 'SELECT field0, field1, field2 FROM usertable WHERE ycsb_key = $1', () => [key()]);
-  if (only === undefined || only === 'update') await run(url, conns, seconds, rows, 'update', 'UPDATE usertable SET field2 = field2 + 1 WHERE ycsb_key = $1', () => [key()]);
+  if (only === undefined || only === 'select') await run(child, url, conns, seconds, rows, 'point-select', 'SELECT field0, field1, field2 FROM usertable WHERE ycsb_key = $1', () => [key()]);
+  if (only === undefined || only === 'update') await run(child, url, conns, seconds, rows, 'update', 'UPDATE usertable SET field2 = field2 + 1 WHERE ycsb_key = $1', () => [key()]);
   child.send('stop');
 }
 
