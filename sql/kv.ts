@@ -27,6 +27,26 @@
  * batch's `run` settles; buffers returned in results belong to the caller
  * (the implementation does not reuse them).
  *
+ * What SQL sends (for the implementers' benefit):
+ *   - the first batch of every transaction also gets the schema-version key
+ *     (descriptorKey(0), system range) — the descriptor-cache check of
+ *     sql/catalog/catalog.ts; on a cache miss, one batch of get(version) +
+ *     scan(descriptors);
+ *   - point SELECT: one batch of gets (IN lists batched); span SELECT: scans
+ *     with `limit` (pushed-down LIMIT, else 128 → 8192 rows) and targetBytes
+ *     (4 MiB), continued from resumeKey;
+ *   - UPDATE/DELETE/SELECT FOR UPDATE read with lock 'exclusive';
+ *   - all writes of a statement in ONE batch (cput for INSERT and unique
+ *     checks, put for UPDATE/UPSERT, del/delRange for DELETE/DROP); an
+ *     implicit single-statement transaction sends that batch with
+ *     commitInBatch. NB: because the first batch must also verify the schema
+ *     version, an implicit INSERT whose only batch is its commit batch runs it
+ *     as run() + commit() (two rounds); an "assert value" request kind (fail
+ *     the batch if a key's value differs, without writing it) would let it
+ *     commit in one — a suggested extension;
+ *   - plain SELECTs outside BEGIN ask for { readOnly: true }; AS OF SYSTEM
+ *     TIME for { asOf } (or setFixedTimestamp on BEGIN … AS OF SYSTEM TIME).
+ *
  * Errors (all CairnError):
  *   - retryable (e.retryable): the transaction must restart from the beginning
  *     (write-too-old, serialization failure, aborted by a pusher, uncertainty
