@@ -2,7 +2,7 @@
 // pushes the holder — abort or push its timestamp — by priority and by
 // whether its record is still heartbeated"; CockroachDB cmd_push_txn.go).
 import { describe, it, expect } from 'vitest';
-import { canPushWithPriority, chooseDeadlockVictim, decidePush, isTxnExpired, MAX_TXN_PRIORITY, MIN_TXN_PRIORITY, type PushArgs, type PusheeRecord } from '../../src/kv/concurrency/push-policy.js';
+import { canPushWithPriority, chooseDeadlockVictim, decidePush, isTxnExpired, shouldPush, MAX_TXN_PRIORITY, MIN_TXN_PRIORITY, type PushArgs, type PusheeRecord } from '../../src/kv/concurrency/push-policy.js';
 import { ts } from '../../src/util/hlc.js';
 
 const S = 1_000_000;
@@ -49,6 +49,7 @@ describe('push policy', () => {
     for (const [name, rec, over, want] of table) {
       const d = decidePush(rec, { ...args, ...over });
       expect(d.kind === 'push' ? `push:${d.reason}` : d.kind, name).toBe(want);
+      expect(shouldPush(rec, { ...args, ...over }), name).toBe(want.startsWith('push:'));
     }
   });
 

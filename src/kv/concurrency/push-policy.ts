@@ -87,6 +87,11 @@ export function decidePush(pushee: PusheeRecord, args: PushArgs): PushDecision {
   return { kind: 'wait' };
 }
 
+/** Whether the pusher may abort / push the pushee now (decidePush said 'push'). */
+export function shouldPush(pushee: PusheeRecord, args: PushArgs): boolean {
+  return decidePush(pushee, args).kind === 'push';
+}
+
 /** A transaction in a waits-for cycle, as the victim choice sees it. */
 export interface DeadlockCandidate {
   readonly id: string;
