@@ -340,6 +340,10 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       stmt.resultColumns = toOutColumns(stmt.plan.result);
       return;
     }
+    if (ast.kind === 'Explain' && ['Select', 'Insert', 'Update', 'Delete'].includes(ast.statement.kind)) {
+      // Infers the explained statement's parameter types.
+      this.plan(ast.statement, await this.nodeSnapshot(), stmt.types);
+    }
     stmt.resultColumns = utilityColumns(ast);
   }
 

@@ -164,6 +164,30 @@ describe('postgres.js', () => {
   });
 });
 
+describe('the YCSB workload statements (src/workload/ycsb/ycsb-sql.ts)', () => {
+  it('run as prepared statements; the scan reads one span with the LIMIT pushed down', async () => {
+    const { CREATE_TABLE_SQL, DROP_TABLE_SQL, READ, SCAN, INSERT, UPDATES, insertSql } = await import('../../src/workload/ycsb/ycsb-sql.js');
+    const c = await client();
+    await c.query(DROP_TABLE_SQL);
+    await c.query(CREATE_TABLE_SQL);
+    const row = (k: number): string[] => [`user${String(k).padStart(4, '0')}`, ...Array.from({ length: 10 }, (_, f) => `v${k}-${f}`)];
+    await c.query({ text: insertSql(3), values: [...row(1), ...row(2), ...row(3)] });
+    for (let k = 4; k <= 20; k++) await c.query({ name: INSERT.name, text: INSERT.text, values: row(k) });
+    const read = await c.query({ name: READ.name, text: READ.text, values: ['user0007'] });
+    expect(read.rows[0]).toMatchObject({ ycsb_key: 'user0007', field0: 'v7-0', field9: 'v7-9' });
+    const upd = UPDATES[3] as { name: string; text: string };
+    expect((await c.query({ name: upd.name, text: upd.text, values: ['user0007', 'new'] })).rowCount).toBe(1);
+    expect((await c.query({ name: READ.name, text: READ.text, values: ['user0007'] })).rows[0].field3).toBe('new');
+    const scan = await c.query({ name: SCAN.name, text: SCAN.text, values: ['user0010', 5] });
+    expect(scan.rows.map((r) => r.ycsb_key)).toEqual(['user0010', 'user0011', 'user0012', 'user0013', 'user0014']);
+    const plan = (await c.query({ text: `EXPLAIN ${SCAN.text}`, values: ['user0010', 5] })).rows.map((r) => r.info).join('\n');
+    expect(plan).toContain('spans: /$1 – /…');
+    expect(plan).toContain('limit: pushed down');
+    expect(plan).not.toContain('sort');
+    await c.end();
+  });
+});
+
 describe('transactions', () => {
   it('two conflicting explicit transactions: the loser gets 40001 "restart transaction"', async () => {
     const a = await client();
