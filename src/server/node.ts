@@ -395,7 +395,8 @@ export class Node {
     let logged = false;
     while (this.state === 'waiting-for-init' && !this.initialized && this.stopping === null) {
       for (const addr of this.joinAddrs()) {
-        if (this.bootstrapping || this.initialized) return;
+        if (this.initialized) return;
+        if (this.bootstrapping) break; // `cairn init` is bootstrapping this node; look again after it
         let res: GossipResponse;
         try {
           res = await this.gossipAddress(addr);
@@ -431,6 +432,16 @@ export class Node {
 
   /** Joins an initialised cluster: allocates ids through KV, writes the ident, starts serving. */
   private async joinCluster(res: GossipResponse): Promise<void> {
+    // Claimed like a bootstrap: an Init or Bootstrap arriving meanwhile is refused.
+    this.bootstrapping = true;
+    try {
+      await this.joinClusterClaimed(res);
+    } finally {
+      this.bootstrapping = false;
+    }
+  }
+
+  private async joinClusterClaimed(res: GossipResponse): Promise<void> {
     this.state = 'joining';
     const written = readStoreIdent(this.engine); // an earlier attempt got as far as the ident
     if (written !== null) return this.startServing(written);
