@@ -236,7 +236,7 @@ class Harness {
     const d = decidePush(rec, { pushType: o.pushType, pusherPriority: pusherPri, pushTo, now: parseTs(tc.arg('now')), expiryMicros: tc.intArg('expiry', 5) * 1e6 });
     const lines = [`decision: ${d.kind}${d.kind === 'push' ? ` (${d.reason})` : ''}`];
     const name = this.fmt(o.pushee);
-    if (d.kind === 'push' && o.pushType === 'abort') {
+    if (d.kind === 'push' && d.pushType === 'abort') {
       pushee.record.status = 'aborted';
       lines.push(`${name} aborted; resolving its intents`, this.runUpdate(name, 'aborted'));
     } else if (d.kind === 'push') {

@@ -41,6 +41,7 @@ describe('push policy', () => {
       ['live, higher priority pusher', live, { pusherPriority: 6 }, 'push:priority'],
       ['live, timestamp push by priority', live, { pushType: 'timestamp', pusherPriority: 6 }, 'push:priority'],
       ['expired (no heartbeat for longer than the expiry)', live, { now: ts(15 * S), pusherPriority: 1 }, 'push:expired'],
+      ['expired, timestamp push: aborted all the same', live, { now: ts(15 * S), pushType: 'timestamp' }, 'push:expired'],
       ['forced (deadlock victim)', live, { force: true }, 'push:force'],
       ['staging, live: only recovery decides', { ...live, status: 'staging' }, { pusherPriority: 9 }, 'wait'],
       ['staging, expired', { ...live, status: 'staging' }, { now: ts(20 * S) }, 'recover'],
@@ -50,6 +51,7 @@ describe('push policy', () => {
       const d = decidePush(rec, { ...args, ...over });
       expect(d.kind === 'push' ? `push:${d.reason}` : d.kind, name).toBe(want);
       expect(shouldPush(rec, { ...args, ...over }), name).toBe(want.startsWith('push:'));
+      if (d.kind === 'push') expect(d.pushType, name).toBe(d.reason === 'expired' ? 'abort' : (over.pushType ?? 'abort'));
     }
   });
 

@@ -10,8 +10,10 @@
  *   pending, ts ≥ pushTo   timestamp   already-pushed (the reader is below it)
  *   staging                any         recover when expired (parallel-commit
  *                                      recovery decides), else wait
- *   pending, expired       any         push (expired: the coordinator stopped
- *                                      heartbeating — it is abandoned)
+ *   pending, expired       any         push as an abort (expired: the
+ *                                      coordinator stopped heartbeating — it
+ *                                      is abandoned, so clean it up rather
+ *                                      than move it)
  *   pending, force         any         push (force: a deadlock victim)
  *   pending, live          any         push when pusher priority > pushee
  *                                      priority (MAX_TXN_PRIORITY always wins
@@ -59,7 +61,8 @@ export interface PushArgs {
 export type PushDecision =
   | { readonly kind: 'already-finalized' }
   | { readonly kind: 'already-pushed' }
-  | { readonly kind: 'push'; readonly reason: 'expired' | 'priority' | 'force' }
+  /** pushType: what to do — an expired pushee is aborted even by a timestamp push. */
+  | { readonly kind: 'push'; readonly reason: 'expired' | 'priority' | 'force'; readonly pushType: PushType }
   | { readonly kind: 'recover' }
   | { readonly kind: 'wait' };
 
@@ -81,9 +84,9 @@ export function decidePush(pushee: PusheeRecord, args: PushArgs): PushDecision {
   const expired = isTxnExpired(pushee.lastActive, args.now, args.expiryMicros);
   // A staging transaction may already be implicitly committed: only recovery may decide its fate.
   if (pushee.status === 'staging') return expired || args.force === true ? { kind: 'recover' } : { kind: 'wait' };
-  if (expired) return { kind: 'push', reason: 'expired' };
-  if (args.force === true) return { kind: 'push', reason: 'force' };
-  if (canPushWithPriority(args.pusherPriority, pushee.priority)) return { kind: 'push', reason: 'priority' };
+  if (expired) return { kind: 'push', reason: 'expired', pushType: 'abort' };
+  if (args.force === true) return { kind: 'push', reason: 'force', pushType: args.pushType };
+  if (canPushWithPriority(args.pusherPriority, pushee.priority)) return { kind: 'push', reason: 'priority', pushType: args.pushType };
   return { kind: 'wait' };
 }
 
