@@ -266,7 +266,7 @@ describe('transactions', () => {
   });
 
   it('statement_timeout cancels a long statement with 57014 and the session stays usable', async () => {
-    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 0) });
+    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 0, 50) });
     const c = await client(slow.url);
     await c.query('CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)');
     for (let i = 0; i < 20; i++) {
@@ -285,11 +285,12 @@ describe('transactions', () => {
 
 describe('cancellation', () => {
   it('a CancelRequest from another connection stops the running statement with 57014', async () => {
-    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 60) });
+    // Scans return 10 rows per batch and each batch takes 5 ms: the full scan
+    // below would take ~4 s — the cancel ends it long before (even on a busy machine).
+    const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 5, 10) });
     const c = await client(slow.url);
     await c.query('CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)');
     await c.query(`INSERT INTO big VALUES ${Array.from({ length: 8000 }, (_, j) => `(${j}, 'x')`).join(',')}`);
-    // A full scan in 128→8192-row chunks, 60 ms per batch: long enough to be cancelled.
     const running = c.query("SELECT id FROM big WHERE pad = 'nope'");
     const canceller = new pg.Client(slow.url);
     await new Promise((resolve) => setImmediate(resolve));

@@ -79,6 +79,8 @@ export class MemoryKV implements KVDB {
   constructor(
     private readonly physicalMicros: () => number = () => Date.now() * 1000,
     readonly batchLatencyMs?: number,
+    /** When set, a scan returns at most this many rows (and a resume key), like a small targetBytes. */
+    readonly scanPageRows?: number,
   ) {
     const self = this;
     this.admin = {
@@ -248,9 +250,12 @@ class MemoryTxn implements KVTxn {
         case 'get':
           out.push({ kind: 'get', value: this.get(k(r.key)) });
           break;
-        case 'scan':
-          out.push(this.scan(r.key, r.endKey, r.reverse, r.limit, r.targetBytes));
+        case 'scan': {
+          const page = this.db.scanPageRows;
+          const limit = page === undefined ? r.limit : r.limit === 0 ? page : Math.min(r.limit, page);
+          out.push(this.scan(r.key, r.endKey, r.reverse, limit, r.targetBytes));
           break;
+        }
         case 'put':
           this.write(k(r.key), r.value);
           out.push({ kind: 'put' });
