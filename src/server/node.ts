@@ -1041,6 +1041,12 @@ export class Node {
     m.counterFunc('cairn_rpc_malformed_frames_total', 'Malformed RPC frames received', rpcTotal('malformedFrames'));
     m.counterFunc('cairn_rpc_one_way_dropped_total', 'One-way RPC messages dropped', rpcTotal('oneWayDropped'));
     m.counterFunc('cairn_rpc_faults_dropped_total', 'Messages dropped by the fault hook', () => this.rpc.faults.totals().dropped);
+    const ds = (k: keyof DistSender['metrics']): (() => number) => () => this.distSender?.metrics[k] ?? 0;
+    m.counterFunc('cairn_distsender_batches_total', 'Batches routed by this node\'s DistSender', ds('batches'));
+    m.counterFunc('cairn_distsender_multi_range_batches_total', 'Routed batches that spanned several ranges', ds('multiRange'));
+    m.counterFunc('cairn_distsender_rpcs_total', 'Batch parts sent to replicas (retries included)', ds('rpcs'));
+    m.counterFunc('cairn_distsender_not_lease_holder_total', 'NotLeaseHolder answers the DistSender followed', ds('notLeaseHolder'));
+    m.counterFunc('cairn_distsender_retries_total', 'Re-divisions after a failed part', ds('retries'));
     m.counterFunc('cairn_liveness_heartbeats_total', 'Successful liveness heartbeats', () => this.liveness?.heartbeats ?? 0);
     m.counterFunc('cairn_liveness_heartbeat_failures_total', 'Failed liveness heartbeats', () => this.liveness?.heartbeatFailures ?? 0);
     m.gaugeFunc('cairn_liveness_live_nodes', 'Nodes whose liveness record has not expired', () => {
