@@ -74,6 +74,24 @@ describe('MemoryKV', () => {
     }
   });
 
+  it('an open transaction keeps reading its snapshot however often the key is overwritten', async () => {
+    const db = new MemoryKV();
+    const init = db.newTxn();
+    await put(init, 'hot', 0);
+    await init.commit();
+    const reader = db.newTxn();
+    expect(await get(reader, 'hot')).toBe(0);
+    for (let i = 1; i <= 50; i++) {
+      const w = db.newTxn();
+      await put(w, 'hot', i);
+      await w.commit();
+    }
+    expect(await get(reader, 'hot')).toBe(0);
+    await reader.rollback();
+    const fresh = db.newTxn();
+    expect(await get(fresh, 'hot')).toBe(50);
+  });
+
   it('savepoints undo later writes', async () => {
     const db = new MemoryKV();
     const t = db.newTxn();

@@ -177,11 +177,25 @@ export class MemoryKV implements KVDB {
         this.sortedKeys.splice(lowerBound(this.sortedKeys, key), 0, key);
       }
       vs.push({ seq, value });
-      if (vs.length > 8) vs.splice(0, vs.length - 8);
+      if (vs.length > 4) this.pruneVersions(vs);
     }
     this.commitLog.push({ seq, keys });
     this.commitCount++;
     this.trimLog();
+  }
+
+  /** Drops versions no open transaction can read: all but the newest at or below the oldest snapshot. */
+  private pruneVersions(vs: Version[]): void {
+    let min = this.seq;
+    for (const s of this.active.values()) if (s < min) min = s;
+    let keepFrom = 0;
+    for (let i = vs.length - 1; i >= 0; i--) {
+      if ((vs[i] as Version).seq <= min) {
+        keepFrom = i;
+        break;
+      }
+    }
+    if (keepFrom > 0) vs.splice(0, keepFrom);
   }
 
   private readonly active = new Map<MemoryTxn, number>();
@@ -191,7 +205,7 @@ export class MemoryKV implements KVDB {
   unregister(t: MemoryTxn): void {
     this.active.delete(t);
   }
-  /** Drops log entries no active txn can conflict with (versions are capped at 8 per key, enough for tests). */
+  /** Drops log entries no active txn can conflict with. */
   private trimLog(): void {
     let min = this.seq;
     for (const s of this.active.values()) if (s < min) min = s;
