@@ -18,7 +18,8 @@
  * add(span, ts, txn) splits the segments it partly covers and raises the
  * covered parts to max(old, new); where two different transactions read at
  * the same highest timestamp the segment keeps no txnId (neither may ignore
- * it). A point key k is stored as [k, k\x00); re-reading exactly a stored
+ * it). Keys are stored as latin1 strings (see segment-index.ts). A point
+ * key k is stored as [k, k\x00); re-reading exactly a stored
  * segment updates it in place. Both operations cost O(log n + k) comparisons
  * for k overlapped segments (plus a bounded memmove inside one chunk).
  *
@@ -35,14 +36,13 @@
  * frees a quarter of them, so it costs O(log n) amortized per add.
  *
  * Invariants: segments are disjoint and non-empty; every segment's ts is
- * above the low-water mark. Ownership: the cache copies the boundary keys it
- * stores (a caller's key is often a slice of a whole request frame, which a
- * long-lived entry must not pin); the caller keeps its Buffers.
+ * above the low-water mark. Ownership: the cache keeps no reference to the
+ * caller's Buffers (its keys are strings), so a long-lived entry never pins a
+ * request frame the key was sliced from.
  */
-import { compareKeys } from '../../../storage/engine.js';
 import { assert } from '../../util/assert.js';
 import { compareTimestamps, formatTimestamp, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
-import { SegmentIndex, type SegmentPos } from './segment-index.js';
+import { SegmentIndex, type KeyString, type SegmentPos } from './segment-index.js';
 import { formatSpan, type Span } from './span-set.js';
 
 /** A transaction's identity as the timestamp cache and the txn wait queue key it (compared by value; e.g. the id's hex). */
@@ -55,8 +55,8 @@ export interface ReadSummary {
 }
 
 interface Segment {
-  readonly key: Buffer;
-  readonly endKey: Buffer;
+  readonly key: KeyString;
+  readonly endKey: KeyString;
   /** Mutable: raised in place when a read covers exactly this segment. */
   ts: Timestamp;
   txnId: TxnId | undefined;
@@ -86,16 +86,9 @@ function sizeOf(s: Segment): number {
 }
 
 /** Whether s is exactly the point segment [k, k\x00). */
-function isPointSegment(s: Segment, k: Buffer): boolean {
+function isPointSegment(s: Segment, k: KeyString): boolean {
   const e = s.endKey;
-  return e.length === k.length + 1 && e[k.length] === 0 && s.key.equals(k) && compareKeys(e.subarray(0, k.length), k) === 0;
-}
-
-function pointEnd(k: Buffer): Buffer {
-  const e = Buffer.allocUnsafe(k.length + 1);
-  k.copy(e);
-  e[k.length] = 0;
-  return e;
+  return e.length === k.length + 1 && e.charCodeAt(k.length) === 0 && s.key === k && e.startsWith(k);
 }
 
 export class TimestampCache {
@@ -119,17 +112,17 @@ export class TimestampCache {
   /** Records that `span` was read at `ts` (by `txnId`, when transactional). */
   add(span: Span, ts: Timestamp, txnId?: TxnId): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
-    let start = span.key;
-    const spanEnd = span.endKey ?? null;
+    const start = span.key.toString('latin1');
+    const spanEnd = span.endKey == null ? null : span.endKey.toString('latin1');
     const pos: SegmentPos = this.index.seek(start);
     const old: Segment[] = [];
     this.index.forEachOverlap(start, spanEnd, (s) => void old.push(s), pos);
     // Fast path: one segment covers exactly the span, or covers it with a value at least as high.
     if (old.length === 1) {
       const s = old[0] as Segment;
-      const exact = spanEnd === null ? isPointSegment(s, start) : s.key.equals(start) && s.endKey.equals(spanEnd);
+      const exact = spanEnd === null ? isPointSegment(s, start) : s.key === start && s.endKey === spanEnd;
       const c = compareTimestamps(s.ts, ts);
-      if (exact || ((c > 0 || (c === 0 && s.txnId === txnId)) && compareKeys(s.key, start) <= 0 && (spanEnd === null || compareKeys(s.endKey, spanEnd) >= 0))) {
+      if (exact || ((c > 0 || (c === 0 && s.txnId === txnId)) && s.key <= start && (spanEnd === null || s.endKey >= spanEnd))) {
         if (c < 0) {
           s.ts = ts;
           s.txnId = txnId;
@@ -137,15 +130,13 @@ export class TimestampCache {
         return;
       }
     }
-    // Slow path: the span's boundaries may be stored, so the cache owns copies.
-    const end = spanEnd === null ? pointEnd(start) : Buffer.from(spanEnd);
-    start = Buffer.from(start);
-    assert(compareKeys(start, end) < 0, 'timestamp-cache: empty span');
+    const end = spanEnd ?? start + '\x00';
+    assert(start < end, 'timestamp-cache: empty span');
     const pieces: Segment[] = [];
-    const push = (key: Buffer, endKey: Buffer, t: Timestamp, id: TxnId | undefined): void => {
+    const push = (key: KeyString, endKey: KeyString, t: Timestamp, id: TxnId | undefined): void => {
       const last = pieces[pieces.length - 1];
       // Coalesce with an adjacent piece of the same value.
-      if (last !== undefined && last.txnId === id && compareTimestamps(last.ts, t) === 0 && last.endKey.equals(key)) {
+      if (last !== undefined && last.txnId === id && compareTimestamps(last.ts, t) === 0 && last.endKey === key) {
         pieces[pieces.length - 1] = { key: last.key, endKey, ts: t, txnId: id };
         return;
       }
@@ -153,18 +144,18 @@ export class TimestampCache {
     };
     let cursor = start;
     for (const s of old) {
-      if (compareKeys(s.key, start) < 0) push(s.key, start, s.ts, s.txnId);
-      else if (compareKeys(cursor, s.key) < 0) push(cursor, s.key, ts, txnId);
-      const from = compareKeys(s.key, start) < 0 ? start : s.key;
-      const to = compareKeys(s.endKey, end) > 0 ? end : s.endKey;
+      if (s.key < start) push(s.key, start, s.ts, s.txnId);
+      else if (cursor < s.key) push(cursor, s.key, ts, txnId);
+      const from = s.key < start ? start : s.key;
+      const to = s.endKey > end ? end : s.endKey;
       const c = compareTimestamps(s.ts, ts);
       if (c > 0) push(from, to, s.ts, s.txnId);
       else if (c < 0) push(from, to, ts, txnId);
       else push(from, to, ts, s.txnId === txnId ? txnId : undefined);
       cursor = to;
-      if (compareKeys(s.endKey, end) > 0) push(end, s.endKey, s.ts, s.txnId);
+      if (s.endKey > end) push(end, s.endKey, s.ts, s.txnId);
     }
-    if (compareKeys(cursor, end) < 0) push(cursor, end, ts, txnId);
+    if (cursor < end) push(cursor, end, ts, txnId);
     this.index.splice(pos, old.length, pieces);
     for (const s of old) this.bytes -= sizeOf(s);
     for (const p of pieces) this.bytes += sizeOf(p);
@@ -183,8 +174,7 @@ export class TimestampCache {
         id = s.txnId;
       } else if (c === 0 && id !== s.txnId) id = undefined;
     };
-    const end = span.endKey ?? null;
-    this.index.forEachOverlap(span.key, end, visit);
+    this.index.forEachOverlap(span.key.toString('latin1'), span.endKey == null ? null : span.endKey.toString('latin1'), visit);
     return id !== undefined ? { ts: best, txnId: id } : { ts: best };
   }
 
@@ -206,7 +196,7 @@ export class TimestampCache {
   /** Debug dump: the low-water mark and one line per segment. */
   toString(): string {
     const lines = [`low-water ${formatTimestamp(this.low)}`];
-    this.index.forEach((s) => lines.push(`${formatSpan(s)} ${formatTimestamp(s.ts)}${s.txnId === undefined ? '' : ` txn=${s.txnId}`}`));
+    this.index.forEach((s) => lines.push(`${formatSpan({ key: Buffer.from(s.key, 'latin1'), endKey: Buffer.from(s.endKey, 'latin1') })} ${formatTimestamp(s.ts)}${s.txnId === undefined ? '' : ` txn=${s.txnId}`}`));
     return lines.join('\n');
   }
 
