@@ -304,6 +304,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       const parsed = this.deps.statementCache.get(sql);
       if (parsed.length > 1) throw new SqlError('sql.syntax_error', '42601', 'cannot insert multiple commands into a prepared statement');
       const ps = parsed[0];
+      if (ps !== undefined && this.txn?.aborted === true && !NOT_IN_ABORTED.has(ps.ast.kind)) {
+        throw new PgError('sql.in_failed_sql_transaction', '25P02', 'current transaction is aborted, commands ignored until end of transaction block');
+      }
       const types: (SqlType | undefined)[] = paramTypes.map((oid) => {
         if (oid === 0) return undefined;
         const t = typeFromOid(oid);
@@ -445,6 +448,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       return await this.dispatch(ast, prep, params, sink, emitter);
     } catch (e) {
       this.failTxn();
+      if (e instanceof CairnError && e.code === 'sql.schema_changed') this.deps.catalog.invalidate();
       throw toClientError(e);
     } finally {
       if (timer !== undefined) this.deps.timers.clearTimeout(timer);
