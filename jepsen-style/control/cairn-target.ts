@@ -18,7 +18,7 @@
  * run's store directory).
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CairnError } from '../../src/util/index.js';
 import { signal, waitFor } from './target.js';
@@ -58,6 +58,7 @@ export class CairnTarget implements ClusterTarget {
   private readonly procs: (ChildProcess | undefined)[];
   private readonly exits: Promise<void>[];
   private stopped = false;
+  private starting = true;
 
   private constructor(
     private readonly opts: CairnTargetOptions,
@@ -77,14 +78,33 @@ export class CairnTarget implements ClusterTarget {
     const t = new CairnTarget(opts, cli);
     try {
       for (let i = 0; i < opts.nodes; i++) await t.restart(i);
-      await waitFor('node 1 to accept RPC', opts.startTimeoutMs ?? 60_000, async () => (await httpStatus(t.nodes[0]!.httpUrl!, '/health')) === 200, 100);
+      await waitFor('node 1 to accept RPC', opts.startTimeoutMs ?? 60_000, async () => {
+        t.failIfExited();
+        return (await httpStatus(t.nodes[0]!.httpUrl!, '/health')) === 200;
+      }, 100);
       await t.cliRun(['init', `--host=${t.nodes[0]!.host}:${RPC_PORT}`]);
       await t.waitReady(opts.startTimeoutMs ?? 60_000);
+      t.starting = false;
     } catch (e) {
       await t.stop();
       throw e;
     }
     return t;
+  }
+
+  /** A node that exited while the cluster starts will not come back: fail with its log's tail. */
+  private failIfExited(): void {
+    for (let i = 0; i < this.nodes.length; i++) {
+      const p = this.procs[i];
+      if (p === undefined || (p.exitCode === null && p.signalCode === null)) continue;
+      let tail = '';
+      try {
+        tail = readFileSync(this.nodes[i]!.logPath, 'utf8').slice(-1500);
+      } catch {
+        // no log
+      }
+      throw new CairnError('jepsen.cairn_start', `jepsen: n${i + 1} exited during start-up (${p.exitCode ?? p.signalCode}):\n${tail}`);
+    }
   }
 
   private cliRun(args: string[]): Promise<void> {
@@ -132,6 +152,7 @@ export class CairnTarget implements ClusterTarget {
   /** Every node answers GET /health?ready=1 with 200 (joined, initialised, live, clock healthy). */
   async waitReady(timeoutMs: number): Promise<void> {
     await waitFor('every Cairn node to be ready', timeoutMs, async () => {
+      if (this.starting) this.failIfExited();
       for (const n of this.nodes) if ((await httpStatus(n.httpUrl!, '/health?ready=1')) !== 200) return false;
       return true;
     }, 250);
