@@ -361,8 +361,16 @@ export class LockTable {
         f();
       };
       const onAbort = (): void => settle(() => reject(new LockWaitCancelledError(signal?.reason)));
+      // Once the push delay has passed, the waiter pushes as soon as a transaction blocks it
+      // (at once, or later: e.g. after waiting behind a non-transactional claimant).
+      let pushDue = false;
       const onChange = (): void => {
-        if (g.waitState.kind === 'doneWaiting') settle(() => resolve({ kind: 'done' }));
+        const s = g.waitState;
+        if (s.kind === 'doneWaiting') return settle(() => resolve({ kind: 'done' }));
+        if (!pushDue || s.pushee === undefined) return;
+        const pushee = s.pushee;
+        const pushType: PushType = s.access === 'write' ? 'abort' : 'timestamp';
+        settle(() => resolve({ kind: 'push', key: s.key, pushee, pushType, isHead: s.isHead, held: s.held }));
       };
       onChange();
       if (settled) return;
@@ -370,14 +378,8 @@ export class LockTable {
       g.listener = onChange;
       signal?.addEventListener('abort', onAbort, { once: true });
       opts.pushAfter?.then(() => {
-        const s = g.waitState;
-        if (s.kind === 'doneWaiting') settle(() => resolve({ kind: 'done' }));
-        else if (s.pushee !== undefined) {
-          const pushee = s.pushee;
-          const pushType: PushType = s.access === 'write' ? 'abort' : 'timestamp';
-          settle(() => resolve({ kind: 'push', key: s.key, pushee, pushType, isHead: s.isHead, held: s.held }));
-        }
-        // Blocked by a non-transactional claimant: nothing to push, keep waiting.
+        pushDue = true;
+        onChange();
       });
       opts.deadline?.then(() => {
         const s = g.waitState;
@@ -430,12 +432,12 @@ export class LockTable {
     return lines.join('\n');
   }
 
-  /** The keys' guards states, for the observability of waiting. */
+  /** A guard's waiting state in words (observability of waiting; transcripts). */
   guardState(g: LockTableGuard, fmtTxn: (t: LockTxn) => string = (t) => t.id.toString('hex').slice(0, 8)): string {
     const s = g.waitState;
     if (s.kind === 'doneWaiting') return 'doneWaiting';
-    const pushee = s.pushee === undefined ? 'non-txn claimant' : `txn ${fmtTxn(s.pushee)}`;
-    return `waitFor key=${formatKey(s.key)} ${pushee} ${s.held ? 'held' : 'claimed'}${s.isHead ? ' head' : ''} (${s.access})`;
+    const who = s.pushee === undefined ? 'a non-txn request' : `txn ${fmtTxn(s.pushee)}`;
+    return `waitFor key=${formatKey(s.key)} ${s.held ? 'held' : 'claimed'} by ${who}${s.isHead ? ' (head)' : ''} ${s.access}`;
   }
 
   // ---------------------------------------------------------------------------
