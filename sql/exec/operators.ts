@@ -244,16 +244,9 @@ class SortIter implements RowIter {
   async next(): Promise<Row[] | null> {
     if (this.done) return null;
     this.done = true;
-    const all: { row: Row; keys: Datum[] }[] = [];
     const env = this.ctx.env;
     const keys = this.node.keys;
-    for (;;) {
-      const b = await this.input.next();
-      if (b === null) break;
-      for (const row of b) all.push({ row, keys: keys.map((k) => k.fn(row, env)) });
-      this.ctx.checkCancel();
-    }
-    all.sort((a, b) => {
+    const cmp = (a: { keys: Datum[] }, b: { keys: Datum[] }): number => {
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i] as SortNode['keys'][number];
         const x = a.keys[i] as Datum;
@@ -266,7 +259,20 @@ class SortIter implements RowIter {
         if (c !== 0) return k.desc ? -c : c;
       }
       return 0;
-    });
+    };
+    // Top-K under a LIMIT: keep at most 2K rows, trimming to the best K when full.
+    const lim = this.node.limit?.(NO_ROW, env) ?? null;
+    const k = lim === null ? Infinity : Number(lim);
+    let all: { row: Row; keys: Datum[] }[] = [];
+    for (;;) {
+      const b = await this.input.next();
+      if (b === null) break;
+      for (const row of b) all.push({ row, keys: keys.map((key) => key.fn(row, env)) });
+      if (all.length > 2 * k + 128) all = all.sort(cmp).slice(0, k);
+      this.ctx.checkCancel();
+    }
+    all.sort(cmp);
+    if (all.length > k) all.length = k;
     return all.map((x) => x.row);
   }
 }

@@ -40,7 +40,7 @@ function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanN
     case 'filter':
       return { name: 'filter', attrs: [`filter: ${n.text}`], children: [n.input] };
     case 'sort':
-      return { name: 'sort', attrs: [`order: ${n.keys.map((k) => k.text).join(', ')}`], children: [n.input] };
+      return { name: n.limit !== undefined ? 'top-k' : 'sort', attrs: [`order: ${n.keys.map((k) => k.text).join(', ')}`], children: [n.input] };
     case 'limit':
       return { name: 'limit', attrs: [n.limit !== undefined ? 'count: yes' : '', n.offset !== undefined ? 'offset: yes' : ''].filter((x) => x !== ''), children: [n.input] };
     case 'project':

@@ -91,6 +91,8 @@ export interface SortNode {
   readonly kind: 'sort';
   readonly input: PlanNode;
   readonly keys: readonly SortKey[];
+  /** LIMIT + OFFSET above the sort: only that many first rows are kept (top-K). */
+  readonly limit?: EvalFn | undefined;
   readonly columns: readonly ScopeColumn[];
 }
 

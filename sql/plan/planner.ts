@@ -445,8 +445,8 @@ export function planSelect(ctx: PlanContext, s: SelectStatement): QueryPlan {
   const limit = compileLimit(compiler, s.limit, 'LIMIT');
   const offset = compileLimit(compiler, s.offset, 'OFFSET');
   if (limit !== undefined || offset !== undefined) {
-    // Push LIMIT+OFFSET into a scan that nothing filters or sorts.
-    if (limit !== undefined && (node.kind === 'scan' || (node.kind === 'sort' && false))) {
+    // Push LIMIT+OFFSET into a scan nothing filters or sorts, or into a sort (top-K).
+    if (limit !== undefined && (node.kind === 'scan' || node.kind === 'sort')) {
       const off = offset;
       const pushed: EvalFn = (row, env) => {
         const l = limit(row, env);

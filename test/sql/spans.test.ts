@@ -78,6 +78,22 @@ describe('primary-key spans', () => {
     );
   });
 
+  it('ORDER BY another column with LIMIT/OFFSET (top-K) equals sorting everything and slicing (property)', async () => {
+    // 700 rows: more than the top-K buffer (2K + 128), so it trims while reading.
+    await c.query('CREATE TABLE topk (a INT PRIMARY KEY, c INT, v TEXT)');
+    await c.query(`INSERT INTO topk VALUES ${Array.from({ length: 700 }, (_, i) => `(${i}, ${(i * 7919) % 101}, ${i % 13 === 0 ? 'NULL' : `'v${(i * 31) % 17}'`})`).join(', ')}`);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 5 }), fc.constantFrom('c, a', 'c DESC, a', 'v, c DESC, a'), async (limit, offset, order) => {
+        const all = await c.query({ text: `SELECT a, c, v FROM topk ORDER BY ${order}`, rowMode: 'array' });
+        const top = await c.query({ text: `SELECT a, c, v FROM topk ORDER BY ${order} LIMIT $1 OFFSET $2`, values: [limit, offset], rowMode: 'array' });
+        expect(top.rows).toEqual(all.rows.slice(offset, offset + limit));
+      }),
+      { numRuns: 40 },
+    );
+    const plan = (await c.query('EXPLAIN SELECT * FROM t ORDER BY c LIMIT 3')).rows.map((r) => r.info).join('\n');
+    expect(plan).toContain('top-k');
+  });
+
   it('EXPLAIN shows the chosen spans', async () => {
     const plan = async (q: string): Promise<string> => (await c.query(`EXPLAIN ${q}`)).rows.map((r) => r.info).join('\n');
     expect(await plan("SELECT * FROM t WHERE a = 1 AND b = 'x'")).toContain("spans: /1/'x'");
