@@ -52,7 +52,9 @@ export interface Pusher {
    * Pushes the transaction in the request's way and resolves its intents (so
    * that the lock table learns of it through updateLocks); resolves when the
    * request should re-scan. Rejects to fail the request (e.g. the pusher was
-   * itself aborted as a deadlock victim).
+   * itself aborted as a deadlock victim). It must make progress: returning
+   * while the lock table still shows the same blocker, with a push delay that
+   * is already due, makes sequenceReq push again at once (a hot loop).
    */
   push(req: SequencedRequest, outcome: PushOutcome): Promise<void>;
   /** When the waiter should push (e.g. at once for an expired holder, after a delay otherwise). */

@@ -1,9 +1,10 @@
 /**
- * An ordered set of key intervals with overlap search: the index under the
- * latch manager, the timestamp cache and the lock table (CockroachDB uses an
+ * An ordered set of possibly overlapping key intervals with overlap search:
+ * the index under the latch manager and the lock table (CockroachDB uses an
  * augmented interval B-tree for the same job in spanlatch/ and
  * concurrency/lock_table.go; we use an augmented treap, which is shorter and
- * O(log n) expected per operation).
+ * O(log n) expected per operation). The timestamp cache, whose segments are
+ * disjoint, uses the flatter segment-index.ts instead.
  *
  * An item is a point `[key, key]` (endKey null) or a half-open range
  * `[key, endKey)` (endKey > key). Keys compare bytewise (storage's compareKeys,
