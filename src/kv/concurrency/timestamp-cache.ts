@@ -48,6 +48,11 @@ import { formatSpan, type Span } from './span-set.js';
 /** A transaction's identity as the timestamp cache and the txn wait queue key it (compared by value; e.g. the id's hex). */
 export type TxnId = string;
 
+/** The TxnId of a transaction id's bytes (storage's TxnMeta.id). */
+export function txnIdOf(id: Buffer): TxnId {
+  return id.toString('hex');
+}
+
 export interface ReadSummary {
   readonly ts: Timestamp;
   /** The single transaction that read at ts; undefined when none or several. */
