@@ -355,6 +355,10 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
     case 'current_schema':
       args(c, name, exprs, []);
       return { type: T.name, fn: () => 'public' };
+    case 'current_setting': {
+      const a = args(c, name, exprs, ['text']);
+      return strict(T.text, fns(a), ([n], env) => env.setting(n as string));
+    }
     case 'pg_typeof': {
       const [a] = args(c, name, exprs, ['any']);
       // regtype output: no modifier ("character", not "character(3)" or "bpchar")

@@ -83,6 +83,8 @@ export interface EvalEnv {
   readonly node: NodeServices;
   user: string;
   database: string;
+  /** A session variable's value (current_setting); throws 42704 for an unknown name. */
+  setting(name: string): string;
 }
 
 export type EvalFn = (row: readonly Datum[], env: EvalEnv) => Datum;

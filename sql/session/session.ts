@@ -617,6 +617,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       node: this.deps.node,
       user: this.user,
       database: this.database,
+      setting: (name) => (name.toLowerCase() === 'database' ? this.database : this.vars.get(name)),
     };
   }
 
