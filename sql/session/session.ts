@@ -55,7 +55,7 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import type { StatementCache } from '../parser/statement-cache.js';
 import { statementTag } from '../parser/statement-info.js';
 import { T, typeFromOid, typlen, type SqlType } from '../types/type.js';
-import type { KVDB, KVTxn, KVTxnOptions } from '../kv.js';
+import { KVBatch, type KVDB, type KVTxn, type KVTxnOptions } from '../kv.js';
 import type { Timestamp } from '../../src/util/hlc.js';
 import { parseInterval } from '../types/interval.js';
 import { parseTimestampTz } from '../types/datetime.js';
@@ -698,6 +698,17 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'DropTable':
         if (ast.cascade) throw unimplemented('DROP TABLE … CASCADE');
         return util(await dropTables(txn, this.database, ast.tables, ast.ifExists));
+      case 'Truncate': {
+        if (ast.cascade) throw unimplemented('TRUNCATE … CASCADE');
+        const snap = await this.verifiedSnapshot(txn);
+        const b = new KVBatch();
+        for (const n of ast.tables) {
+          const span = tableSpan(resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, n).desc.id);
+          b.delRange(span.key, span.endKey);
+        }
+        await txn.run(b);
+        return util({ tag: 'TRUNCATE', columns: undefined, rows: [] });
+      }
       case 'CreateDatabase':
         return util(await createDatabase(txn, ast.name, ast.ifNotExists));
       case 'DropDatabase':
