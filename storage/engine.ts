@@ -367,6 +367,14 @@ export class WriteBatch implements ReadWriter {
     return out;
   }
 
+  /**
+   * Calls `fn` for each op in key order (value null: a delete) without making
+   * an object per op — how an engine hands the batch to its native write.
+   */
+  forEachOp(fn: (key: Buffer, value: Buffer | null) => void): void {
+    for (let n = this.index.first(); n !== null; n = n.next[0] as SkipNode<Pending> | null) fn(n.key, n.value);
+  }
+
   repr(): Buffer {
     return encodeBatchRepr(this.ops());
   }

@@ -39,6 +39,13 @@ import {
   type WriteOptions,
 } from './engine.js';
 
+/** One op of a classic-level batch (one object shape for puts and deletes). */
+interface LevelOp {
+  readonly type: 'put' | 'del';
+  readonly key: Buffer;
+  readonly value: Buffer | undefined;
+}
+
 /** The parts of classic-level's API used here (level's typings omit some). */
 interface LevelIterator {
   nextv(size: number): Promise<[Buffer, Buffer][]>;
@@ -55,9 +62,9 @@ interface LevelDb {
   getMany(keys: Buffer[], opts?: { snapshot?: LevelSnapshotHandle }): Promise<(Buffer | undefined)[]>;
   put(key: Buffer, value: Buffer, opts?: { sync?: boolean }): Promise<void>;
   del(key: Buffer, opts?: { sync?: boolean }): Promise<void>;
-  batch(ops: { type: 'put' | 'del'; key: Buffer; value?: Buffer }[], opts?: { sync?: boolean }): Promise<void>;
+  batch(ops: LevelOp[], opts?: { sync?: boolean }): Promise<void>;
   /** classic-level's implementation hook under batch(): the native write, without abstract-level's per-op cloning. */
-  _batch?(ops: { type: 'put' | 'del'; key: Buffer; value?: Buffer }[], opts: { sync: boolean }): Promise<void>;
+  _batch?(ops: LevelOp[], opts: { sync: boolean }): Promise<void>;
   iterator(opts: { gte?: Buffer; lt?: Buffer; reverse?: boolean; snapshot?: LevelSnapshotHandle; highWaterMarkBytes?: number }): LevelIterator;
   snapshot(): LevelSnapshotHandle;
   approximateSize(start: Buffer, end: Buffer): Promise<number>;
@@ -143,7 +150,15 @@ export class LevelEngine implements Engine {
   }
 
   write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
-    return this.writeOps(batch.ops(), opts);
+    this.check();
+    if (batch.count === 0) return Promise.resolve();
+    // Straight from the batch's index into classic-level's op array: one object per op.
+    const lops = new Array<LevelOp>(batch.count);
+    let i = 0;
+    batch.forEachOp((key, value) => {
+      lops[i++] = value === null ? { type: 'del', key, value: undefined } : { type: 'put', key, value };
+    });
+    return this.submit(lops, opts);
   }
 
   applyBatchRepr(repr: Buffer, opts?: WriteOptions): Promise<void> {
@@ -153,11 +168,15 @@ export class LevelEngine implements Engine {
   private writeOps(ops: readonly BatchOp[], opts?: WriteOptions): Promise<void> {
     this.check();
     if (ops.length === 0) return Promise.resolve();
-    const lops = new Array<{ type: 'put' | 'del'; key: Buffer; value?: Buffer }>(ops.length);
+    const lops = new Array<LevelOp>(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as BatchOp;
-      lops[i] = op.value === null ? { type: 'del', key: op.key } : { type: 'put', key: op.key, value: op.value };
+      lops[i] = op.value === null ? { type: 'del', key: op.key, value: undefined } : { type: 'put', key: op.key, value: op.value };
     }
+    return this.submit(lops, opts);
+  }
+
+  private submit(lops: LevelOp[], opts?: WriteOptions): Promise<void> {
     const sync = opts?.sync === true;
     return this.db._batch !== undefined ? this.db._batch(lops, { sync }) : this.db.batch(lops, { sync });
   }

@@ -134,14 +134,13 @@ function checksum(engineKey: Buffer, body: Uint8Array): number {
 
 // --- writing ---------------------------------------------------------------
 
-let scratch = Buffer.allocUnsafe(64 * 1024);
+/** The buffer encodeHead is writing (sized by headSizeBound) and the position in it. */
+const EMPTY = Buffer.alloc(0);
+let scratch = EMPTY;
 let pos = 0;
 
 function ensure(n: number): void {
-  if (pos + n <= scratch.length) return;
-  const next = Buffer.allocUnsafe(Math.max(scratch.length * 2, pos + n));
-  scratch.copy(next, 0, 0, pos);
-  scratch = next;
+  if (pos + n > scratch.length) assert(false, 'storage: head size bound exceeded');
 }
 
 function putByte(b: number): void {
@@ -150,7 +149,9 @@ function putByte(b: number): void {
 }
 
 function putUvarint(n: number): void {
-  assert(Number.isSafeInteger(n) && n >= 0, `storage: uvarint out of range: ${n}`);
+  // The message is built only on failure: a template literal per call was
+  // the largest cost of encodeHead.
+  if (!(n >= 0 && Number.isSafeInteger(n))) assert(false, `storage: uvarint out of range: ${n}`);
   ensure(8);
   while (n >= 0x80) {
     scratch[pos++] = (n % 128) | 0x80;
@@ -174,19 +175,37 @@ function putTs(t: Timestamp): void {
   putUvarint(t.logical);
 }
 
-/** Copies the scratch body out behind its checksum. */
-function finish(engineKey: Buffer): Buffer {
-  const body = scratch.subarray(4, pos);
-  const out = Buffer.allocUnsafe(pos);
-  out.writeUInt32LE(checksum(engineKey, body), 0);
-  scratch.copy(out, 4, 4, pos);
-  return out;
+/**
+ * An upper bound on a head's encoded size (a uvarint takes at most 8 bytes
+ * for a safe integer), so encodeHead writes straight into its output buffer:
+ * the committed value is copied once.
+ */
+function headSizeBound(h: Head): number {
+  let n = 4 + 2 + 8;
+  if (h.committed !== null) n += 16 + 8 + (h.committed.value?.length ?? 0);
+  n += h.history.length * 24;
+  if (h.tail !== null) n += 16;
+  const it = h.intent;
+  if (it !== null) {
+    n += TXN_ID_LEN + 8 + 16 + 16 + 8 + 8 + it.txn.key.length + 8 + 8;
+    for (const w of it.writes) n += 8 + 1 + 8 + (w.value?.length ?? 0);
+  }
+  return n;
 }
 
 /** Encodes a head stored at `metaKey` (= encodeMvccKey(userKey)). */
 export function encodeHead(metaKey: Buffer, h: Head): Buffer {
   assert(h.committed !== null || h.intent !== null, 'storage: a head holds a committed version or an intent');
+  const out = Buffer.allocUnsafe(headSizeBound(h));
+  scratch = out;
   pos = 4;
+  encodeHeadBody(h);
+  scratch = EMPTY;
+  out.writeUInt32LE(checksum(metaKey, out.subarray(4, pos)), 0);
+  return out.subarray(0, pos);
+}
+
+function encodeHeadBody(h: Head): void {
   putByte(HEAD_VERSION);
   let flags = 0;
   if (h.committed !== null) flags |= F_COMMITTED;
@@ -227,7 +246,6 @@ export function encodeHead(metaKey: Buffer, h: Head): Buffer {
       if (w.value !== null) putLenBytes(w.value);
     }
   }
-  return finish(metaKey);
 }
 
 /** Encodes a historical version stored at `versionKey` (= encodeMvccKey(userKey, ts)). */

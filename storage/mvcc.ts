@@ -666,7 +666,7 @@ function planResolve(key: Buffer, head: Head, up: LockUpdate): Plan | null {
   }
   const commitTs = up.txn.writeTimestamp;
   const c = head.committed;
-  assert(c === null || tsLess(c.ts, commitTs), `mvcc: committing ${prettyKey(key)} at ${formatTimestamp(commitTs)} at or below its committed version ${c === null ? '' : formatTimestamp(c.ts)}`);
+  if (c !== null && !tsLess(c.ts, commitTs)) assert(false, `mvcc: committing ${prettyKey(key)} at ${formatTimestamp(commitTs)} at or below its committed version ${formatTimestamp(c.ts)}`);
   const value = (writes[writes.length - 1] as IntentWrite).value;
   return { head: { committed: { ts: commitTs, value }, ...pushHistory(head, c), intent: null }, archive: c };
 }
