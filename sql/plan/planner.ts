@@ -587,6 +587,7 @@ export function planInsert(ctx: PlanContext, s: InsertStatement): QueryPlan {
     const q = planSelect(ctx, s.source);
     const qcols = q.result as readonly ResultColumn[];
     if (qcols.length > targets.length) throw new SqlError('sql.syntax_error', '42601', 'INSERT has more expressions than target columns');
+    if (qcols.length < targets.length && s.columns.length > 0) throw new SqlError('sql.syntax_error', '42601', 'INSERT has more target columns than expressions');
     // Map the query's output row into a full table row.
     const convs = qcols.map((qc, j) => {
       const type = types[targets[j] as number] as SqlType;
@@ -594,9 +595,7 @@ export function planInsert(ctx: PlanContext, s: InsertStatement): QueryPlan {
       const f = c.coerce({ type: qc.type, fn: (row) => row[j] as Datum }, type, 'assignment').fn;
       return f;
     });
-    const rowFns = fill(convs);
-    const project: ProjectNode = { kind: 'project', input: q.root, exprs: [], text: [], columns: [] };
-    input = { kind: 'project', input: project.input, exprs: rowFns, text: [], columns };
+    input = { kind: 'project', input: q.root, exprs: fill(convs), text: [], columns };
   }
   const scope = new Scope(columns);
   const c = new ExprCompiler(scope, ctx.paramTypes);
