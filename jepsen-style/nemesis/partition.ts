@@ -70,6 +70,8 @@ export class PartitionNemesis implements Nemesis {
   readonly name = 'partition';
   private iptables: IptablesPartitioner | undefined;
   private hookUsed = false;
+  /** Each node's cumulative hook counters at the last heal, so evidence shows this window's. */
+  private readonly totals = new Map<number, Record<string, number>>();
 
   constructor(
     private readonly shapes: readonly PartitionShape[] = ['isolate', 'halves', 'ring', 'bridge', 'flaky'],
@@ -117,9 +119,13 @@ export class PartitionNemesis implements Nemesis {
     const evidence: string[] = [];
     if (this.hookUsed) {
       for (let i = 0; i < ctx.target.nodes.length; i++) {
-        // The answer carries the hook's cumulative counters: what it dropped, delayed, duplicated.
+        // The answer carries the hook's cumulative counters (dropped, delayed, duplicated).
         const r = (await this.hook(ctx, i, { clear: true }).catch(() => undefined)) as { counters?: Record<string, number> } | undefined;
-        if (r?.counters !== undefined) evidence.push(`n${i + 1} hook totals ${Object.entries(r.counters).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+        if (r?.counters === undefined) continue;
+        const prev = this.totals.get(i) ?? {};
+        this.totals.set(i, r.counters);
+        const delta = Object.entries(r.counters).map(([k, v]) => [k, v - (prev[k] ?? 0)] as const).filter(([, d]) => d > 0);
+        if (delta.length > 0) evidence.push(`n${i + 1} hook ${delta.map(([k, d]) => `${k} ${d}`).join(', ')}`);
       }
     }
     return evidence.length > 0 ? evidence : ['healed'];
