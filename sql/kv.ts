@@ -58,6 +58,10 @@
  *     reported as failure and never retried blindly.
  *   - ConditionFailedError (code `kv.condition_failed`): a cput found a value
  *     other than the expected one; SQL maps it to 23505 for unique checks.
+ *     It does not finish the transaction, but the batch may have applied a
+ *     prefix of its operations: SQL never commits after a failed statement
+ *     without first rolling back to a savepoint taken before it (explicit
+ *     transactions become aborted, implicit ones roll back).
  *   - anything else: the statement fails with the error's sqlState.
  */
 import type { CairnError } from '../src/util/errors.js';
