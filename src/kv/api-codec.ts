@@ -17,7 +17,8 @@
  *                n:uv (start:uv end:uv)×n                        (ignored seq ranges)
  *   stats      = 8 × varint (liveBytes liveCount keyBytes keyCount valBytes valCount intentBytes intentCount)
  *
- *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) n:uv request×n
+ *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) opt(uncertaintyLimit:ts) n:uv request×n
+ *   (the transaction commands' request/response bodies: txn-codec.ts)
  *   request       = tag:u8 body   (tags: REQ_* below; bodies field by field)
  *   BatchResult   = 0:u8 now:ts ts:ts n:uv response×n    | 1:u8 error
  *   response      = tag:u8 body
@@ -55,6 +56,7 @@ import { BufReader, BufWriter, RpcCodecError } from '../rpc/codec.js';
 import { AmbiguousResultError, CairnError } from '../util/errors.js';
 import { assertNever } from '../util/assert.js';
 import type { Timestamp } from '../util/hlc.js';
+import { readTxnRequest, readTxnResponse, writeTxnRequest, writeTxnResponse } from './txn-codec.js';
 import { ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type Intent, type Txn } from '../../storage/mvcc.js';
 import type { TxnMeta } from '../../storage/mvcc-value.js';
 import { emptyStats, type MvccStats } from '../../storage/mvcc-stats.js';
@@ -233,6 +235,17 @@ const REQ_TAGS: Record<Request['kind'], number> = {
   adminSplit: 13,
   subsume: 14,
   adminMerge: 15,
+  beginTxn: 40,
+  heartbeatTxn: 41,
+  endTxn: 42,
+  pushTxn: 43,
+  queryTxn: 44,
+  queryIntent: 45,
+  resolveIntent: 46,
+  resolveIntentRange: 47,
+  recoverTxn: 48,
+  refresh: 49,
+  refreshRange: 50,
 };
 const REQ_KINDS = invert(REQ_TAGS);
 
@@ -245,6 +258,19 @@ function invert<K extends string>(m: Record<K, number>): Map<number, K> {
 function writeRequest(wr: BufWriter, q: Request): void {
   wr.u8(REQ_TAGS[q.kind]);
   switch (q.kind) {
+    case 'beginTxn':
+    case 'heartbeatTxn':
+    case 'endTxn':
+    case 'pushTxn':
+    case 'queryTxn':
+    case 'queryIntent':
+    case 'resolveIntent':
+    case 'resolveIntentRange':
+    case 'recoverTxn':
+    case 'refresh':
+    case 'refreshRange':
+      writeTxnRequest(wr, q);
+      return;
     case 'get':
     case 'delete':
       wr.bytes(q.key);
@@ -303,6 +329,18 @@ function readRequest(r: BufReader): Request {
   const tag = r.u8();
   const kind = REQ_KINDS.get(tag) ?? bad(`unknown request tag ${tag}`);
   switch (kind) {
+    case 'beginTxn':
+    case 'heartbeatTxn':
+    case 'endTxn':
+    case 'pushTxn':
+    case 'queryTxn':
+    case 'queryIntent':
+    case 'resolveIntent':
+    case 'resolveIntentRange':
+    case 'recoverTxn':
+    case 'refresh':
+    case 'refreshRange':
+      return readTxnRequest(r, kind);
     case 'get':
     case 'delete':
       return { kind, key: r.bytes() };
@@ -342,6 +380,7 @@ export function encodeBatchRequest(ba: BatchRequest): Buffer {
   w.uvarint(h.replicaId ?? 0);
   w.timestamp(h.timestamp);
   writeOpt(w, h.txn, writeTxn);
+  writeOpt(w, h.uncertaintyLimit, (x, t) => x.timestamp(t));
   w.uvarint(ba.requests.length);
   for (const q of ba.requests) writeRequest(w, q);
   return finish();
@@ -353,11 +392,12 @@ export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
   const replicaId = r.uvarint();
   const timestamp = r.timestamp();
   const txn = readOpt(r, readTxn);
+  const uncertaintyLimit = readOpt(r, (x) => x.timestamp());
   const n = r.uvarint();
   const requests: Request[] = [];
   for (let i = 0; i < n; i++) requests.push(readRequest(r));
   r.expectEnd('batch request');
-  const header = txn === null ? { rangeId, replicaId, timestamp } : { rangeId, replicaId, timestamp, txn };
+  const header = { rangeId, replicaId, timestamp, ...(txn === null ? {} : { txn }), ...(uncertaintyLimit === null ? {} : { uncertaintyLimit }) };
   return { header, requests };
 }
 
@@ -366,6 +406,19 @@ export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
 function writeResponse(wr: BufWriter, p: Response): void {
   wr.u8(REQ_TAGS[p.kind]);
   switch (p.kind) {
+    case 'beginTxn':
+    case 'heartbeatTxn':
+    case 'endTxn':
+    case 'pushTxn':
+    case 'queryTxn':
+    case 'queryIntent':
+    case 'resolveIntent':
+    case 'resolveIntentRange':
+    case 'recoverTxn':
+    case 'refresh':
+    case 'refreshRange':
+      writeTxnResponse(wr, p);
+      return;
     case 'get':
       writeNullableBytes(wr, p.value);
       wr.timestamp(p.ts);
@@ -404,6 +457,18 @@ function readResponse(r: BufReader): Response {
   const tag = r.u8();
   const kind = REQ_KINDS.get(tag) ?? bad(`unknown response tag ${tag}`);
   switch (kind) {
+    case 'beginTxn':
+    case 'heartbeatTxn':
+    case 'endTxn':
+    case 'pushTxn':
+    case 'queryTxn':
+    case 'queryIntent':
+    case 'resolveIntent':
+    case 'resolveIntentRange':
+    case 'recoverTxn':
+    case 'refresh':
+    case 'refreshRange':
+      return readTxnResponse(r, kind);
     case 'get':
       return { kind, value: readNullableBytes(r), ts: r.timestamp() };
     case 'deleteRange': {

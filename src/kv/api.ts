@@ -47,6 +47,7 @@ import { CairnError } from '../util/errors.js';
 import type { Timestamp } from '../util/hlc.js';
 import type { Txn } from '../../storage/mvcc.js';
 import type { MvccStats } from '../../storage/mvcc-stats.js';
+import type { TxnRequest, TxnResponse } from './txn-api.js';
 
 // ---- Descriptors -------------------------------------------------------------
 
@@ -222,6 +223,7 @@ export interface AdminMergeRequest {
 }
 
 export type Request =
+  | TxnRequest
   | GetRequest
   | PutRequest
   | ConditionalPutRequest
@@ -284,7 +286,7 @@ export interface RangeDescriptorResponse {
   readonly desc: RangeDescriptor;
 }
 
-export type Response = GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse | AdminSplitResponse | RangeDescriptorResponse;
+export type Response = TxnResponse | GetResponse | EmptyResponse | DeleteRangeResponse | ScanResponse | LeaseInfoResponse | AdminSplitResponse | RangeDescriptorResponse;
 
 // ---- Batches ---------------------------------------------------------------------------
 
@@ -296,6 +298,8 @@ export interface BatchHeader {
   /** Zero: the leaseholder's clock now. */
   readonly timestamp: Timestamp;
   readonly txn?: Txn;
+  /** Reads fail with ReadWithinUncertaintyIntervalError on values in (timestamp, uncertaintyLimit] (the txn layer sets it). */
+  readonly uncertaintyLimit?: Timestamp;
 }
 
 export interface BatchRequest {
@@ -318,6 +322,10 @@ export function isWriteRequest(r: Request): boolean {
     case 'scan':
     case 'reverseScan':
     case 'leaseInfo':
+    case 'queryTxn':
+    case 'queryIntent':
+    case 'refresh':
+    case 'refreshRange':
       return false;
     default:
       return true;

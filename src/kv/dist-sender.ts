@@ -206,7 +206,10 @@ export class DistSender implements Sender {
     });
     const responses = ba.requests.map((q, i) => combine(q, perRequest[i] as Response[]));
     const last = results[results.length - 1] as BatchResponse;
-    return { now: last.now, timestamp: header.timestamp, responses };
+    // A part may have been evaluated above the header's timestamp (a write pushed by the timestamp cache): report the highest.
+    let timestamp = header.timestamp;
+    for (const r of results) if (compareTimestamps(r.timestamp, timestamp) > 0) timestamp = r.timestamp;
+    return { now: last.now, timestamp, responses };
   }
 
   /** Waits for every part; the first error wins, an ambiguous one over any other. */
@@ -244,6 +247,7 @@ export class DistSender implements Sender {
     const done: (Response | null)[] = reqs.map(() => null);
     const perRequest: Response[][] = reqs.map(() => []);
     let now = ba.header.timestamp;
+    let evalTs = ba.header.timestamp;
     let cur = reverse ? hi : lo;
     for (;;) {
       const desc = reverse ? await this.cache.lookup(cur, true) : await this.cache.lookup(cur);
@@ -256,6 +260,7 @@ export class DistSender implements Sender {
       if (part.requests.length > 0) {
         const res = await this.sendPart(desc, { header: ba.header, requests: part.requests }, attempt);
         now = res.now;
+        if (compareTimestamps(res.timestamp, evalTs) > 0) evalTs = res.timestamp;
         res.responses.forEach((r, j) => {
           const i = part.index[j] as number;
           const q = reqs[i] as Request;
@@ -291,7 +296,7 @@ export class DistSender implements Sender {
     }
     // combine() wants parts in ascending range order; a reverse visit was descending.
     const responses = reqs.map((q, i) => done[i] ?? combine(q, reverse ? [...(perRequest[i] as Response[])].reverse() : (perRequest[i] as Response[])));
-    return { now, timestamp: ba.header.timestamp, responses };
+    return { now, timestamp: evalTs, responses };
   }
 
   // ---- sending to one range ------------------------------------------------------------

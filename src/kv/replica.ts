@@ -80,6 +80,7 @@ import {
 import { decodeAppliedState, decodeLease, decodeRaftCommand, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
 import { lookupCommand, type DeclaredSpan, type EvalContext, type EvalHeader, type SideEffectsBuilder } from './batcheval/index.js';
 import { LatchManager } from './replica-latches.js';
+import { ReplicaConcurrency } from './concurrency-manager.js';
 import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } from './replica-lease.js';
 import { ReplicaRaftStorage } from './raft-storage.js';
 import { computeRangeChecksum } from './replica-consistency.js';
@@ -164,6 +165,8 @@ export class Replica {
   applied: RangeAppliedState;
   lease: Lease | null;
   readonly latches = new LatchManager();
+  /** Timestamp cache and txn hooks of the request path (concurrency-manager.ts). */
+  readonly concurrency: ReplicaConcurrency;
   private readonly proposals = new Map<number, Proposal>();
   private nextMaxLeaseIndex: number;
   quiescent = false;
@@ -182,6 +185,7 @@ export class Replica {
     initialized = true,
   ) {
     this.initialized = initialized;
+    this.concurrency = new ReplicaConcurrency(ctx.clock);
     this.rangeId = desc.rangeId;
     this.desc = desc;
     const me = replicaOnStore(desc, ctx.ident.storeId);
@@ -254,6 +258,8 @@ export class Replica {
    */
   setDescriptor(desc: RangeDescriptor): void {
     assert(desc.rangeId === this.rangeId, `kv: r${this.rangeId} given the descriptor of r${desc.rangeId}`);
+    // A merge widens the range over reads the right-hand range served.
+    if (compareBytes(desc.endKey, this.desc.endKey) > 0) this.concurrency.onDescriptorChanged();
     this.desc = desc;
   }
 
@@ -292,7 +298,7 @@ export class Replica {
     }
     await this.ensureLease();
     const isWrite = reqs.some(isWriteRequest);
-    const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }) };
+    const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(ba.header.uncertaintyLimit === undefined ? {} : { uncertaintyLimit: ba.header.uncertaintyLimit }) };
     const spans: DeclaredSpan[] = [];
     for (const q of reqs) lookupCommand(q.kind).declareKeys(h0, q, this.desc, spans);
     const guard = await this.latches.acquire(spans);
@@ -302,15 +308,19 @@ export class Replica {
       // A split may have shrunk the range while we waited.
       for (const q of reqs) this.checkKeys(q);
       const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
-      const h: EvalHeader = { ...h0, timestamp: ts };
+      this.concurrency.checkRequestTimestamp(ts);
+      const h = this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
       if (!isWrite) {
         const ec = this.evalContext(emptyStats(), {});
         const responses: Response[] = [];
         for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, h, q));
+        this.concurrency.finish(h, reqs, spans, responses);
         return { now: this.ctx.clock.now(), timestamp: ts, responses };
       }
       const lease = this.lease as Lease;
-      return await this.evaluateAndPropose(h, reqs, lease.sequence, undefined);
+      const res = await this.evaluateAndPropose(h, reqs, lease.sequence, undefined);
+      this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
+      return res;
     } finally {
       guard.release();
     }
@@ -647,7 +657,10 @@ export class Replica {
     this.storage.appliedIndex = this.applied.raftAppliedIndex;
     this.storage.appliedTerm = this.applied.raftAppliedTerm;
     if (fx.truncation !== null) this.storage.commitTruncation(fx.truncation);
-    for (const { lease, prev } of fx.leases) this.ctx.leaseApplied(this, lease, prev);
+    for (const { lease, prev } of fx.leases) {
+      this.concurrency.onLeaseApplied(lease, prev);
+      this.ctx.leaseApplied(this, lease, prev);
+    }
     for (const t of fx.triggers) this.ctx.finishTrigger(this, t);
     for (const id of fx.checksums) {
       const snap = engineSnapshot();
@@ -697,7 +710,10 @@ export class Replica {
     const prev = this.lease;
     this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
     this.storage.commitSnapshot(index, term, confStateOf(this.desc));
-    if (this.lease !== null && !leaseEqual(prev, this.lease)) this.ctx.leaseApplied(this, this.lease, prev);
+    if (this.lease !== null && !leaseEqual(prev, this.lease)) {
+      this.concurrency.onLeaseApplied(this.lease, prev);
+      this.ctx.leaseApplied(this, this.lease, prev);
+    }
   }
 
   /** Stops the replica: every pending command answers ambiguous. */

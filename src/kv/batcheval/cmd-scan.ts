@@ -7,6 +7,7 @@
 import { mvccScan } from '../../../storage/mvcc.js';
 import type { KeyValue, ScanRequest } from '../api.js';
 import { registerCommand } from './command.js';
+import { readOptions } from './command-util.js';
 
 for (const kind of ['scan', 'reverseScan'] as const) {
   registerCommand<ScanRequest>({
@@ -17,7 +18,7 @@ for (const kind of ['scan', 'reverseScan'] as const) {
     },
     async evaluate(_ctx, r, h, req) {
       const res = await mvccScan(r, req.key, req.endKey, h.timestamp, {
-        ...(h.txn === undefined ? {} : { txn: h.txn }),
+        ...readOptions(h),
         reverse: kind === 'reverseScan',
         maxKeys: req.maxKeys,
       });

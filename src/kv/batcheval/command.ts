@@ -36,6 +36,8 @@ export interface EvalHeader {
   readonly rangeId: number;
   readonly timestamp: Timestamp;
   readonly txn?: Txn;
+  /** Reads: values in (timestamp, uncertaintyLimit] are uncertain (the txn layer sets it). */
+  readonly uncertaintyLimit?: Timestamp;
 }
 
 /** Mutable side effects collected while evaluating one batch. */

@@ -16,4 +16,15 @@ import './cmd-admin-split.js';
 import './cmd-subsume.js';
 import './cmd-admin-merge.js';
 
+// The transaction layer's commands (txn-api.ts).
+import './cmd-begin-txn.js';
+import './cmd-heartbeat-txn.js';
+import './cmd-end-txn.js';
+import './cmd-push-txn.js';
+import './cmd-query-txn.js';
+import './cmd-query-intent.js';
+import './cmd-resolve-intent.js';
+import './cmd-recover-txn.js';
+import './cmd-refresh.js';
+
 export * from './command.js';

@@ -1,0 +1,513 @@
+/**
+ * TxnCoordSender: one transaction's coordinator on the gateway node
+ * (CockroachDB's kvcoord.TxnCoordSender and its interceptors, folded into
+ * one object), implementing sql/kv.ts's KVTxn over a Sender (DistSender).
+ *
+ *   run(batch) ─► segments (a new segment whenever a key would be written
+ *                 twice: one sequence number per segment)
+ *              ─► seq-num allocator: txn.sequence = ++seq for a writing segment
+ *              ─► send(ts = read ts = write ts, uncertaintyLimit, txn)
+ *                   WriteIntentError    → TxnPusher (push / wait / recover / resolve), resend
+ *                   WriteTooOld, uncertainty, pushed by the tscache
+ *                                       → span refresher: Refresh(Range) every read span
+ *                                         from the read ts to the new ts; success moves
+ *                                         the read ts up (no restart), failure is a
+ *                                         retryable TxnRetryError with its reason
+ *              ─► track read spans (refresh) and lock spans (resolution)
+ *   heartbeater: after the first write, BeginTxn then HeartbeatTxn every
+ *                heartbeatIntervalMs; an ABORTED record marks the txn aborted
+ *   committer:   the last segment's writes + EndTxn in one batch (the
+ *                DistSender sends the parts in parallel): one range → 1PC
+ *                (no record, no intents left); several → parallel commit:
+ *                the record goes STAGING with the batch's other-range writes
+ *                in flight; all parts succeeding at the staging timestamp is
+ *                the (implicit) commit, acknowledged at once; the record is
+ *                then made COMMITTED and the intents resolved asynchronously
+ *                (IntentResolver). A part pushed above the staging ts →
+ *                refresh and stage again higher.
+ *   read-only:   no record, no EndTxn; commit just stops.
+ *   savepoints:  the sequence number; rollback adds (sp, now] to the
+ *                ignored seqnum ranges, which reads, commits and resolution honour.
+ *
+ * Invariant: when a batch is sent the read timestamp equals the write
+ * timestamp (refreshes happen eagerly as soon as the write ts moves), so
+ * one header timestamp serves reads and writes.
+ *
+ * Departures: writes are not pipelined (each batch waits for its Raft
+ * round, so only the commit batch's writes are ever in flight); the
+ * uncertainty limit is read_ts + max_offset, not narrowed per node by
+ * observed timestamps (the DistSender does not tell which node served);
+ * targetBytes is applied on the returned rows.
+ *
+ * Ownership: one per transaction; calls are never concurrent (KVTxn's rule).
+ */
+import { CairnError } from '../../util/errors.js';
+import { tsLess, tsMax, tsNext, type Clock, type Timestamp } from '../../util/hlc.js';
+import { keyNext, ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type SeqRange, type Txn, type TxnMeta } from '../../../storage/mvcc.js';
+import type { BatchResponse, KeyValue, Request, Response, ScanResponse } from '../api.js';
+import type { Sender } from '../kv-client.js';
+import { MAX_TXN_PRIORITY } from '../concurrency/push-policy.js';
+import { TransactionAbortedError, TxnRetryError, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
+import type { IntentResolver } from '../txn-intent-resolver.js';
+import type { TxnPusher } from '../txn-pusher.js';
+import { txnLiveness } from '../txn-record.js';
+import { KvConditionFailedError, type KVBatchLike, type KVPriority, type KVRequest, type KVResult, type KVTxnOptions } from './kv-txn-types.js';
+
+export interface TxnCoordContext {
+  readonly sender: Sender;
+  readonly clock: Clock;
+  readonly resolver: IntentResolver;
+  readonly pusher: TxnPusher;
+  /** 16 random bytes. */
+  newTxnId(): Buffer;
+  /** Calls fn every ms until the returned stop is called (the heartbeat loop). */
+  every(ms: number, fn: () => void): () => void;
+  readonly metrics: TxnMetrics;
+}
+
+export interface TxnMetrics {
+  commits: number;
+  onePhaseCommits: number;
+  parallelCommits: number;
+  aborts: number;
+  refreshes: number;
+  refreshFailures: number;
+  restarts: number;
+}
+
+export const NORMAL_PRIORITY = 1 << 20;
+
+function priorityOf(p: KVPriority | undefined): number {
+  return p === 'high' ? MAX_TXN_PRIORITY : p === 'low' ? 1 : NORMAL_PRIORITY;
+}
+
+type State = 'pending' | 'retry' | 'aborted' | 'committed' | 'rolledBack' | 'ambiguous';
+
+interface Savepoint {
+  readonly seq: number;
+  readonly epoch: number;
+  readonly id: Buffer;
+}
+
+const MAX_RETRIES = 200;
+
+export class TxnCoordSender {
+  private id: Buffer;
+  private epoch = 0;
+  private priority: number;
+  private readTs: Timestamp;
+  private writeTs: Timestamp;
+  private minTs: Timestamp;
+  private uncertaintyLimit: Timestamp;
+  private seq = 0;
+  private anchor: Buffer | null = null;
+  private readonly lockSpans = new Map<string, LockSpan>();
+  private readSpans: LockSpan[] = [];
+  private ignored: SeqRange[] = [];
+  private fixed = false;
+  private state: State = 'pending';
+  private stopHeartbeat: (() => void) | null = null;
+  private recordCreated = false;
+  /** Set by the heartbeat: the record says ABORTED / pushed. */
+  private abortedByOther = false;
+  private pushedTo: Timestamp | null = null;
+
+  constructor(
+    private readonly ctx: TxnCoordContext,
+    opts: KVTxnOptions = {},
+  ) {
+    this.id = ctx.newTxnId();
+    this.priority = priorityOf(opts.priority);
+    const now = ctx.clock.now();
+    this.readTs = this.writeTs = this.minTs = now;
+    this.uncertaintyLimit = { wall: now.wall + ctx.clock.maxOffsetMicros, logical: 0 };
+    if (opts.asOf !== undefined) this.setFixedTimestamp(opts.asOf);
+  }
+
+  // ---- KVTxn -------------------------------------------------------------------------
+
+  readTimestamp(): Timestamp {
+    return this.readTs;
+  }
+  provisionalCommitTimestamp(): Timestamp {
+    return this.writeTs;
+  }
+  /** The transaction's id (tests, logs). */
+  get txnId(): Buffer {
+    return this.id;
+  }
+  setFixedTimestamp(ts: Timestamp): void {
+    this.readTs = this.writeTs = ts;
+    this.uncertaintyLimit = ts;
+    this.fixed = true;
+  }
+  setPriority(p: KVPriority): void {
+    this.priority = priorityOf(p);
+  }
+
+  async run(batch: KVBatchLike): Promise<KVResult[]> {
+    this.checkUsable();
+    const out: KVResult[] = [];
+    for (const seg of segments(batch.requests)) for (const r of await this.runSegment(seg, null)) out.push(r);
+    return out;
+  }
+
+  async commitInBatch(batch: KVBatchLike): Promise<KVResult[]> {
+    this.checkUsable();
+    const segs = segments(batch.requests);
+    let last = segs.pop() ?? [];
+    if (!last.every(isWriteOp)) {
+      // Reads are served before the commit round (its parts run in parallel with the EndTxn).
+      segs.push(last);
+      last = [];
+    }
+    const out: KVResult[] = [];
+    for (const seg of segs) for (const r of await this.runSegment(seg, null)) out.push(r);
+    const hasWrites = last.some(isWriteOp);
+    if (!hasWrites && this.lockSpans.size === 0) {
+      // Read-only: no record, nothing to end.
+      for (const r of await this.runSegment(last, null)) out.push(r);
+      this.finish('committed');
+      this.ctx.metrics.commits++;
+      return out;
+    }
+    for (const r of await this.runSegment(last, 'commit')) out.push(r);
+    return out;
+  }
+
+  commit(): Promise<void> {
+    return this.commitInBatch({ requests: [] }).then(() => undefined);
+  }
+
+  async rollback(): Promise<void> {
+    if (this.state === 'committed' || this.state === 'rolledBack' || this.state === 'ambiguous') return;
+    this.finish('rolledBack');
+    this.ctx.metrics.aborts++;
+    await this.abortRecord();
+  }
+
+  async createSavepoint(): Promise<unknown> {
+    this.checkUsable();
+    const sp: Savepoint = { seq: this.seq, epoch: this.epoch, id: this.id };
+    return sp;
+  }
+
+  async rollbackToSavepoint(token: unknown): Promise<void> {
+    const sp = token as Savepoint;
+    if (this.state !== 'pending') this.checkUsable();
+    if (sp.epoch !== this.epoch || !sp.id.equals(this.id)) throw new CairnError('kv.savepoint_stale', 'kv: savepoint from an earlier epoch of the transaction', { sqlState: '3B001' });
+    if (this.seq > sp.seq) this.ignored = [...this.ignored, { start: sp.seq + 1, end: this.seq }];
+  }
+
+  async releaseSavepoint(_token: unknown): Promise<void> {
+    this.checkUsable();
+  }
+
+  async restart(): Promise<void> {
+    if (this.state === 'committed' || this.state === 'rolledBack') throw new CairnError('kv.txn_finished', 'kv: restart of a finished transaction');
+    this.ctx.metrics.restarts++;
+    const now = this.ctx.clock.now();
+    if (this.state === 'aborted' || this.abortedByOther) {
+      // The record is ABORTED for good: a new transaction id, the old intents cleaned up.
+      await this.abortRecord();
+      this.id = this.ctx.newTxnId();
+      this.epoch = 0;
+      this.anchor = null;
+      this.lockSpans.clear();
+      this.recordCreated = false;
+      this.abortedByOther = false;
+      this.minTs = now;
+    } else {
+      this.epoch++;
+    }
+    this.stopHeartbeat?.();
+    this.stopHeartbeat = null;
+    if (!this.fixed) {
+      this.readTs = this.writeTs = tsMax(now, this.writeTs);
+      this.uncertaintyLimit = { wall: this.readTs.wall + this.ctx.clock.maxOffsetMicros, logical: 0 };
+    }
+    this.pushedTo = null;
+    this.readSpans = [];
+    this.ignored = [];
+    this.state = 'pending';
+  }
+
+  // ---- the request path ------------------------------------------------------------------
+
+  private checkUsable(): void {
+    if (this.abortedByOther && this.state === 'pending') this.state = 'aborted';
+    switch (this.state) {
+      case 'pending':
+        return;
+      case 'aborted':
+        throw new TransactionAbortedError(this.id);
+      case 'retry':
+        throw new TxnRetryError('RETRY_SERIALIZABLE', 'the transaction must restart after a retryable error');
+      default:
+        throw new CairnError('kv.txn_finished', `kv: transaction already ${this.state}`);
+    }
+  }
+
+  private meta(): Txn {
+    const m: TxnMeta = { id: this.id, epoch: this.epoch, writeTimestamp: this.writeTs, minTimestamp: this.minTs, sequence: this.seq, key: this.anchor ?? Buffer.alloc(0), priority: this.priority };
+    return this.ignored.length === 0 ? m : { ...m, ignoredSeqNums: this.ignored };
+  }
+
+  private async runSegment(seg: readonly KVRequest[], end: 'commit' | null): Promise<KVResult[]> {
+    const writes = seg.some(isWriteOp);
+    if (writes) {
+      this.seq++;
+      if (this.anchor === null) this.anchor = firstWriteKey(seg);
+    }
+    const reqs = seg.map(toApiRequest);
+    const inFlight: InFlightWrite[] = [];
+    for (const q of seg) if (isWriteOp(q) && q.kind !== 'delRange') inFlight.push({ key: q.key, seq: this.seq });
+    // Lock spans before sending: a failed multi-range batch may still have left intents.
+    if (writes) this.noteWrites(seg);
+    let readsNoted = false;
+    for (let attempt = 0; ; attempt++) {
+      const all: Request[] = end === null ? reqs : [...reqs, this.endTxnRequest(inFlight)];
+      if (all.length === 0) return [];
+      let res: BatchResponse;
+      try {
+        if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
+        res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs) }, requests: all });
+      } catch (e) {
+        if (attempt >= MAX_RETRIES) throw this.fail(e);
+        await this.handleError(e, writes || end !== null);
+        continue;
+      }
+      // This segment's reads count from now on: a refresh below must cover them too.
+      if (!readsNoted) this.noteReads(seg);
+      readsNoted = true;
+      if (tsLess(this.writeTs, res.timestamp)) {
+        // A write was pushed by the timestamp cache: refresh eagerly, and for a commit, stage again.
+        await this.refreshTo(res.timestamp, 'RETRY_SERIALIZABLE');
+        if (end !== null) continue;
+      }
+      if (end !== null) this.afterCommit(res.responses[res.responses.length - 1] as TxnRecordResponse);
+      if (writes && !this.recordCreated && this.stopHeartbeat === null && this.state === 'pending') this.startHeartbeat();
+      return seg.map((q, i) => toKvResult(q, res.responses[i] as Response));
+    }
+  }
+
+  private endTxnRequest(inFlight: readonly InFlightWrite[]): Request {
+    const spans = [...this.lockSpans.values()];
+    return { kind: 'endTxn', key: this.anchor as Buffer, commit: true, inFlightWrites: inFlight, lockSpans: spans };
+  }
+
+  /** Translates an error of a send into a retry of the segment, or throws. */
+  private async handleError(e: unknown, write: boolean): Promise<void> {
+    if (e instanceof WriteIntentError) {
+      await this.ctx.pusher.handle(e.intents, { id: this.id, priority: this.priority, anchor: this.recordCreated || this.lockSpans.size > 0 ? this.anchor : null, pushTo: tsNext(tsMax(this.readTs, this.uncertaintyLimit)) }, write);
+      return;
+    }
+    if (e instanceof WriteTooOldError) return this.refreshTo(tsMax(e.actualTimestamp, this.writeTs), 'RETRY_WRITE_TOO_OLD');
+    if (e instanceof ReadWithinUncertaintyIntervalError) return this.refreshTo(tsNext(e.valueTimestamp), 'RETRY_UNCERTAINTY');
+    if (e instanceof CairnError && e.code === 'kv.txn_retry') return this.refreshTo(tsNext(tsMax(this.ctx.clock.now(), this.writeTs)), 'RETRY_SERIALIZABLE');
+    throw this.fail(e);
+  }
+
+  /** Marks the txn after a failed send; returns the error to throw. */
+  private fail(e: unknown): unknown {
+    if (e instanceof ConditionFailedError) return new KvConditionFailedError(e.key, e.actual);
+    if (e instanceof CairnError) {
+      if (e.code === 'kv.txn_aborted') {
+        this.state = 'aborted';
+        this.abortedByOther = true;
+        this.stopHeartbeat?.();
+        this.stopHeartbeat = null;
+      } else if (e.ambiguous) this.state = 'ambiguous';
+      else if (e.retryable) this.state = 'retry';
+    }
+    return e;
+  }
+
+  /** Span refresher: moves the read ts to `ts` if nothing read changed; else a retryable error. */
+  private async refreshTo(ts: Timestamp, reason: RetryReason): Promise<void> {
+    if (!tsLess(this.readTs, ts)) {
+      this.writeTs = tsMax(this.writeTs, ts);
+      return;
+    }
+    if (this.fixed) throw this.fail(new TxnRetryError(reason, 'a fixed-timestamp (AS OF SYSTEM TIME) transaction cannot move'));
+    this.ctx.metrics.refreshes++;
+    if (this.readSpans.length > 0) {
+      const requests: Request[] = this.readSpans.map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
+      try {
+        await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
+      } catch (e) {
+        this.ctx.metrics.refreshFailures++;
+        if (e instanceof CairnError && (e.code === 'kv.refresh_failed' || e instanceof WriteIntentError)) throw this.fail(new TxnRetryError(reason, e.message));
+        throw this.fail(e);
+      }
+    }
+    this.readTs = this.writeTs = ts;
+  }
+
+  private noteReads(seg: readonly KVRequest[]): void {
+    for (const q of seg) {
+      if (q.kind === 'get' || q.kind === 'cput') this.readSpans.push({ key: q.key, endKey: null });
+      else if (q.kind === 'scan' || q.kind === 'delRange') this.readSpans.push({ key: q.key, endKey: q.endKey });
+    }
+  }
+
+  private noteWrites(seg: readonly KVRequest[]): void {
+    for (const q of seg) {
+      if (!isWriteOp(q)) continue;
+      const s = lockSpanOf(q);
+      this.lockSpans.set(s.key.toString('hex') + (s.endKey === null ? '' : `-${s.endKey.toString('hex')}`), s);
+    }
+  }
+
+  private afterCommit(r: TxnRecordResponse): void {
+    const rec = r.record as TxnRecord;
+    this.finish('committed');
+    this.ctx.metrics.commits++;
+    if (r.onePhase) this.ctx.metrics.onePhaseCommits++;
+    const meta: TxnMeta = { ...this.meta(), writeTimestamp: rec.writeTimestamp, epoch: rec.epoch };
+    const update = { txn: meta, status: 'committed' as const, ignoredSeqNums: this.ignored };
+    if (rec.status === 'staging') {
+      // Implicitly committed: acknowledge now; make it explicit and clean up asynchronously.
+      this.ctx.metrics.parallelCommits++;
+      void this.ctx.sender
+        .send({ header: { rangeId: 0, timestamp: this.writeTs, txn: this.meta() }, requests: [{ kind: 'endTxn', key: rec.key, commit: true, inFlightWrites: [], lockSpans: rec.lockSpans }] })
+        .then(
+          (res) => this.ctx.resolver.enqueue(update, ((res.responses[0] as TxnRecordResponse).record as TxnRecord).lockSpans),
+          () => undefined, // a recoverer will finalize it
+        );
+      return;
+    }
+    this.ctx.resolver.enqueue(update, rec.lockSpans);
+  }
+
+  private finish(state: State): void {
+    this.state = state;
+    this.stopHeartbeat?.();
+    this.stopHeartbeat = null;
+  }
+
+  /** Writes ABORTED (best effort) and resolves the intents left elsewhere. */
+  private async abortRecord(): Promise<void> {
+    if (this.anchor === null || this.lockSpans.size === 0) return;
+    const spans = [...this.lockSpans.values()];
+    const meta = this.meta();
+    try {
+      const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: this.ctx.clock.now(), txn: meta }, requests: [{ kind: 'endTxn', key: this.anchor, commit: false, inFlightWrites: [], lockSpans: spans }] });
+      const rec = (res.responses[0] as TxnRecordResponse).record;
+      this.ctx.resolver.enqueue({ txn: meta, status: 'aborted' }, rec?.lockSpans ?? spans);
+    } catch {
+      this.ctx.resolver.enqueue({ txn: meta, status: 'aborted' }, spans);
+    }
+  }
+
+  private startHeartbeat(): void {
+    const anchor = this.anchor as Buffer;
+    let busy = false;
+    this.stopHeartbeat = this.ctx.every(txnLiveness.heartbeatIntervalMs, () => {
+      if (busy || this.state !== 'pending') return;
+      busy = true;
+      const kind = this.recordCreated ? 'heartbeatTxn' : 'beginTxn';
+      const req: Request = kind === 'beginTxn' ? { kind, key: anchor } : { kind, key: anchor, now: this.ctx.clock.now() };
+      this.ctx.sender
+        .send({ header: { rangeId: 0, timestamp: this.ctx.clock.now(), txn: this.meta() }, requests: [req] })
+        .then(
+          (res) => {
+            this.recordCreated = true;
+            const rec = (res.responses[0] as TxnRecordResponse).record;
+            if (rec !== null && rec.status === 'aborted') this.abortedByOther = true;
+            else if (rec !== null && tsLess(this.writeTs, rec.writeTimestamp)) this.pushedTo = rec.writeTimestamp;
+          },
+          (e: unknown) => {
+            if (e instanceof CairnError && e.code === 'kv.txn_aborted') this.abortedByOther = true;
+          },
+        )
+        .finally(() => (busy = false));
+    });
+  }
+}
+
+// ---- request translation ------------------------------------------------------------------
+
+function isWriteOp(q: KVRequest): boolean {
+  return q.kind === 'put' || q.kind === 'cput' || q.kind === 'del' || q.kind === 'delRange';
+}
+
+function firstWriteKey(seg: readonly KVRequest[]): Buffer {
+  for (const q of seg) if (isWriteOp(q)) return q.key;
+  throw new Error('unreachable');
+}
+
+function lockSpanOf(q: KVRequest): LockSpan {
+  return q.kind === 'delRange' ? { key: q.key, endKey: q.endKey } : { key: q.key, endKey: null };
+}
+
+/** Splits a batch so that no segment writes one key twice (one sequence number per segment). */
+function segments(reqs: readonly KVRequest[]): KVRequest[][] {
+  const out: KVRequest[][] = [[]];
+  let written = new Set<string>();
+  let ranged = false;
+  for (const q of reqs) {
+    if (isWriteOp(q)) {
+      const k = q.key.toString('latin1');
+      if (written.has(k) || ranged || (q.kind === 'delRange' && written.size > 0)) {
+        out.push([]);
+        written = new Set();
+        ranged = false;
+      }
+      written.add(k);
+      if (q.kind === 'delRange') ranged = true;
+    }
+    (out[out.length - 1] as KVRequest[]).push(q);
+  }
+  return out;
+}
+
+function toApiRequest(q: KVRequest): Request {
+  switch (q.kind) {
+    case 'get':
+      return { kind: 'get', key: q.key };
+    case 'scan':
+      return { kind: q.reverse ? 'reverseScan' : 'scan', key: q.key, endKey: q.endKey, maxKeys: q.limit };
+    case 'put':
+      return { kind: 'put', key: q.key, value: q.value };
+    case 'cput':
+      return { kind: 'cput', key: q.key, value: q.value, expected: q.expected, allowIfDoesNotExist: false };
+    case 'del':
+      return { kind: 'delete', key: q.key };
+    case 'delRange':
+      return { kind: 'deleteRange', key: q.key, endKey: q.endKey, returnKeys: true };
+  }
+}
+
+function toKvResult(q: KVRequest, r: Response): KVResult {
+  switch (q.kind) {
+    case 'get':
+      return { kind: 'get', value: (r as { value: Buffer | null }).value };
+    case 'scan': {
+      const s = r as ScanResponse;
+      let rows: readonly KeyValue[] = s.rows;
+      let resumeKey = q.reverse ? s.resumeEndKey : s.resumeKey;
+      if (q.targetBytes > 0) {
+        let bytes = 0;
+        for (let i = 0; i < rows.length; i++) {
+          const kv = rows[i] as KeyValue;
+          bytes += kv.key.length + kv.value.length;
+          if (bytes >= q.targetBytes && i < rows.length - 1) {
+            resumeKey = q.reverse ? kv.key : keyNext(kv.key);
+            rows = rows.slice(0, i + 1);
+            break;
+          }
+        }
+      }
+      return { kind: 'scan', rows, resumeKey };
+    }
+    case 'put':
+      return { kind: 'put' };
+    case 'cput':
+      return { kind: 'cput' };
+    case 'del':
+      return { kind: 'del' };
+    case 'delRange':
+      return { kind: 'delRange', deleted: (r as { keys: readonly Buffer[] }).keys.length };
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Helpers the transaction commands share during evaluation: the record's
+ * declared span, the record-or-error reads, clipping lock spans to the range
+ * and resolving the local intents of a finished transaction in the same
+ * write batch as its record (CockroachDB's resolveLocalLocks).
+ *
+ * Ownership: src/kv (transaction layer); pure functions over the batch.
+ */
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { transactionKey } from '../../storage/keys.js';
+import { mvccResolveIntent, mvccResolveIntentRange, type LockUpdate, type MvccStats, type TxnMeta } from '../../storage/mvcc.js';
+import type { ReadWriter } from '../../storage/engine.js';
+import type { RangeDescriptor } from './api.js';
+import type { DeclaredSpan } from './batcheval/command.js';
+import type { LockSpan, TxnRecord } from './txn-api.js';
+
+export function declareRecord(anchor: Buffer, id: Buffer, write: boolean, out: DeclaredSpan[]): void {
+  out.push({ key: transactionKey(anchor, id), endKey: null, write });
+}
+
+function inRange(desc: RangeDescriptor, k: Buffer): boolean {
+  return compareBytes(k, desc.startKey) >= 0 && compareBytes(k, desc.endKey) < 0;
+}
+
+/** Whether the span lies entirely inside the range. */
+export function spanInRange(desc: RangeDescriptor, s: LockSpan): boolean {
+  if (!inRange(desc, s.key)) return false;
+  return s.endKey === null || compareBytes(s.endKey, desc.endKey) <= 0;
+}
+
+/** The record's metadata as resolution needs it. */
+export function recordMeta(rec: TxnRecord): TxnMeta {
+  return { id: rec.id, epoch: rec.epoch, writeTimestamp: rec.writeTimestamp, sequence: 0, key: rec.key, priority: rec.priority, minTimestamp: rec.minTimestamp };
+}
+
+/**
+ * Resolves the parts of `spans` inside the range; returns the spans (or
+ * parts of spans) outside it, which the coordinator resolves afterwards.
+ */
+export async function resolveLocal(rw: ReadWriter, desc: RangeDescriptor, spans: readonly LockSpan[], update: LockUpdate, stats: MvccStats): Promise<LockSpan[]> {
+  const external: LockSpan[] = [];
+  for (const s of spans) {
+    if (s.endKey === null) {
+      if (inRange(desc, s.key)) mvccResolveIntent(rw, s.key, update, stats);
+      else external.push(s);
+      continue;
+    }
+    const lo = compareBytes(s.key, desc.startKey) > 0 ? s.key : desc.startKey;
+    const hi = compareBytes(s.endKey, desc.endKey) < 0 ? s.endKey : desc.endKey;
+    if (compareBytes(lo, hi) < 0) await mvccResolveIntentRange(rw, lo, hi, update, { stats });
+    if (compareBytes(s.key, desc.startKey) < 0) external.push({ key: s.key, endKey: compareBytes(s.endKey, desc.startKey) < 0 ? s.endKey : desc.startKey });
+    if (compareBytes(s.endKey, desc.endKey) > 0) external.push({ key: compareBytes(s.key, desc.endKey) > 0 ? s.key : desc.endKey, endKey: s.endKey });
+  }
+  return external;
+}

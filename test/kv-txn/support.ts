@@ -1,0 +1,37 @@
+/** Shared helpers for the transaction tests: a cluster with a TxnDB per node, keys, splits. */
+import { Prng } from '../../src/util/prng.js';
+import { adminSplit } from '../../src/kv/split.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import type { DistSender } from '../../src/kv/dist-sender.js';
+import type { TestCluster, TestClusterOptions } from '../support/test-cluster.js';
+import { distSender } from '../kv-ranges/support.js';
+import { KVBatch } from '../../sql/kv.js';
+
+export { distSender };
+
+export const tkey = (i: number): Buffer => Buffer.from(`\x90t${String(i).padStart(6, '0')}`, 'latin1');
+export const TSPAN_START = Buffer.from('\x90t', 'latin1');
+export const TSPAN_END = Buffer.from('\x90u', 'latin1');
+
+export interface TxnEnv {
+  readonly c: TestCluster;
+  readonly ds: DistSender[];
+  readonly dbs: TxnDB[];
+}
+
+export async function startTxnCluster(start: (o: TestClusterOptions) => Promise<TestCluster>, opts: Partial<TestClusterOptions> & { splits?: readonly Buffer[] } = {}): Promise<TxnEnv> {
+  const c = await start({ nodes: 3, ...opts });
+  c.startTicker();
+  const ds = Array.from({ length: c.size }, (_, i) => distSender(c, i));
+  const dbs = ds.map((s, i) => new TxnDB({ sender: s, clock: c.node(i).clock, nodeId: i + 1, prng: new Prng(1000 + i) }));
+  for (const k of opts.splits ?? []) await adminSplit(ds[0] as DistSender, k);
+  return { c, ds, dbs };
+}
+
+export function batch(f: (b: KVBatch) => void): KVBatch {
+  const b = new KVBatch();
+  f(b);
+  return b;
+}
+
+export const str = (b: Buffer | null | undefined): string | null => (b == null ? null : b.toString());
