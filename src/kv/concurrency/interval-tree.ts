@@ -43,6 +43,9 @@ export interface IntervalHandle<T extends IntervalItem> {
 class Node<T extends IntervalItem> implements IntervalHandle<T> {
   left: Node<T> | null = null;
   right: Node<T> | null = null;
+  /** This item's own end, and whether it is inclusive (a point). */
+  readonly end: Buffer;
+  readonly endIncl: boolean;
   maxEnd: Buffer;
   maxEndIncl: boolean;
   constructor(
@@ -50,8 +53,8 @@ class Node<T extends IntervalItem> implements IntervalHandle<T> {
     readonly id: number,
     readonly prio: number,
   ) {
-    this.maxEnd = item.endKey ?? item.key;
-    this.maxEndIncl = item.endKey === null;
+    this.end = this.maxEnd = item.endKey ?? item.key;
+    this.endIncl = this.maxEndIncl = item.endKey === null;
   }
 }
 
@@ -63,8 +66,8 @@ function compareEnds(a: Buffer, aIncl: boolean, b: Buffer, bIncl: boolean): numb
 }
 
 function update<T extends IntervalItem>(n: Node<T>): void {
-  let end = n.item.endKey ?? n.item.key;
-  let incl = n.item.endKey === null;
+  let end = n.end;
+  let incl = n.endIncl;
   const l = n.left;
   if (l !== null && compareEnds(l.maxEnd, l.maxEndIncl, end, incl) > 0) {
     end = l.maxEnd;
@@ -131,7 +134,11 @@ export class IntervalTree<T extends IntervalItem> {
       t.right = this.insertAt(t.right, n);
       if (t.right.prio > t.prio) return rotateLeft(t);
     }
-    update(t);
+    // t's subtree gained exactly n, whatever rotations happened below.
+    if (compareEnds(n.end, n.endIncl, t.maxEnd, t.maxEndIncl) > 0) {
+      t.maxEnd = n.end;
+      t.maxEndIncl = n.endIncl;
+    }
     return t;
   }
 
@@ -147,7 +154,8 @@ export class IntervalTree<T extends IntervalItem> {
     if (t === n) return merge(t.left, t.right);
     if (compareNodeTo(n, t.item.key, t.id) < 0) t.left = this.deleteAt(t.left, n);
     else t.right = this.deleteAt(t.right, n);
-    update(t);
+    // t's subtree lost exactly n: its maxEnd changes only if n's end was it.
+    if (compareEnds(n.end, n.endIncl, t.maxEnd, t.maxEndIncl) >= 0) update(t);
     return t;
   }
 
