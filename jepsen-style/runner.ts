@@ -261,6 +261,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       if (nemesis === undefined) return;
       const quiet = opts.faultIntervalMs ?? 5000;
       const on = opts.faultDurationMs ?? 5000;
+      let startFailures = 0;
       while (Date.now() + quiet + 1000 < endAt) {
         await sleep(quiet);
         const rangesBefore = target.kind === 'cairn' ? await clusterRanges(target.nodes) : undefined;
@@ -269,10 +270,15 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
         try {
           started = await nemesis.start(ctx);
         } catch (e) {
-          nlog(`start failed: ${e instanceof Error ? e.message : String(e)}`);
-          notes.push(`nemesis ${nemesis.name} failed to start: ${e instanceof Error ? e.message : String(e)}`);
-          break;
+          // A part that cannot act on this target (split without tables) skips its window;
+          // three failures in a row end the schedule.
+          const why = e instanceof Error ? e.message : String(e);
+          nlog(`start failed (no fault this window): ${why}`);
+          notes.push(`nemesis ${nemesis.name}: a fault failed to start: ${why}`);
+          if (++startFailures >= 3) break;
+          continue;
         }
+        startFailures = 0;
         nlog(`start ${started.description} | ${started.evidence.join('; ')}`);
         push({ time: startT, process: 'nemesis', type: 'info', f: 'start', value: started.description });
         await sleep(Math.min(started.durationMs ?? on, Math.max(0, endAt - Date.now())));
