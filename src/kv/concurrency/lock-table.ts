@@ -282,8 +282,8 @@ export class LockTable {
     this.setState(g, DONE);
   }
 
-  /** Records that `txn` holds the lock on `key` (after writing an intent there). */
-  acquireLock(txn: LockTxn, key: Buffer, durability: Durability = 'unreplicated'): void {
+  /** Records that `txn` holds the lock on `key`: replicated after writing an intent there, unreplicated for a lock held only in memory (SELECT FOR UPDATE). */
+  acquireLock(txn: LockTxn, key: Buffer, durability: Durability = 'replicated'): void {
     const l = this.getOrCreate(key);
     const h = l.holder;
     if (h === null) l.holder = { txn, durability };
