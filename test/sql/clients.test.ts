@@ -237,6 +237,56 @@ describe('transactions', () => {
     await other.end();
   });
 
+  it('concurrent transfers (explicit with client retries, and implicit) keep the total (bank invariant)', async () => {
+    const setup = await client();
+    await setup.query('CREATE TABLE bank (id INT PRIMARY KEY, bal INT NOT NULL)');
+    await setup.query(`INSERT INTO bank VALUES ${Array.from({ length: 6 }, (_, i) => `(${i}, 100)`).join(', ')}`);
+    const clients = await Promise.all(Array.from({ length: 8 }, () => client()));
+    let retries = 0;
+    let seed = 1;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    await Promise.all(
+      clients.map(async (c, ci) => {
+        for (let i = 0; i < 15; i++) {
+          const from = rand(6);
+          const to = (from + 1 + rand(5)) % 6;
+          const amount = 1 + rand(5);
+          if (ci % 2 === 0) {
+            for (;;) {
+              try {
+                await c.query('BEGIN');
+                const r = await c.query('SELECT id, bal FROM bank WHERE id IN ($1, $2)', [from, to]);
+                const bal = new Map(r.rows.map((x) => [x.id as number, x.bal as number]));
+                await c.query('UPDATE bank SET bal = $2 WHERE id = $1', [from, (bal.get(from) as number) - amount]);
+                await c.query('UPDATE bank SET bal = $2 WHERE id = $1', [to, (bal.get(to) as number) + amount]);
+                await c.query('COMMIT');
+                break;
+              } catch (e) {
+                expect((e as { code: string }).code).toBe('40001');
+                retries++;
+                await c.query('ROLLBACK');
+              }
+            }
+          } else {
+            // One implicit transaction (a multi-statement Query): retried by the server.
+            await c.query(`UPDATE bank SET bal = bal - ${amount} WHERE id = ${from}; UPDATE bank SET bal = bal + ${amount} WHERE id = ${to}`).catch((e) => {
+              // Its first statement's rows were complete when the second conflicted: only a 40001 may escape.
+              expect((e as { code: string }).code).toBe('40001');
+            });
+          }
+        }
+      }),
+    );
+    const total = await setup.query('SELECT bal FROM bank');
+    expect(total.rows.reduce((a, r) => a + (r.bal as number), 0)).toBe(600);
+    expect(retries).toBeGreaterThan(0);
+    for (const c of clients) await c.end();
+    await setup.end();
+  });
+
   it('implicit transactions are retried by the server while no row was sent', async () => {
     const c = await client();
     await c.query('CREATE TABLE ir (id INT PRIMARY KEY)');
