@@ -51,7 +51,7 @@ describe('LockTable limits', () => {
     expect(lt.snapshot()).toEqual([
       {
         key: k('a'),
-        holder: { txn: txn('t1'), durability: 'unreplicated' },
+        holder: { txn: txn('t1'), durability: 'replicated' },
         queue: [
           { seq: w.seq, name: 'w', txn: txn('t2'), access: 'write', role: 'waiting' },
           { seq: 3, name: undefined, txn: txn('t3'), access: 'write', role: 'waiting' },
