@@ -68,7 +68,9 @@ import {
   ProposalDroppedKvError,
   StoreStoppedError,
   type BatchRequest,
+  type ChangeReplicasOp,
   type EmptyResponse,
+  type ReplicationTarget,
   type BatchResponse,
   type Lease,
   type RangeAppliedState,
@@ -118,7 +120,7 @@ function readReplica(r: BufReader): ReplicaDescriptor {
   const storeId = r.uvarint();
   const replicaId = r.uvarint();
   const type = r.u8();
-  if (type > 1) bad(`unknown replica type ${type}`);
+  if (type > 3) bad(`unknown replica type ${type}`);
   return { nodeId, storeId, replicaId, type: type as ReplicaType };
 }
 
@@ -235,6 +237,7 @@ const REQ_TAGS: Record<Request['kind'], number> = {
   adminSplit: 13,
   subsume: 14,
   adminMerge: 15,
+  adminChangeReplicas: 16,
   beginTxn: 40,
   heartbeatTxn: 41,
   endTxn: 42,
@@ -320,6 +323,18 @@ function writeRequest(wr: BufWriter, q: Request): void {
       wr.bytes(q.key);
       writeDescriptor(wr, q.right);
       return;
+    case 'adminChangeReplicas':
+      wr.bytes(q.key);
+      wr.uvarint(q.generation);
+      wr.u8(q.op);
+      for (const list of [q.adds, q.removes]) {
+        wr.uvarint(list.length);
+        for (const t of list) {
+          wr.uvarint(t.nodeId);
+          wr.uvarint(t.storeId);
+        }
+      }
+      return;
     default:
       assertNever(q);
   }
@@ -368,6 +383,18 @@ function readRequest(r: BufReader): Request {
       return { kind, key: r.bytes() };
     case 'adminMerge':
       return { kind, key: r.bytes(), right: readDescriptor(r) };
+    case 'adminChangeReplicas': {
+      const key = r.bytes();
+      const generation = r.uvarint();
+      const op = r.u8();
+      if (op > 3) bad(`unknown change-replicas op ${op}`);
+      const lists: ReplicationTarget[][] = [[], []];
+      for (const list of lists) {
+        const n = r.uvarint();
+        for (let i = 0; i < n; i++) list.push({ nodeId: r.uvarint(), storeId: r.uvarint() });
+      }
+      return { kind, key, generation, op: op as ChangeReplicasOp, adds: lists[0] as ReplicationTarget[], removes: lists[1] as ReplicationTarget[] };
+    }
     default:
       return assertNever(kind);
   }
@@ -446,6 +473,7 @@ function writeResponse(wr: BufWriter, p: Response): void {
       return;
     case 'subsume':
     case 'adminMerge':
+    case 'adminChangeReplicas':
       writeDescriptor(wr, p.desc);
       return;
     default:
@@ -490,6 +518,7 @@ function readResponse(r: BufReader): Response {
       return { kind, left: readDescriptor(r), right: readDescriptor(r) };
     case 'subsume':
     case 'adminMerge':
+    case 'adminChangeReplicas':
       return { kind, desc: readDescriptor(r) };
     default:
       return { kind: kind as EmptyResponse['kind'] };

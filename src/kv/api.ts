@@ -51,7 +51,13 @@ import type { TxnRequest, TxnResponse } from './txn-api.js';
 
 // ---- Descriptors -------------------------------------------------------------
 
-export const ReplicaType = { Voter: 0, Learner: 1 } as const;
+/**
+ * Voter, Learner; and, only while a replication change is in a joint
+ * configuration (replica-change.ts), VoterIncoming (a voter of the incoming
+ * config only) and VoterOutgoing (of the outgoing config only) — CockroachDB's
+ * VOTER_INCOMING / VOTER_DEMOTING_*.
+ */
+export const ReplicaType = { Voter: 0, Learner: 1, VoterIncoming: 2, VoterOutgoing: 3 } as const;
 export type ReplicaType = (typeof ReplicaType)[keyof typeof ReplicaType];
 
 /** One replica of a range (CockroachDB's ReplicaDescriptor). */
@@ -222,6 +228,37 @@ export interface AdminMergeRequest {
   readonly right: RangeDescriptor;
 }
 
+/** A replication step of replica-change.ts (the op decides how adds/removes apply). */
+export const ChangeReplicasOp = {
+  /** adds become learners (new replica ids). */
+  AddLearners: 0,
+  /** adds (learners) become voters, removes (voters) leave: one change directly, several through a joint config. */
+  ChangeVoters: 1,
+  /** Leaves the joint config: incoming voters become voters, outgoing ones leave. */
+  LeaveJoint: 2,
+  /** removes (learners) leave. */
+  RemoveLearners: 3,
+} as const;
+export type ChangeReplicasOp = (typeof ChangeReplicasOp)[keyof typeof ChangeReplicasOp];
+
+export interface ReplicationTarget {
+  readonly nodeId: number;
+  readonly storeId: number;
+}
+
+/**
+ * Admin: one replication step on the range starting at `key`, refused unless
+ * its descriptor is still at `generation` (batcheval/cmd-admin-change-replicas.ts).
+ */
+export interface AdminChangeReplicasRequest {
+  readonly kind: 'adminChangeReplicas';
+  readonly key: Buffer;
+  readonly generation: number;
+  readonly op: ChangeReplicasOp;
+  readonly adds: readonly ReplicationTarget[];
+  readonly removes: readonly ReplicationTarget[];
+}
+
 export type Request =
   | TxnRequest
   | GetRequest
@@ -237,7 +274,8 @@ export type Request =
   | TruncateLogRequest
   | AdminSplitRequest
   | SubsumeRequest
-  | AdminMergeRequest;
+  | AdminMergeRequest
+  | AdminChangeReplicasRequest;
 
 export type RequestKind = Request['kind'];
 
@@ -282,7 +320,7 @@ export interface AdminSplitResponse {
 
 /** Subsume: the frozen range's descriptor; AdminMerge: the merged one. */
 export interface RangeDescriptorResponse {
-  readonly kind: 'subsume' | 'adminMerge';
+  readonly kind: 'subsume' | 'adminMerge' | 'adminChangeReplicas';
   readonly desc: RangeDescriptor;
 }
 

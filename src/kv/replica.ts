@@ -136,11 +136,13 @@ export interface ApplyEffects {
   readonly triggers: Buffer[];
 }
 
+/** The Raft configuration a descriptor stands for; joint while it has incoming/outgoing voters (types 2/3, replica-change.ts). */
 export function confStateOf(desc: RangeDescriptor): ConfState {
+  const joint = desc.replicas.some((r) => r.type === 2 || r.type === 3);
   return {
-    voters: desc.replicas.filter((r) => r.type === 0).map((r) => r.replicaId),
+    voters: desc.replicas.filter((r) => r.type === 0 || r.type === 2).map((r) => r.replicaId),
     learners: desc.replicas.filter((r) => r.type === 1).map((r) => r.replicaId),
-    votersOutgoing: [],
+    votersOutgoing: joint ? desc.replicas.filter((r) => r.type === 0 || r.type === 3).map((r) => r.replicaId) : [],
     learnersNext: [],
     autoLeave: false,
   };

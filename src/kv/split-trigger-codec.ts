@@ -9,6 +9,7 @@
  *   kind 1 = split: left = the left half, right = the new right half
  *   kind 2 = merge: left = the merged range, right = the absorbed range (as frozen)
  *   kind 3 = freeze (Subsume): left = right = the range being frozen
+ *   kind 4 = change (AdminChangeReplicas): left = the new descriptor, right = the old
  *
  * Kept apart from split-trigger.ts so that batcheval (imported by replica.ts)
  * does not import the Replica class.
@@ -39,16 +40,22 @@ export interface FreezeTrigger {
   readonly right: RangeDescriptor;
 }
 
-export type RangeTrigger = SplitTrigger | MergeTrigger | FreezeTrigger;
+/** AdminChangeReplicas': install `left` and the Raft config change from `right` to it (replica-change.ts). */
+export interface ChangeTrigger {
+  readonly kind: 'change';
+  readonly left: RangeDescriptor;
+  readonly right: RangeDescriptor;
+}
+
+export type RangeTrigger = SplitTrigger | MergeTrigger | FreezeTrigger | ChangeTrigger;
 
 const KIND_SPLIT = 1;
-const KIND_MERGE = 2;
-const KIND_FREEZE = 3;
-const KINDS = ['', 'split', 'merge', 'freeze'] as const;
+const KIND_CHANGE = 4;
+const KINDS = ['', 'split', 'merge', 'freeze', 'change'] as const;
 
 export function encodeRangeTrigger(t: RangeTrigger): Buffer {
   const w = new BufWriter(256);
-  w.u8(t.kind === 'split' ? KIND_SPLIT : t.kind === 'merge' ? KIND_MERGE : KIND_FREEZE);
+  w.u8(KINDS.indexOf(t.kind));
   writeDescriptor(w, t.left);
   writeDescriptor(w, t.right);
   return w.finish();
@@ -57,7 +64,7 @@ export function encodeRangeTrigger(t: RangeTrigger): Buffer {
 export function decodeRangeTrigger(b: Uint8Array): RangeTrigger {
   const r = new BufReader(b);
   const kind = r.u8();
-  assert(kind >= KIND_SPLIT && kind <= KIND_FREEZE, `kv: unknown range trigger kind ${kind}`);
+  assert(kind >= KIND_SPLIT && kind <= KIND_CHANGE, `kv: unknown range trigger kind ${kind}`);
   const left = readDescriptor(r);
   const right = readDescriptor(r);
   r.expectEnd('range trigger');

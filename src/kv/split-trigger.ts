@@ -51,6 +51,7 @@ import { Replica } from './replica.js';
 import type { Store } from './store.js';
 import { decodeRangeTrigger } from './split-trigger-codec.js';
 import { finishMergeTrigger, stageFreezeTrigger, stageMergeTrigger } from './merge-trigger.js';
+import { finishChangeTrigger, stageChangeTrigger } from './replica-change.js';
 
 /** Engine-key prefixes of the right-hand range's state that a split command writes. */
 function rightHandKeys(right: RangeDescriptor): Buffer[] {
@@ -63,6 +64,7 @@ export function stageRangeTrigger(store: Store, r: Replica, batch: WriteBatch, t
   const t = decodeRangeTrigger(trigger);
   if (t.kind === 'merge') return stageMergeTrigger(store, r, batch, t);
   if (t.kind === 'freeze') return stageFreezeTrigger(r, batch);
+  if (t.kind === 'change') return stageChangeTrigger(r, t);
   assert(t.left.rangeId === r.rangeId, `kv: r${r.rangeId} applying a split of r${t.left.rangeId}`);
   assert(compareBytes(t.left.endKey, t.right.startKey) === 0, 'kv: split halves not adjacent');
   r.setDescriptor(t.left);
@@ -93,6 +95,7 @@ export function finishRangeTrigger(store: Store, r: Replica, trigger: Buffer): v
   const t = decodeRangeTrigger(trigger);
   if (t.kind === 'merge') return finishMergeTrigger(store, t);
   if (t.kind === 'freeze') return;
+  if (t.kind === 'change') return finishChangeTrigger(store, r, t);
   const campaign = r.lease !== null && r.lease.replica.replicaId === r.replicaId;
   if (store.replica(t.right.rangeId)?.initialized === true) return; // ahead by snapshot (see stage)
   void store

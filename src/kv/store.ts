@@ -81,6 +81,7 @@ import { Replica, confStateOf, type ApplyEffects, type StoreContext } from './re
 import { replicatedEngineSpans } from './replica-consistency.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from './settings.js';
 import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
+import { clearReplicaData } from './replica-change.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -342,6 +343,18 @@ export class Store implements StoreContext {
       const r = this.replicas.get(m.rangeId);
       if (r === undefined) {
         void this.createUninitialized(b, m);
+        continue;
+      }
+      if (m.toReplicaId > r.replicaId) {
+        // Replica ids are never reused: ours was removed from the range (it
+        // may never have learned it) and the range came back with a new id
+        // (replica-change.ts). Drop the stale one and its data first.
+        if (this.creating.has(m.rangeId)) continue;
+        this.creating.add(m.rangeId);
+        this.removeReplica(m.rangeId);
+        void clearReplicaData(this, r.desc, r.initialized)
+          .finally(() => this.creating.delete(m.rangeId))
+          .then(() => this.createUninitialized(b, m));
         continue;
       }
       r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);

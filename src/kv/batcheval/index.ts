@@ -15,6 +15,7 @@ import './cmd-truncate-log.js';
 import './cmd-admin-split.js';
 import './cmd-subsume.js';
 import './cmd-admin-merge.js';
+import './cmd-admin-change-replicas.js';
 
 // The transaction layer's commands (txn-api.ts).
 import './cmd-begin-txn.js';

@@ -1,0 +1,119 @@
+/**
+ * Replication changes and the replicate queue (issue 4 "Replication",
+ * must-show 5): a 4th node joins and replicas and leases rebalance to it
+ * (learner → snapshot → promote, via a joint configuration when a voter
+ * leaves at the same time); decommissioning it moves them back; a node dead
+ * beyond the timeout is replaced and every range returns to 3 voters on live
+ * nodes. Every phase ends with the full consistency check (meta2 equal to the
+ * descriptors, equal replica checksums) and every key readable.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { TestCluster } from '../support/test-cluster.js';
+import { adminSplit } from '../../src/kv/split.js';
+import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
+import { LocalStorePool } from '../../src/kv/rebalance.js';
+import { newReplicateQueue, decommissionProgress } from '../../src/kv/replicate-queue.js';
+import { newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
+import { addVoter, removeVoter } from '../../src/kv/replica-change.js';
+import { KvClient } from '../../src/kv/kv-client.js';
+import type { ReplicaQueue } from '../../src/kv/queue.js';
+import { checkConsistency, descriptors, distSender, key, val, SPAN_END, SPAN_START } from './support.js';
+
+let cluster: TestCluster | null = null;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = null;
+});
+
+async function expectAllKeys(kv: KvClient, n: number): Promise<void> {
+  const rows = await kv.scan(SPAN_START, SPAN_END);
+  expect(rows.map((r) => r.key)).toEqual(Array.from({ length: n }, (_, i) => key(i)));
+}
+
+describe('replication changes', () => {
+  it('adds a voter through learner + snapshot, swaps voters through a joint configuration, removes one', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3, settings: { snapshotChunkBytes: 2048 } }));
+    c.startTicker();
+    const ds = distSender(c, 0);
+    const kv = new KvClient(ds);
+    await kv.batch(Array.from({ length: 200 }, (_, i) => ({ kind: 'put' as const, key: key(i), value: val(i) })));
+    await adminSplit(ds, key(100));
+    await c.addNode();
+    await c.addNode();
+    const r2 = descriptors(c).find((d) => d.rangeId !== 1)!;
+    await c.waitFor(() => c.leaseholder(r2.rangeId) >= 0 || c.leader(r2.rangeId) >= 0, 10_000, 'r2 leader');
+    let d = await addVoter(ds, r2, { nodeId: 4, storeId: 4 });
+    expect(d.replicas.map((r) => [r.nodeId, r.type])).toEqual([[1, 0], [2, 0], [3, 0], [4, 0]]);
+    expect(c.store(3).replica(r2.rangeId)?.initialized).toBe(true);
+    // Joint swap: n5 in, a non-leaseholder voter out.
+    await c.waitFor(() => c.leaseholder(r2.rangeId) >= 0, 10_000, 'r2 lease');
+    const lh = c.leaseholder(r2.rangeId) + 1;
+    const out = d.replicas.find((r) => r.nodeId !== lh && r.nodeId !== 4)!;
+    d = await addVoter(ds, d, { nodeId: 5, storeId: 5 }, { nodeId: out.nodeId, storeId: out.storeId });
+    expect(d.replicas.every((r) => r.type === 0)).toBe(true);
+    expect(d.replicas.map((r) => r.nodeId).sort()).toEqual([1, 2, 3, 4, 5].filter((n) => n !== out.nodeId));
+    // The removed voter may never hear of its removal: the replica GC queue finds it in meta2.
+    const gc = newReplicaGCQueue(() => c.store(out.nodeId - 1), distSender(c, out.nodeId - 1), DEFAULT_RANGE_QUEUE_SETTINGS);
+    for (let i = 0; i < 50 && c.store(out.nodeId - 1).replica(r2.rangeId) !== undefined; i++) await gc.runOnce();
+    expect(c.store(out.nodeId - 1).replica(r2.rangeId)).toBeUndefined();
+    d = await removeVoter(ds, d, { nodeId: 4, storeId: 4 });
+    expect(d.replicas.length).toBe(3);
+    await kv.put(key(150), Buffer.from('after'));
+    expect(await new KvClient(distSender(c, 4)).get(key(150))).toEqual(Buffer.from('after'));
+    await checkConsistency(c, kv, 300);
+  }, 60_000);
+
+  it('a 4th node joins and gets replicas and leases; decommissioning moves them back; a dead node is replaced', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    const ds = distSender(c, 0);
+    const kv = new KvClient(ds);
+    const N = 240;
+    await kv.batch(Array.from({ length: N }, (_, i) => ({ kind: 'put' as const, key: key(i), value: val(i) })));
+    for (let i = 20; i < N; i += 20) await adminSplit(ds, key(i));
+    const ranges = descriptors(c).length;
+    expect(ranges).toBe(12);
+    const pool = new LocalStorePool(() => Array.from({ length: c.size }, (_, i) => ({ nodeId: i + 1, storeId: i + 1, store: c.isRunning(i) ? c.store(i) : null })));
+    const settings = { ...DEFAULT_RANGE_QUEUE_SETTINGS, deadNodeTimeoutMs: 1500 };
+    const queues: ReplicaQueue[] = [];
+    const addQueue = (i: number): void => {
+      const store = (): ReturnType<typeof c.store> | null => (c.isRunning(i) ? c.store(i) : null);
+      queues.push(newReplicateQueue(store, distSender(c, i), pool, settings, { learnerWaitMs: 5000 }), newReplicaGCQueue(store, distSender(c, i), settings));
+    };
+    for (let i = 0; i < 3; i++) addQueue(i);
+    const drive = async (done: () => boolean, what: string, rounds = 60): Promise<void> => {
+      for (let round = 0; round < rounds && !done(); round++) {
+        for (const [qi, q] of queues.entries()) { const t0 = Date.now(); await q.runOnce(); if (process.env.DBG) console.log(what, round, qi, Date.now() - t0, q.metrics, q.lastError?.message, pool.stores().map((x) => [x.nodeId, x.replicaCount, x.leaseCount])); }
+        if (!done()) await c.waitFor(() => true, 0);
+        await new Promise((r) => setTimeout(r, 20)); // let leases settle between rounds (the queues act on leaseholders)
+      }
+      if (!done()) console.log(what, pool.stores(), queues.map((q) => [q.metrics, q.lastError?.message]));
+      expect(done(), what).toBe(true);
+    };
+    const st = (nodeId: number) => pool.stores().find((s) => s.nodeId === nodeId)!;
+    const fullyReplicatedOn = (live: number[]): boolean =>
+      descriptors(c).every((d) => d.replicas.length === 3 && d.replicas.every((r) => r.type === 0 && live.includes(r.nodeId)));
+
+    // Join: the 4th node gets about its share of replicas and some leases.
+    await c.addNode();
+    addQueue(3);
+    await drive(() => st(4).replicaCount >= Math.floor((ranges * 3) / 4) - 2 && st(4).leaseCount >= 1 && fullyReplicatedOn([1, 2, 3, 4]), 'rebalanced onto n4');
+    await expectAllKeys(kv, N);
+    await checkConsistency(c, kv, 1000);
+
+    // Decommission n4: everything moves back.
+    pool.decommission(4);
+    await drive(() => decommissionProgress(pool, 4).replicas === 0 && fullyReplicatedOn([1, 2, 3]), 'n4 drained');
+    expect(decommissionProgress(pool, 4)).toEqual({ replicas: 0, leases: 0 });
+    await expectAllKeys(kv, N);
+    await checkConsistency(c, kv, 2000);
+
+    // n4 back in service; n2 dies for longer than the timeout: its replicas are replaced.
+    pool.recommission(4);
+    await c.stopNode(1);
+    const kv3 = new KvClient(distSender(c, 2));
+    await drive(() => st(2).deadForMs >= settings.deadNodeTimeoutMs && fullyReplicatedOn([1, 3, 4]), 'n2 replaced', 200);
+    await expectAllKeys(kv3, N);
+    await checkConsistency(c, kv3, 3000);
+  }, 120_000);
+});
