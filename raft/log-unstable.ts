@@ -118,7 +118,7 @@ export class Unstable {
 
   /** Entries [lo, hi) (a fresh array). */
   slice(lo: number, hi: number): Entry[] {
-    assert(lo <= hi && lo >= this.offset && hi <= this.offset + this.entries.length, `raft: unstable.slice[${lo},${hi}) out of bound [${this.offset},${this.offset + this.entries.length}]`);
+    if (!(lo <= hi && lo >= this.offset && hi <= this.offset + this.entries.length)) assert(false, `raft: unstable.slice[${lo},${hi}) out of bound [${this.offset},${this.offset + this.entries.length}]`);
     return this.entries.slice(lo - this.offset, hi - this.offset);
   }
 }

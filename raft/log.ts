@@ -109,7 +109,7 @@ export class RaftLog {
   append(ents: readonly Entry[]): number {
     if (ents.length === 0) return this.lastIndex();
     const after = (ents[0] as Entry).index - 1;
-    assert(after >= this.committed, `raft: after(${after}) is out of range [committed(${this.committed})]`);
+    if (!(after >= this.committed)) assert(false, `raft: after(${after}) is out of range [committed(${this.committed})]`);
     this.unstable.truncateAndAppend(ents);
     return this.lastIndex();
   }
@@ -195,7 +195,7 @@ export class RaftLog {
 
   commitTo(toCommit: number): void {
     if (this.committed < toCommit) {
-      assert(this.lastIndex() >= toCommit, `raft: tocommit(${toCommit}) is out of range [lastIndex(${this.lastIndex()})]. Was the raft log corrupted, truncated, or lost?`);
+      if (!(this.lastIndex() >= toCommit)) assert(false, `raft: tocommit(${toCommit}) is out of range [lastIndex(${this.lastIndex()})]. Was the raft log corrupted, truncated, or lost?`);
       this.committed = toCommit;
     }
   }
@@ -203,14 +203,14 @@ export class RaftLog {
   /** The caller applied entries up to i. */
   appliedTo(i: number): void {
     if (i === 0) return;
-    assert(this.committed >= i && i >= this.applied, `raft: applied(${i}) is out of range [prevApplied(${this.applied}), committed(${this.committed})]`);
+    if (!(this.committed >= i && i >= this.applied)) assert(false, `raft: applied(${i}) is out of range [prevApplied(${this.applied}), committed(${this.committed})]`);
     this.applied = i;
     if (this.applying < i) this.applying = i;
   }
 
   /** Entries up to i were handed out for application. */
   acceptApplying(i: number): void {
-    assert(this.committed >= i, `raft: applying(${i}) is out of range [committed(${this.committed})]`);
+    if (!(this.committed >= i)) assert(false, `raft: applying(${i}) is out of range [committed(${this.committed})]`);
     this.applying = i;
   }
 
@@ -286,10 +286,10 @@ export class RaftLog {
   }
 
   private mustCheckOutOfBounds(lo: number, hi: number): void {
-    assert(lo <= hi, `raft: invalid slice ${lo} > ${hi}`);
+    if (!(lo <= hi)) assert(false, `raft: invalid slice ${lo} > ${hi}`);
     const fi = this.firstIndex();
     if (lo < fi) throw new CompactedError();
     const length = this.lastIndex() + 1 - fi;
-    assert(hi <= fi + length, `raft: slice[${lo},${hi}) out of bound [${fi},${this.lastIndex()}]`);
+    if (!(hi <= fi + length)) assert(false, `raft: slice[${lo},${hi}) out of bound [${fi},${this.lastIndex()}]`);
   }
 }

@@ -210,9 +210,9 @@ export class Raft {
     const t = m.type;
     if (t === MessageType.MsgVote || t === MessageType.MsgVoteResp || t === MessageType.MsgPreVote || t === MessageType.MsgPreVoteResp) {
       // Vote messages carry the term being campaigned for (or the candidate's).
-      assert(m.term !== 0, `raft: term should be set when sending ${MESSAGE_TYPE_NAMES[t]}`);
+      if (!(m.term !== 0)) assert(false, `raft: term should be set when sending ${MESSAGE_TYPE_NAMES[t]}`);
     } else {
-      assert(m.term === 0, `raft: term should not be set when sending ${MESSAGE_TYPE_NAMES[t]} (was ${m.term})`);
+      if (!(m.term === 0)) assert(false, `raft: term should not be set when sending ${MESSAGE_TYPE_NAMES[t]} (was ${m.term})`);
       // Proposals and read requests are forwarded as local messages (term 0).
       if (t !== MessageType.MsgProp && t !== MessageType.MsgReadIndex) m.term = this.term;
     }

@@ -52,7 +52,7 @@ export class MemoryStorage implements Storage {
   entries(lo: number, hi: number, maxSize: number): Entry[] {
     const offset = (this.ents[0] as Entry).index;
     if (lo <= offset) throw new CompactedError();
-    assert(hi <= this.lastIndex() + 1, `raft: entries' hi(${hi}) is out of bound lastindex(${this.lastIndex()})`);
+    if (!(hi <= this.lastIndex() + 1)) assert(false, `raft: entries' hi(${hi}) is out of bound lastindex(${this.lastIndex()})`);
     // Only the dummy entry: nothing to return.
     if (this.ents.length === 1) throw new UnavailableError();
     return limitSize(this.ents.slice(lo - offset, hi - offset), maxSize);
@@ -137,7 +137,7 @@ export class MemoryStorage implements Storage {
     if (first > e0.index) start = first - e0.index;
     const from = (entries[start] as Entry).index;
     const offset = from - (this.ents[0] as Entry).index;
-    assert(offset <= this.ents.length, `raft: missing log entry [last: ${this.lastIndex()}, append at: ${from}]`);
+    if (!(offset <= this.ents.length)) assert(false, `raft: missing log entry [last: ${this.lastIndex()}, append at: ${from}]`);
     if (offset < this.ents.length) this.ents.length = offset;
     for (let k = start; k < entries.length; k++) this.ents.push(entries[k] as Entry);
   }
