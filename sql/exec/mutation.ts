@@ -21,7 +21,7 @@ import { KVBatch } from '../kv.js';
 import { SqlError } from '../parser/sql-error.js';
 import { formatType, type SqlType } from '../types/type.js';
 import type { TableEntry } from '../catalog/catalog.js';
-import { compileTableRules, type TableRules } from '../plan/planner.js';
+import { tableRules } from '../plan/planner.js';
 import { assignCast, datumToText, type Datum } from '../sem/datum.js';
 import type { EvalFn } from '../sem/expr.js';
 import type { DeleteNode, InsertNode, UpdateNode } from '../plan/plan-node.js';
@@ -33,15 +33,6 @@ export interface MutationResult {
   readonly rows: Row[] | undefined;
 }
 
-const rulesCache = new WeakMap<TableEntry, TableRules>();
-function rulesOf(t: TableEntry): TableRules {
-  let r = rulesCache.get(t);
-  if (r === undefined) {
-    r = compileTableRules(t, []);
-    rulesCache.set(t, r);
-  }
-  return r;
-}
 
 async function drain(node: InsertNode['input'], ctx: ExecCtx): Promise<Row[]> {
   const it = open(node, ctx);
@@ -65,7 +56,7 @@ function checkRow(table: TableEntry, row: Row, ctx: ExecCtx): void {
       throw new SqlError('sql.not_null_violation', '23502', `null value in column "${cols[i]?.name}" of relation "${table.desc.name}" violates not-null constraint`);
     }
   }
-  for (const ch of rulesOf(table).checks) {
+  for (const ch of tableRules(table).checks) {
     if (ch.fn(row, ctx.env) === false) {
       throw new SqlError('sql.check_violation', '23514', `new row for relation "${table.desc.name}" violates check constraint "${ch.name}"`);
     }

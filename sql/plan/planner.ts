@@ -502,6 +502,18 @@ export interface TableRules {
   readonly checks: readonly { readonly name: string; readonly fn: EvalFn }[];
 }
 
+const rulesCache = new WeakMap<TableEntry, TableRules>();
+
+/** The table's compiled rules, cached with its (immutable) catalog entry. */
+export function tableRules(table: TableEntry): TableRules {
+  let r = rulesCache.get(table);
+  if (r === undefined) {
+    r = compileTableRules(table, []);
+    rulesCache.set(table, r);
+  }
+  return r;
+}
+
 export function compileTableRules(table: TableEntry, paramTypes: (SqlType | undefined)[]): TableRules {
   const scope = new Scope(tableScope(table, table.desc.name));
   const c = new ExprCompiler(scope, paramTypes);
@@ -543,7 +555,7 @@ export function planInsert(ctx: PlanContext, s: InsertStatement): QueryPlan {
   const table = resolveTable(ctx, s.table);
   const n = table.desc.columns.length;
   const targets = targetColumns(table, s.columns);
-  const rules = compileTableRules(table, ctx.paramTypes);
+  const rules = tableRules(table);
   const types = table.codec.types;
   const empty = new ExprCompiler(new Scope([]), ctx.paramTypes);
   let input: PlanNode;
