@@ -7,7 +7,9 @@
  *   bad  a ping measured more; or a message between us was refused with
  *        hlc.clock_offset (either side: the peer refused our request because our
  *        clock is ahead, or we refused its answer because its clock is ahead)
- *   —    the peer did not answer for another reason: no evidence (forgotten)
+ *   —    the peer did not answer for another reason: nothing new; its last
+ *        evidence stands until it is `maxAgeMs` old (a transient failure to
+ *        reach a good peer must not flip the verdict), then it no longer counts
  *
  * Verdict: this node is healthy iff the nodes it agrees with — the `ok`
  * peers plus itself — are a strict majority of the nodes it has evidence
@@ -17,39 +19,45 @@
  * matters: without it each good node would see only half of its peers
  * agreeing and stop too. No evidence at all: healthy.
  *
- * Ownership: src/server. Pure; node.ts feeds it from its ping timer and
- * the RPC layer's clock-offset callback.
+ * Ownership: src/server. Pure (time is passed in, monotonic ms); node.ts
+ * feeds it from its ping timer and the RPC layer's clock-offset callback.
  */
 import type { OffsetMeasurement } from '../rpc/clock-offset.js';
 
 export type PeerClockEvidence = 'ok' | 'bad';
 
 export class ClockMonitor {
-  private readonly peers = new Map<number, PeerClockEvidence>();
+  private readonly peers = new Map<number, { evidence: PeerClockEvidence; atMs: number }>();
 
-  constructor(private readonly toleranceMicros: number) {}
+  constructor(
+    private readonly toleranceMicros: number,
+    private readonly maxAgeMs = 10_000,
+  ) {}
 
-  recordMeasurement(peer: number, m: OffsetMeasurement): void {
-    this.peers.set(peer, Math.abs(m.offsetMicros) + m.uncertaintyMicros <= this.toleranceMicros ? 'ok' : 'bad');
+  recordMeasurement(peer: number, m: OffsetMeasurement, nowMs: number): void {
+    this.peers.set(peer, { evidence: Math.abs(m.offsetMicros) + m.uncertaintyMicros <= this.toleranceMicros ? 'ok' : 'bad', atMs: nowMs });
   }
 
   /** A message to or from the peer was refused for clock offset. */
-  recordOffsetError(peer: number): void {
-    this.peers.set(peer, 'bad');
+  recordOffsetError(peer: number, nowMs: number): void {
+    this.peers.set(peer, { evidence: 'bad', atMs: nowMs });
   }
 
   forget(peer: number): void {
     this.peers.delete(peer);
   }
 
-  get evidence(): ReadonlyMap<number, PeerClockEvidence> {
-    return this.peers;
+  /** The evidence that still counts at nowMs. */
+  evidence(nowMs: number): Map<number, PeerClockEvidence> {
+    const out = new Map<number, PeerClockEvidence>();
+    for (const [peer, e] of this.peers) if (nowMs - e.atMs <= this.maxAgeMs) out.set(peer, e.evidence);
+    return out;
   }
 
-  healthy(): boolean {
+  healthy(nowMs: number): boolean {
     let ok = 0;
     let bad = 0;
-    for (const e of this.peers.values()) {
+    for (const e of this.evidence(nowMs).values()) {
       if (e === 'ok') ok++;
       else bad++;
     }

@@ -850,7 +850,9 @@ export class Node {
 
   private onClockOffsetError(peer: number, err: ClockOffsetError): void {
     this.clockOffsetErrors.inc();
-    this.clockMonitor.recordOffsetError(peer);
+    // Evidence only about nodes we know: a connection whose peer has no id yet
+    // (peer 0) may be one of them, which would then count twice.
+    if (peer > 0 && peer !== this.rpc.nodeId) this.clockMonitor.recordOffsetError(peer, performance.now());
     this.log.warn({ peer, err: err.message }, 'server: clock offset error');
     void this.checkClock();
   }
@@ -864,17 +866,17 @@ export class Node {
       await Promise.all(
         peers.map(async (id) => {
           try {
-            this.clockMonitor.recordMeasurement(id, await this.rpc.ping(id, { timeoutMs: 1_000 }));
+            this.clockMonitor.recordMeasurement(id, await this.rpc.ping(id, { timeoutMs: 1_000 }), performance.now());
           } catch (e) {
-            if (causeCodes(e).includes('hlc.clock_offset')) this.clockMonitor.recordOffsetError(id);
-            else this.clockMonitor.forget(id);
+            // Any other failure is no evidence: the peer's last evidence ages out (clock-monitor.ts).
+            if (causeCodes(e).includes('hlc.clock_offset')) this.clockMonitor.recordOffsetError(id, performance.now());
           }
         }),
       );
-      const healthy = this.clockMonitor.healthy();
+      const healthy = this.clockMonitor.healthy(performance.now());
       if (healthy !== this.clockHealthy) {
         if (healthy) this.log.warn('server: clock back within the max offset of a majority of nodes; serving again');
-        else this.log.error({ maxOffsetMs: this.config.maxOffsetMs, evidence: Object.fromEntries(this.clockMonitor.evidence) }, 'server: clock beyond the max offset from a majority of nodes; refusing KV and SQL');
+        else this.log.error({ maxOffsetMs: this.config.maxOffsetMs, evidence: Object.fromEntries(this.clockMonitor.evidence(performance.now())) }, 'server: clock beyond the max offset from a majority of nodes; refusing KV and SQL');
       }
       this.clockHealthy = healthy;
       this.clockHealthyGauge.set(healthy ? 1 : 0);

@@ -18,25 +18,36 @@ describe('ClockMonitor verdict', () => {
 
   it('counts itself: one skewed node of three stops, the other two keep serving', () => {
     const good = new ClockMonitor(400_000);
-    good.recordMeasurement(2, m(10));
-    good.recordOffsetError(3);
-    expect(good.healthy()).toBe(true);
+    good.recordMeasurement(2, m(10), 0);
+    good.recordOffsetError(3, 0);
+    expect(good.healthy(0)).toBe(true);
     const skewed = new ClockMonitor(400_000);
-    skewed.recordMeasurement(1, m(-1500));
-    skewed.recordOffsetError(2);
-    expect(skewed.healthy()).toBe(false);
-    skewed.recordMeasurement(1, m(5));
-    skewed.recordMeasurement(2, m(5));
-    expect(skewed.healthy()).toBe(true);
-    expect(new ClockMonitor(1).healthy()).toBe(true);
+    skewed.recordMeasurement(1, m(-1500), 0);
+    skewed.recordOffsetError(2, 0);
+    expect(skewed.healthy(0)).toBe(false);
+    skewed.recordMeasurement(1, m(5), 1);
+    skewed.recordMeasurement(2, m(5), 1);
+    expect(skewed.healthy(1)).toBe(true);
+    expect(new ClockMonitor(1).healthy(0)).toBe(true);
   });
 
   it('two nodes: a disagreement makes both stop (no majority either way)', () => {
     const a = new ClockMonitor(400_000);
-    a.recordMeasurement(2, m(401));
-    expect(a.healthy()).toBe(false);
+    a.recordMeasurement(2, m(401), 0);
+    expect(a.healthy(0)).toBe(false);
     a.forget(2);
-    expect(a.healthy()).toBe(true);
+    expect(a.healthy(0)).toBe(true);
+  });
+
+  it('evidence stands through transient failures and ages out after maxAgeMs', () => {
+    const good = new ClockMonitor(400_000, 10_000);
+    good.recordMeasurement(2, m(10), 0);
+    good.recordOffsetError(3, 0);
+    expect(good.healthy(9_000)).toBe(true); // no new word from n2 for 9 s: still counts
+    good.recordOffsetError(3, 9_500);
+    expect(good.healthy(10_500)).toBe(false); // n2's evidence aged out; only n3's refusal is left
+    expect(good.evidence(10_500)).toEqual(new Map([[3, 'bad']]));
+    expect(good.healthy(30_000)).toBe(true); // nothing counts any more
   });
 });
 
@@ -79,7 +90,14 @@ describe('a node with a skewed clock', () => {
 
     // The two others keep serving (reads and writes through both).
     for (const i of others) {
-      await waitFor(`n${ids[i]} ready`, 10_000, async () => (await c.http(i, '/health?ready=1')).status === 200);
+      let last = '';
+      await waitFor(`n${ids[i]} ready`, 10_000, async () => {
+        const h = await c.http(i, '/health?ready=1');
+        last = h.body;
+        return h.status === 200;
+      }).catch((e: Error) => {
+        throw new Error(`${e.message}; last /health: ${last}; ranges: ${JSON.stringify(ranges)}; victim n${ids[victim]}`);
+      });
       const [w] = await c.kv(i, [{ op: 'put', key: `90bb0${i}`, value: '02' }]);
       expect(w?.ok, w?.message).toBe(true);
       const [r] = await c.kv(others[0] as number, [{ op: 'get', key: `90bb0${i}` }]);
