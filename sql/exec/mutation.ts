@@ -19,7 +19,7 @@
 import { CairnError } from '../../src/util/errors.js';
 import { KVBatch } from '../kv.js';
 import { SqlError } from '../parser/sql-error.js';
-import { formatType, type SqlType } from '../types/type.js';
+import type { SqlType } from '../types/type.js';
 import type { TableEntry } from '../catalog/catalog.js';
 import { tableRules } from '../plan/planner.js';
 import { assignCast, datumToText, type Datum } from '../sem/datum.js';
@@ -210,4 +210,3 @@ export async function runDelete(node: DeleteNode, ctx: ExecCtx, commit: boolean)
   return { count: rows.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, rows, ctx.env) : undefined };
 }
 
-export { formatType };

@@ -31,7 +31,7 @@ import { T, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { CatalogSnapshot, TableEntry } from '../catalog/catalog.js';
 import { ExprCompiler, Scope, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
-import { assignCast, compareDatums, type Datum } from '../sem/datum.js';
+import { assignCast, type Datum } from '../sem/datum.js';
 import type {
   ConflictPlan,
   DeleteNode,
@@ -711,4 +711,3 @@ export function planDelete(ctx: PlanContext, s: DeleteStatement): QueryPlan {
   return { root: node, result: ret.cols, tag: 'DELETE', schemaVersion: ctx.snapshot.version, writes: true };
 }
 
-export { compareDatums };

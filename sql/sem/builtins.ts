@@ -383,4 +383,3 @@ function roundHalfEven(x: number): number {
   return Math.abs(x % 1) === 0.5 ? 2 * Math.round(x / 2) : r;
 }
 
-export { outOfRange, Oid };
