@@ -6,11 +6,12 @@
  * PostgreSQL reports through ParameterStatus (application_name, TimeZone,
  * DateStyle, …) are reported again when SET changes them.
  *
- * Only the UTC time zone and ISO date style change nothing in the output;
- * other values are accepted and remembered (text output stays UTC/ISO —
- * see the report of issue 6).
+ * TimeZone applies to timestamptz text output and text parameters (SQL
+ * literals are typed when a statement is planned and read as UTC); other
+ * DateStyle values are accepted and remembered, output stays ISO.
  */
 import { SqlError } from '../parser/sql-error.js';
+import { resolveTimeZone } from '../types/datetime.js';
 
 interface VarDef {
   readonly defaultValue: string;
@@ -48,10 +49,15 @@ function timeout(v: string): string {
   return v.trim();
 }
 
+function zone(v: string): string {
+  resolveTimeZone(v); // 22023 for an unknown zone
+  return v;
+}
+
 const VARS: ReadonlyMap<string, VarDef> = new Map<string, VarDef>([
   ['application_name', { defaultValue: '', reportAs: 'application_name' }],
   ['search_path', { defaultValue: '"$user", public' }],
-  ['timezone', { defaultValue: 'UTC', reportAs: 'TimeZone' }],
+  ['timezone', { defaultValue: 'UTC', reportAs: 'TimeZone', check: zone }],
   ['datestyle', { defaultValue: 'ISO, MDY', reportAs: 'DateStyle' }],
   ['intervalstyle', { defaultValue: 'postgres', reportAs: 'IntervalStyle' }],
   ['statement_timeout', { defaultValue: '0', check: timeout }],

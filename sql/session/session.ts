@@ -68,6 +68,8 @@ import { planDelete, planInsert, planSelect, planUpdate, resolveTable, type Plan
 import type { QueryPlan, ResultColumn } from '../plan/plan-node.js';
 import { explainPlan } from '../plan/explain.js';
 import { datumFromBinary, datumFromText, datumToBinary, datumToText, type Datum } from '../sem/datum.js';
+import { decodeText, encodeText, type TextFormatContext } from '../types/text-format.js';
+import { resolveTimeZone } from '../types/datetime.js';
 import type { EvalEnv, NodeServices } from '../sem/expr.js';
 import { SessionVars } from './session-vars.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
@@ -157,7 +159,7 @@ function describeColumns(cols: readonly OutColumn[] | undefined, formats: readon
   }));
 }
 
-function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly FormatCode[]): (Uint8Array | null)[] {
+function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly FormatCode[], ctx: TextFormatContext): (Uint8Array | null)[] {
   const out: (Uint8Array | null)[] = new Array(cols.length);
   for (let i = 0; i < cols.length; i++) {
     const v = row[i] as Datum;
@@ -168,7 +170,7 @@ function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly Forma
     const t = (cols[i] as OutColumn).type;
     const f = formats.length === 1 ? formats[0] : formats[i];
     if (f === 1) out[i] = datumToBinary(v, t);
-    else out[i] = typeof v === 'string' && t.family === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(datumToText(v, t), 'utf8');
+    else out[i] = typeof v === 'string' && t.family === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(encodeText(v, t, ctx), 'utf8');
   }
   return out;
 }
@@ -242,6 +244,15 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     ];
   }
 
+  private tz: { name: string; ctx: TextFormatContext } | undefined;
+
+  /** The session's TimeZone for timestamptz text (output and parameters). */
+  private textContext(): TextFormatContext {
+    const name = this.vars.get('timezone');
+    if (this.tz === undefined || this.tz.name !== name) this.tz = { name, ctx: { timeZone: resolveTimeZone(name) } };
+    return this.tz.ctx;
+  }
+
   txnStatus(): TxnStatus {
     if (this.txn === undefined) return 'I';
     return this.txn.aborted ? 'E' : 'T';
@@ -270,7 +281,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         begin: (cols) => sink.rowDescription(describeColumns(cols, [0]) as ColumnDescriptor[]),
         rows: async (rows, cols) => {
           for (const row of rows) {
-            const p = sink.row(encodeRow(row, cols, [0]));
+            const p = sink.row(encodeRow(row, cols, [0], this.textContext()));
             if (p !== undefined) await p;
           }
         },
@@ -280,7 +291,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         if (r.columns !== undefined && r.streamed !== true) {
           sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
           for (const row of r.rows) {
-            const p = sink.row(encodeRow(row, r.columns, [0]));
+            const p = sink.row(encodeRow(row, r.columns, [0], this.textContext()));
             if (p !== undefined) await p;
           }
         }
@@ -356,7 +367,10 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         if (v === null) return null;
         const t = T.text;
         const type = typeFromOid(stmt.paramTypes[i] ?? 0) ?? t;
-        return params.paramFormats[i] === 1 ? datumFromBinary(v, type) : datumFromText(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), type);
+        if (params.paramFormats[i] === 1) return datumFromBinary(v, type);
+        const d = decodeText(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), type, this.textContext());
+        if (d === null) throw new SqlError('sql.invalid_parameter_value', '22023', `invalid value for parameter $${i + 1}`);
+        return d;
       });
       return { stmt, params: values, formats: params.resultFormats, result: undefined, pos: 0, columns: describeColumns(stmt.resultColumns, params.resultFormats) };
     } catch (e) {
@@ -376,7 +390,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
               begin: () => {},
               rows: async (rows, cols) => {
                 for (const row of rows) {
-                  const p = sink.row(encodeRow(row, cols, portal.formats));
+                  const p = sink.row(encodeRow(row, cols, portal.formats, this.textContext()));
                   if (p !== undefined) await p;
                 }
               },
@@ -392,7 +406,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (cols !== undefined) {
       const end = maxRows > 0 ? Math.min(portal.pos + maxRows, r.rows.length) : r.rows.length;
       for (; portal.pos < end; portal.pos++) {
-        const p = sink.row(encodeRow(r.rows[portal.pos] as Row, cols, portal.formats));
+        const p = sink.row(encodeRow(r.rows[portal.pos] as Row, cols, portal.formats, this.textContext()));
         if (p !== undefined) await p;
       }
       if (portal.pos < r.rows.length) return { kind: 'suspended' };
