@@ -544,7 +544,15 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     let kv: KVTxn | undefined;
     for (let attempt = 0; ; attempt++) {
       if (kv === undefined) kv = this.deps.db.newTxn(opts);
-      else await kv.restart();
+      else {
+        try {
+          await kv.restart();
+        } catch {
+          // A transaction that cannot be restarted is replaced by a fresh one.
+          await kv.rollback();
+          kv = this.deps.db.newTxn(opts);
+        }
+      }
       const txn = new SqlTxn(kv);
       try {
         const { result, committed } = await fn(txn, true);
