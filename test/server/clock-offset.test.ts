@@ -5,7 +5,8 @@
  * through it is refused, cairn_clock_offset_healthy drops to 0 — while the
  * other two keep serving; once the skew is removed it serves again. The skew
  * goes through POST /_admin/clock (the jepsen-style clock nemesis), never
- * the OS clock. Also the pure verdict rule (src/server/clock-monitor.ts).
+ * the OS clock. Also the pure verdict rule (src/server/clock-monitor.ts),
+ * and the RPC fault hook set and cleared through POST /_admin/faults.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { ClockMonitor } from '../../src/server/clock-monitor.js';
@@ -108,5 +109,36 @@ describe('a node with a skewed clock', () => {
     await waitFor('the node to serve again', 15_000, async () => (await c.http(victim, '/health?ready=1')).status === 200);
     const [again] = await c.kv(victim, [{ op: 'get', key: `90bb0${others[0]}` }]);
     expect(again?.value).toBe('02');
+  }, 60_000);
+});
+
+describe('RPC faults through POST /_admin/faults', () => {
+  it('a partitioned node drops its traffic (counted), the majority serves, and clearing heals it', async () => {
+    const ids = await Promise.all([0, 1, 2].map(async (i) => (await c.json<{ nodeId: number }>(i, '/health')).nodeId));
+    const ranges = await c.json<RangeStatus[]>(0, '/_status/ranges');
+    const victim = [0, 1, 2].find((i) => ids[i] !== ranges[0]?.leaseholderNodeId) as number;
+    const others = [0, 1, 2].filter((i) => i !== victim);
+    // A full partition is two calls per pair: each side drops what it sends.
+    for (const i of others) {
+      await c.json(victim, '/_admin/faults', 'POST', { nodeId: ids[i], spec: { partition: true } });
+      await c.json(i, '/_admin/faults', 'POST', { nodeId: ids[victim], spec: { partition: true } });
+    }
+    const bad = await c.http(victim, '/_admin/faults', 'POST', { nodeId: 1, spec: { dropProbability: 2 } });
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).code).toBe('rpc.invalid_fault_spec');
+    const [w] = await c.kv(others[0] as number, [{ op: 'put', key: '90dd', value: '05' }]);
+    expect(w?.ok, w?.message).toBe(true);
+    await waitFor('dropped messages on the partitioned node', 5_000, async () => {
+      const r = await c.json<{ counters: { dropped: number } }>(victim, '/_admin/faults', 'POST', { nodeId: ids[others[0] as number], spec: { partition: true } });
+      return r.counters.dropped > 0;
+    });
+    for (const i of [victim, ...others]) {
+      const r = await c.json<{ faults: Record<string, unknown> }>(i, '/_admin/faults', 'POST', { clear: true });
+      expect(r.faults).toEqual({});
+    }
+    await waitFor('the healed node to serve the write made while it was cut off', 15_000, async () => {
+      const [r] = await c.kv(victim, [{ op: 'get', key: '90dd' }]);
+      return r?.value === '05' && (await c.http(victim, '/health?ready=1')).status === 200;
+    });
   }, 60_000);
 });
