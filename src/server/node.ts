@@ -18,7 +18,9 @@
  *   3b. empty store + start-single-node: bootstrap r1 on this node alone
  *   3c. empty store: wait. Either `cairn init` reaches some node, which
  *       bootstraps the cluster on itself and the uninitialised nodes at its
- *       --join addresses (up to three: they become n1…n3, the initial
+ *       --join addresses (each given up to 10 s to answer — a node still
+ *       starting is waited for, not left out; up to three: they become
+ *       n1…n3, the initial
  *       replicas of r1, all written by bootstrapCluster with one replica set
  *       and one timestamp — the Bootstrap RPC), or a --join address answers
  *       as part of an initialised cluster and this node joins it: node and
