@@ -42,6 +42,7 @@ import { Node } from '../server/node.js';
 import { printEngineKeys } from '../server/debug-keys.js';
 import { formatNodeStatus, requestClusterStatus, requestInit } from '../server/admin-client.js';
 import { registerWorkloadCommands } from './workload-command.js';
+import { registerSqlCommand } from './sql-shell.js';
 
 function version(): string {
   for (const rel of ['../../../package.json', '../../package.json']) {
@@ -236,6 +237,7 @@ export function buildProgram(): Command {
     });
 
   registerWorkloadCommands(program);
+  registerSqlCommand(program);
 
   const debug = program.command('debug').description('debugging tools');
   debug
