@@ -238,7 +238,7 @@ class ShellSession {
     conn.on('parameterStatus', (m: { parameterName: string; parameterValue: string }) => {
       s.params.set(m.parameterName, m.parameterValue);
     });
-    client.on('notice', (n: Error & { severity?: string }) => {
+    client.on('notice', (n) => {
       io.stderr.write(`${n.severity ?? 'NOTICE'}: ${n.message}\n`);
     });
     client.on('error', (e: Error) => {
