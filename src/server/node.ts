@@ -66,7 +66,7 @@ import { NODE_ID_GENERATOR_KEY, STORE_ID_GENERATOR_KEY, META2_PREFIX, META2_MAX 
 import { STATE_TYPE_NAMES } from '../../raft/types.js';
 import { secureContextFromCertsDir } from '../../sql/pgwire/server.js';
 import type { KVDB } from '../../sql/kv.js';
-import { RpcContext, type PeerAddress } from '../rpc/rpc-context.js';
+import { RpcContext } from '../rpc/rpc-context.js';
 import type { RpcHandler, RpcTransport } from '../rpc/transport.js';
 import { KvMethod, type RangeDescriptor, type ReplicaDescriptor, type StoreIdent } from '../kv/api.js';
 import { decodeRangeDescriptor } from '../kv/api-codec.js';
@@ -368,7 +368,7 @@ export class Node {
     const ident = readStoreIdent(this.engine);
     if (ident !== null) {
       this.directory.setSelf(this.selfDescriptor());
-      await this.checkPeers(true);
+      await this.checkPeersAtStartup();
       await this.startServing(ident);
       return;
     }
@@ -737,16 +737,18 @@ export class Node {
   }
 
   /**
-   * Exchanges directories with the --join addresses (start-up) or every known
-   * peer; throws a fatal ServerError at start-up, reports it later.
+   * Start-up of an initialised node: exchanges directories with the --join
+   * addresses and asks any other address listed for our own node id who is
+   * there; throws the first fatal ServerError (another cluster, a duplicate
+   * node id). Unreachable peers are no error: they may not be up yet.
+   * (Later, the gossip timer reports the same conditions through onFatal.)
    */
-  private async checkPeers(startup: boolean): Promise<void> {
+  private async checkPeersAtStartup(): Promise<void> {
     let fatal: CairnError | null = null;
-    const onFatal = (e: CairnError): void => {
+    const saved = this.fatalSink;
+    this.fatalSink = (e: CairnError): void => {
       fatal ??= e;
     };
-    const saved = this.fatalSink;
-    if (startup) this.fatalSink = onFatal;
     try {
       await Promise.all(
         this.joinAddrs().map(async (addr) => {
@@ -784,6 +786,7 @@ export class Node {
     }
     this.directory.mergeAll(res.known);
   }
+
   private fatalSink: ((e: CairnError) => void) | null = null;
 
   private fatal(e: CairnError): void {
@@ -1139,4 +1142,3 @@ export class Node {
   }
 }
 
-export type { PeerAddress };
