@@ -106,6 +106,12 @@ export interface SimRaftOptions {
   /** 0 = one entry per MsgApp. */
   readonly maxSizePerMsg: number;
   readonly maxInflightMsgs: number;
+  /** 0 = unlimited. */
+  readonly maxInflightBytes?: number;
+  /** Bytes of committed entries per Ready (at least one entry). */
+  readonly maxCommittedSizePerReady?: number;
+  /** 0 = unlimited; beyond it the leader drops proposals. */
+  readonly maxUncommittedEntriesSize?: number;
 }
 
 /**
@@ -212,6 +218,9 @@ export class SimCluster {
       checkQuorum: o.checkQuorum,
       maxSizePerMsg: o.maxSizePerMsg,
       maxInflightMsgs: o.maxInflightMsgs,
+      maxInflightBytes: o.maxInflightBytes ?? 0,
+      maxCommittedSizePerReady: o.maxCommittedSizePerReady ?? Number.MAX_SAFE_INTEGER,
+      maxUncommittedEntriesSize: o.maxUncommittedEntriesSize ?? 0,
       // A removed leader keeps leading (refusing proposals) until it is
       // garbage-collected, which happens once the others durably know their
       // new configuration. With stepDownOnRemoval it would step down at once,

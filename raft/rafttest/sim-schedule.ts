@@ -6,8 +6,10 @@
  * test replays exactly with `runSimulation({ seed, nodes, steps })`.
  *
  * The seed also picks the run's knobs (election/heartbeat ticks, pre-vote,
- * check-quorum, message size and window, drop/duplicate/delay rates, how
- * often the state machine is synced), so code never depends on one value.
+ * check-quorum, message size, in-flight window and bytes, committed bytes
+ * per Ready, uncommitted budget, drop/duplicate/delay rates, how often the
+ * state machine is synced, the nemesis's odds), so code never depends on one
+ * value.
  *
  * Steps (CALM_WEIGHTS, plus STORM_WEIGHTS in storm phases; calm and storm
  * phases alternate so the group makes progress between faults): deliver one
@@ -153,6 +155,9 @@ export function runSimulation(o: SimOptions): SimResult {
     checkQuorum: p.bool(),
     maxSizePerMsg: p.pick([0, 0, 16, 1 << 20]),
     maxInflightMsgs: p.pick([1, 2, 4, 256]),
+    maxInflightBytes: p.pick([0, 0, 32]),
+    maxCommittedSizePerReady: p.pick([Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 1, 16]),
+    maxUncommittedEntriesSize: p.pick([0, 0, 64]),
   };
   const faults = { dropRate: p.pick([0, 0.02, 0.1, 0.25]), dupRate: p.pick([0, 0.02, 0.1]), maxDelay: p.pick([0, 0, 1, 3]) };
   const syncApplyRate = p.pick([0.1, 0.5, 1]);
