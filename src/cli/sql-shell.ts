@@ -96,9 +96,12 @@ export interface ConnectionTarget {
 /** Resolves flags and environment (psql's fallbacks) into a connection target. */
 export function resolveConnection(flags: Pick<SqlShellFlags, 'url' | 'user' | 'database' | 'insecure'>, env: Readonly<Record<string, string | undefined>>): ConnectionTarget {
   let raw = flags.url ?? env['CAIRN_URL'];
+  // $PGHOST may be a Unix socket directory, which a URL cannot hold as a host.
+  let socketDir: string | undefined;
   if (raw === undefined || raw === '') {
     const u = new URL(DEFAULT_SQL_URL);
-    if (env['PGHOST']) u.hostname = env['PGHOST'];
+    if (env['PGHOST']?.startsWith('/')) socketDir = env['PGHOST'];
+    else if (env['PGHOST']) u.hostname = env['PGHOST'];
     if (env['PGPORT']) u.port = env['PGPORT'];
     if (env['PGUSER']) u.username = encodeURIComponent(env['PGUSER']);
     if (env['PGDATABASE']) u.pathname = `/${encodeURIComponent(env['PGDATABASE'])}`;
@@ -111,7 +114,7 @@ export function resolveConnection(flags: Pick<SqlShellFlags, 'url' | 'user' | 'd
     throw new Error(`sql: invalid --url "${raw}": expected postgresql://user@host:port/database`);
   }
   if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error(`sql: invalid --url "${raw}": the scheme must be postgresql://`);
-  const host = u.hostname.replace(/^\[(.*)\]$/, '$1') || (env['PGHOST'] ?? '127.0.0.1');
+  const host = socketDir ?? (u.hostname.replace(/^\[(.*)\]$/, '$1') || (u.searchParams.get('host') ?? '127.0.0.1'));
   const port = u.port === '' ? Number(env['PGPORT'] ?? 26257) : Number(u.port);
   if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`sql: invalid port in "${raw}"`);
   const user = flags.user ?? (u.username === '' ? (env['PGUSER'] ?? 'root') : decodeURIComponent(u.username));
@@ -414,9 +417,9 @@ export class SqlShell {
     try {
       const results = await this.session.run(stmt);
       let out = '';
-      for (const r of results) out += 'tag' in r ? `${r.tag}\n` : formatResult(r, this.format, this.expanded);
+      // psql leaves an empty line after each table.
+      for (const r of results) out += 'tag' in r ? `${r.tag}\n` : formatResult(r, this.format, this.expanded) + (this.format === 'table' ? '\n' : '');
       if (this.timing) out += `Time: ${(performance.now() - start).toFixed(3)} ms\n`;
-      if (this.format === 'table' && this.io.stdout.isTTY === true) out += '\n';
       this.io.stdout.write(out);
       return true;
     } catch (e) {
