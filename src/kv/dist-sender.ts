@@ -120,8 +120,11 @@ function isAmbiguous(e: unknown): boolean {
   return e instanceof CairnError && e.ambiguous;
 }
 
+/** Errors of the request itself (MVCC conflicts, the transaction layer's verdicts): another replica would answer the same. */
+const REQUEST_ERROR = /^(mvcc\.|kv\.(txn_|refresh_failed|intent_missing|timestamp_in_future|condition_failed))/;
+
 function retryElsewhere(e: unknown): boolean {
-  return e instanceof CairnError && !e.ambiguous && !(e instanceof RangeKeyMismatchError) && (e.retryable || e.code === 'rpc.closed');
+  return e instanceof CairnError && !e.ambiguous && !(e instanceof RangeKeyMismatchError) && !REQUEST_ERROR.test(e.code) && (e.retryable || e.code === 'rpc.closed');
 }
 
 /** Every replica of a range failed without an answer we can use. */

@@ -42,7 +42,7 @@
  * Ownership: one per transaction; calls are never concurrent (KVTxn's rule).
  */
 import { CairnError } from '../../util/errors.js';
-import { tsLess, tsMax, tsNext, type Clock, type Timestamp } from '../../util/hlc.js';
+import { ZERO_TIMESTAMP, tsLess, tsMax, tsNext, type Clock, type Timestamp } from '../../util/hlc.js';
 import { keyNext, ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type SeqRange, type Txn, type TxnMeta } from '../../../storage/mvcc.js';
 import type { BatchResponse, KeyValue, Request, Response, ScanResponse } from '../api.js';
 import type { Sender } from '../kv-client.js';
@@ -304,8 +304,20 @@ export class TxnCoordSender {
     }
     if (e instanceof WriteTooOldError) return this.refreshTo(tsMax(e.actualTimestamp, this.writeTs), 'RETRY_WRITE_TOO_OLD');
     if (e instanceof ReadWithinUncertaintyIntervalError) return this.refreshTo(tsNext(e.valueTimestamp), 'RETRY_UNCERTAINTY');
-    if (e instanceof CairnError && e.code === 'kv.txn_retry') return this.refreshTo(tsNext(tsMax(this.ctx.clock.now(), this.writeTs)), 'RETRY_SERIALIZABLE');
+    if (e instanceof CairnError && e.code === 'kv.txn_retry') return this.refreshTo(await this.pushedTimestamp(), 'RETRY_SERIALIZABLE');
     throw this.fail(e);
+  }
+
+  /** Where a commit refused as pushed must move: above the record's pushed timestamp and the clock. */
+  private async pushedTimestamp(): Promise<Timestamp> {
+    let ts = tsNext(tsMax(this.ctx.clock.now(), this.writeTs));
+    if (this.anchor !== null) {
+      const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: this.anchor, txnId: this.id }] });
+      const rec = (res.responses[0] as TxnRecordResponse).record;
+      if (rec !== null && rec.status === 'aborted') throw this.fail(new TransactionAbortedError(this.id));
+      if (rec !== null) ts = tsMax(ts, rec.writeTimestamp);
+    }
+    return ts;
   }
 
   /** Marks the txn after a failed send; returns the error to throw. */
