@@ -218,10 +218,12 @@ export function formatTable(rs: ResultSet): string {
 export function formatExpanded(rs: ResultSet): string {
   if (rs.rows.length === 0) return '(0 rows)\n';
   const nameWidth = rs.columns.reduce((w, c) => Math.max(w, displayWidth(c.name)), 0);
+  const cells = rs.rows.map((row) => row.map(linesOf));
+  // As psql, every record's title line is as wide as the widest name + value.
+  let valueWidth = 0;
+  for (const row of cells) for (const ls of row) for (const l of ls) valueWidth = Math.max(valueWidth, displayWidth(l));
   const out: string[] = [];
-  rs.rows.forEach((row, i) => {
-    const valueLines = row.map(linesOf);
-    const valueWidth = valueLines.reduce((w, ls) => ls.reduce((m, l) => Math.max(m, displayWidth(l)), w), 0);
+  cells.forEach((valueLines, i) => {
     const title = `-[ RECORD ${i + 1} ]`;
     out.push(title + '-'.repeat(Math.max(0, nameWidth + 3 + valueWidth - displayWidth(title))));
     rs.columns.forEach((c, j) => {
