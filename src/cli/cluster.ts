@@ -157,8 +157,8 @@ async function start(dir: string, count: number, aliases: boolean, extra: readon
     [
       '',
       `psql:  psql 'postgresql://root@${n1.spec.host}:${n1.spec.sqlPort}/defaultdb?sslmode=disable'`,
+      `sql:   node dist/src/cli/main.js sql --url 'postgresql://root@${n1.spec.host}:${n1.spec.sqlPort}/defaultdb?sslmode=disable'`,
       `nodes: node dist/src/cli/main.js node status --ranges --host=${n1.spec.host}:${n1.spec.rpcPort}`,
-      '(`cairn sql` comes with the SQL session layer; until then the SQL port refuses sessions)',
       '',
     ].join('\n'),
   );

@@ -74,6 +74,7 @@ import { bootstrapCluster, readStoreIdent, writeStoreIdent } from '../kv/bootstr
 import { DistSender } from '../kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../kv/kv-client.js';
 import { adminSplit } from '../kv/split.js';
+import { TxnDB } from '../kv/client/txn-db.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
@@ -209,6 +210,9 @@ export class Node {
   store: Store | null = null;
   kv: KvClient | null = null;
   private distSender: DistSender | null = null;
+  private txnDb: TxnDB | null = null;
+  /** SQL sessions are served (mountSqlLoop succeeded). */
+  sqlMounted = false;
   liveness: NodeLiveness | null = null;
   /** Physical clock skew added for tests and the jepsen-style suite (POST /_admin/clock). */
   clockSkewMicros = 0;
@@ -585,7 +589,7 @@ export class Node {
       }, CLOCK_CHECK_INTERVAL_MS),
     );
     void this.livenessLoop();
-    this.sql.setFactory(await mountSql(this.kvdb(), this, { insecure: this.config.insecure }));
+    void this.mountSqlLoop();
     this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
   }
 
@@ -603,12 +607,34 @@ export class Node {
   }
 
   /**
-   * The node's transactional KV interface for SQL (sql/kv.ts). None yet: the
-   * transaction coordinator (TxnCoordSender over this node's DistSender)
-   * lands with the KV transaction work and is returned here.
+   * The node's transactional KV interface for SQL (sql/kv.ts): the KV
+   * layer's TxnDB (TxnCoordSender per transaction) over this node's
+   * DistSender. Null until the node serves.
    */
   kvdb(): KVDB | null {
-    return null;
+    if (this.txnDb === null && this.distSender !== null && this.rpc.nodeId !== 0) {
+      this.txnDb = new TxnDB({ sender: this.distSender, clock: this.clock, nodeId: this.rpc.nodeId, prng: new Prng(Math.floor(Math.random() * 2 ** 32)) });
+    }
+    return this.txnDb;
+  }
+
+  /**
+   * Mounts SQL (sql-server.ts mountSql) once the cluster can run its first
+   * transactions (the SQL layer bootstraps its system descriptors): retried
+   * every second until it succeeds or the node stops. Until then the SQL
+   * port refuses sessions with a clear message and the node is not ready.
+   */
+  private async mountSqlLoop(): Promise<void> {
+    while (this.state === 'serving' && !this.sqlMounted) {
+      try {
+        this.sql.setFactory(await mountSql(this.kvdb(), this, { insecure: this.config.insecure }));
+        this.sqlMounted = true;
+        this.log.info('server: SQL mounted');
+      } catch (e) {
+        this.log.debug({ err: errMessage(e) }, 'server: mounting SQL failed; retrying');
+        await sleep(1_000);
+      }
+    }
   }
 
   /** Admin: splits the range holding `key` at `key` (null: a range already starts there). */
@@ -665,7 +691,7 @@ export class Node {
   }
 
   get ready(): boolean {
-    return this.state === 'serving' && this.clockHealthy && this.liveness?.selfLive === true;
+    return this.state === 'serving' && this.clockHealthy && this.liveness?.selfLive === true && this.sqlMounted;
   }
 
   private requireStore(): Store {

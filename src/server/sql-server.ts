@@ -4,13 +4,13 @@
  * SessionFactory.
  *
  * The one function the SQL layer plugs in through is `mountSql(kvdb, …)`:
- * it builds sql/server-entry.ts's SessionFactory over the node's KVDB. The
- * node has no transactional KVDB yet (the KV transaction engineer's
- * TxnCoordSender implements sql/kv.ts), so until then every connection's
- * authentication gets a clear refusal (SQLSTATE 0A000, "sql: the SQL layer
- * is not mounted in this build"). A node whose clock is out of bounds
- * (DESIGN.md §6) refuses new sessions (SQLSTATE 58000) rather than risk a
- * stale read.
+ * it builds sql/server-entry.ts's SessionFactory over the node's KVDB (the
+ * KV layer's TxnDB). Until it has mounted — the SQL layer bootstraps its
+ * system descriptors through transactions, so the cluster must be
+ * available — every connection's authentication gets a clear refusal
+ * (SQLSTATE 0A000, "sql: the SQL layer is not mounted on this node yet"). A
+ * node whose clock is out of bounds (DESIGN.md §6) refuses new sessions
+ * (SQLSTATE 58000) rather than risk a stale read.
  *
  * Ownership: src/server owns the listener and its sockets; pgwire owns the
  * protocol.
@@ -29,7 +29,7 @@ export interface SqlServingState {
   notServingReason(): string | null;
 }
 
-const NOT_MOUNTED = 'sql: the SQL layer is not mounted in this build of cairn yet (no transactional KVDB; the KV admin endpoint serves reads and writes)';
+const NOT_MOUNTED = 'sql: the SQL layer is not mounted on this node yet (it mounts once the cluster can run transactions)';
 
 /** The factory used until the SQL layer is mounted: refuses every session clearly. */
 export function unmountedSessionFactory(state: SqlServingState): SessionFactory {

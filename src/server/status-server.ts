@@ -142,7 +142,8 @@ export class StatusServer {
       case 'GET /health': {
         const base = { nodeId: n.rpc.nodeId, state: n.state, clockHealthy: n.clockHealthy };
         if (url.searchParams.get('ready') === '1' && !n.ready) {
-          send(res, 503, { status: 'not ready', reason: n.notServingReason() ?? 'server: liveness heartbeat has not succeeded yet', ...base });
+          const reason = n.notServingReason() ?? (n.liveness?.selfLive !== true ? 'server: liveness heartbeat has not succeeded yet' : 'server: SQL is not mounted yet');
+          send(res, 503, { status: 'not ready', reason, ...base });
           return;
         }
         send(res, 200, { status: 'ok', ...base });
