@@ -10,12 +10,13 @@
  *   cairn start-single-node …same flags without --join (initialises itself)
  *   cairn init --host=HOST:PORT            initialise a new cluster, exactly once
  *   cairn node status [--ranges] [--host=HOST:PORT] [--format=table|json]
+ *   cairn sql …                            (src/cli/sql-shell.ts)
  *   cairn workload …                       (src/cli/workload-command.ts)
  *   cairn debug keys --store=DIR [--values]
  *   cairn version
  *
- * Not here yet: `cairn sql` (comes with the SQL session layer) and `cairn
- * node decommission` (needs the replicate queue to move replicas away).
+ * Not here yet: `cairn node decommission` (needs the replicate queue to move
+ * replicas away; a clean shutdown already drains leases).
  *
  * Error contract: every user error (bad flag, port in use, store locked, store
  * of another cluster, duplicate node id, wrong --join, second init) exits
