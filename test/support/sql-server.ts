@@ -14,6 +14,7 @@ import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
 import { handlePgConnection } from '../../sql/pgwire/server.js';
 import { createSqlServer, type SqlServer, type SqlServerOptions } from '../../sql/server-entry.js';
 import { MemoryKV } from './memory-kv.js';
+import type { KVDB } from '../../sql/kv.js';
 
 export interface TestSqlServer {
   readonly url: string;
@@ -26,9 +27,13 @@ export interface TestSqlServer {
   stop(): Promise<void>;
 }
 
-export async function startSqlServer(opts: SqlServerOptions & { kv?: MemoryKV } = { insecure: true }): Promise<TestSqlServer> {
+/**
+ * @param opts.kv the MemoryKV to serve (a fresh one by default)
+ * @param opts.db serve another KVDB instead (e.g. the real TxnDB of an in-process cluster); `kv` is then unused
+ */
+export async function startSqlServer(opts: SqlServerOptions & { kv?: MemoryKV; db?: KVDB } = { insecure: true }): Promise<TestSqlServer> {
   const kv = opts.kv ?? new MemoryKV();
-  const sql = await createSqlServer(kv, opts);
+  const sql = await createSqlServer(opts.db ?? kv, opts);
   const cancelRegistry = new CancelRegistry();
   const sockets = new Set<Socket>();
   const internalErrors: unknown[] = [];
