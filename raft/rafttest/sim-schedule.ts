@@ -51,6 +51,7 @@ export interface SimOptions {
   readonly skipLiveness?: boolean;
 }
 
+/** What a schedule exercised (summed by the tests to show the faults really happen). */
 export interface SimStats {
   steps: number;
   delivered: number;
@@ -68,8 +69,9 @@ export interface SimResult {
   readonly failure: string | null;
   /** The step at which it failed (-1 = liveness phase or none). */
   readonly failedAt: number;
+  /** Every trace line (recordTrace), else null: replay the seed with recordTrace to get it. */
   readonly trace: readonly string[] | null;
-  /** The last trace lines before the failure (always kept). */
+  /** The last notable events (knobs, partitions, nemesis strikes, liveness), always kept. */
   readonly tail: readonly string[];
   readonly stats: SimStats;
   /** A digest of the final state (for replay comparisons). */
@@ -119,7 +121,7 @@ const STORM_WEIGHTS: readonly [StepKind, number][] = [
   ['crashLeader', 2],
   ['restart', 2],
   ['isolateLeader', 5],
-  ['churn', 2],
+  ['churn', 5],
   ['partition', 1],
   ['heal', 3],
   ['confChange', 1],
@@ -405,19 +407,23 @@ function churn(c: SimCluster, p: Prng, x: StepContext): void {
     if (l === null) return;
     for (let j = p.between(0, 2); j > 0; j--) c.propose(l.id, Buffer.from(x.propose()));
     c.handleReady(l.id);
-    // Partial replication: each message from the leader arrives or is lost
-    // (and is handled by its receiver or not yet), then each answer.
-    for (const m of c.net.take((m) => m.from === l.id)) {
-      if (p.bool()) c.deliver(m, p.bool());
-      else c.drop(m);
+    // Partial replication, for one to three round trips: each message from
+    // the leader arrives or is lost (and is handled by its receiver or not
+    // yet), then each answer.
+    for (let trip = p.between(1, 3); trip > 0; trip--) {
+      for (const m of c.net.take((m) => m.from === l.id)) {
+        if (p.bool(0.7)) c.deliver(m, p.bool(0.7));
+        else c.drop(m);
+      }
+      c.check();
+      if (p.bool(0.3)) crashMidReady(c, p, x.stats);
+      for (const m of c.net.take((m) => m.to === l.id)) {
+        if (p.bool(0.7)) c.deliver(m, true);
+        else c.drop(m);
+      }
+      c.check();
+      if (l.rawNode === null) break;
     }
-    c.check();
-    if (p.bool(0.3)) crashMidReady(c, p, x.stats);
-    for (const m of c.net.take((m) => m.to === l.id)) {
-      if (p.bool()) c.deliver(m, true);
-      else c.drop(m);
-    }
-    c.check();
     if (p.bool(0.3)) {
       x.stats.crashes++;
       c.crash(l.id);
