@@ -7,6 +7,7 @@
  *               [--max-offset=500ms] [--cache=128MiB] [--log-level=info]
  *               [--log-file=PATH|-] [--join-timeout=0] [--liveness-ttl=4.5s]
  *               [--raft-tick=100ms] [--lease-duration=6s] [--local-address=IP]
+ *               [--range-max-bytes=64MiB] [--dead-node-timeout=5m]
  *   cairn start-single-node …same flags without --join (initialises itself)
  *   cairn init --host=HOST:PORT            initialise a new cluster, exactly once
  *   cairn node status [--ranges] [--host=HOST:PORT] [--format=table|json]
@@ -95,6 +96,8 @@ interface StartFlags {
   readonly raftTick: number;
   readonly leaseDuration: number;
   readonly localAddress?: string;
+  readonly rangeMaxBytes?: string;
+  readonly deadNodeTimeout?: number;
 }
 
 function addStartOptions(cmd: Command, withJoin: boolean): Command {
@@ -112,7 +115,9 @@ function addStartOptions(cmd: Command, withJoin: boolean): Command {
     .option('--liveness-ttl <duration>', 'node liveness record lifetime', argOf((v) => parseDurationMs('--liveness-ttl', v)), DEFAULT_NODE_CONFIG.livenessTtlMs)
     .option('--raft-tick <duration>', 'Raft tick interval', argOf((v) => parseDurationMs('--raft-tick', v)), DEFAULT_NODE_CONFIG.tickIntervalMs)
     .option('--lease-duration <duration>', 'range lease duration', argOf((v) => parseDurationMs('--lease-duration', v)), DEFAULT_NODE_CONFIG.leaseDurationMs)
-    .option('--local-address <ip>', 'bind outgoing RPC connections to this address (per-node loopback aliases)');
+    .option('--local-address <ip>', 'bind outgoing RPC connections to this address (per-node loopback aliases)')
+    .option('--range-max-bytes <size>', 'ranges larger than this split (e.g. 64MiB)')
+    .option('--dead-node-timeout <duration>', 'replicas of a node not live this long are replaced', argOf((v) => parseDurationMs('--dead-node-timeout', v)));
   if (withJoin) {
     cmd
       .option('--join <addrs>', 'comma-separated RPC addresses of nodes to join', argOf(parseJoinList))
@@ -154,6 +159,8 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     tickIntervalMs: flags.raftTick,
     leaseDurationMs: flags.leaseDuration,
     ...(flags.localAddress === undefined ? {} : { localAddress: flags.localAddress }),
+    ...(flags.rangeMaxBytes === undefined ? {} : { rangeMaxBytes: parseBytes('--range-max-bytes', flags.rangeMaxBytes, 0) }),
+    ...(flags.deadNodeTimeout === undefined ? {} : { deadNodeTimeoutMs: flags.deadNodeTimeout }),
   };
   if (!singleNode && config.join.length === 0) {
     throw new ServerError('server.bad_flag', 'no --join addresses: give the RPC addresses of the cluster\'s nodes (use start-single-node for a one-node cluster)');

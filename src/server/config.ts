@@ -93,6 +93,10 @@ export interface NodeConfig {
   readonly leaseDurationMs: number;
   /** Bind outgoing RPC connections to this local address (per-node loopback aliases for partitions). */
   readonly localAddress?: string;
+  /** Ranges larger than this split (default 64 MiB). */
+  readonly rangeMaxBytes?: number;
+  /** A node not live for this long has its replicas replaced (default 5 minutes). */
+  readonly deadNodeTimeoutMs?: number;
 }
 
 export const DEFAULT_NODE_CONFIG = {

@@ -47,9 +47,18 @@ export const ServerMethod = {
   ClusterStatus: 205,
 } as const;
 
+/** What a node reports about its store in each exchange (for the StorePool, store-pool.ts). */
+export interface StoreLoad {
+  readonly storeId: number;
+  readonly replicaCount: number;
+  readonly leaseCount: number;
+}
+
 export interface GossipRequest {
   readonly from: NodeDescriptor | null;
   readonly known: readonly NodeDescriptor[];
+  /** The sender's store load (absent while it has no store). */
+  readonly load?: StoreLoad | null;
 }
 
 export interface GossipResponse {
@@ -59,6 +68,7 @@ export interface GossipResponse {
   readonly initialized: boolean;
   readonly rpcAddr: string;
   readonly known: readonly NodeDescriptor[];
+  readonly load?: StoreLoad | null;
 }
 
 export interface BootstrapRequest {

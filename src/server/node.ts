@@ -75,6 +75,12 @@ import { DistSender } from '../kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../kv/kv-client.js';
 import { adminSplit } from '../kv/split.js';
 import { TxnDB } from '../kv/client/txn-db.js';
+import { DEFAULT_RANGE_QUEUE_SETTINGS, type RangeQueueSettings, type ReplicaQueue } from '../kv/queue.js';
+import { newSplitQueue } from '../kv/split-queue.js';
+import { newMergeQueue } from '../kv/merge-queue.js';
+import { newReplicateQueue } from '../kv/replicate-queue.js';
+import { newReplicaGCQueue } from '../kv/replica-change-gc.js';
+import { NodeStorePool } from './store-pool.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
@@ -92,6 +98,7 @@ import {
   type GossipResponse,
   type InitResponse,
   type NodeDescriptor,
+  type StoreLoad,
 } from './node-directory.js';
 import { SqlServer, mountSql, unmountedSessionFactory } from './sql-server.js';
 import { StatusServer } from './status-server.js';
@@ -211,6 +218,11 @@ export class Node {
   kv: KvClient | null = null;
   private distSender: DistSender | null = null;
   private txnDb: TxnDB | null = null;
+  /** Store loads reported by each node (this one's included), for the StorePool. */
+  private readonly loads = new Map<number, StoreLoad>();
+  private queues: ReplicaQueue[] = [];
+  /** The cluster view the replicate queue allocates from (store-pool.ts). */
+  storePool: NodeStorePool | null = null;
   /** SQL sessions are served (mountSqlLoop succeeded). */
   sqlMounted = false;
   liveness: NodeLiveness | null = null;
@@ -574,10 +586,13 @@ export class Node {
     });
     this.kv = this.newKvClient();
     this.liveness = new NodeLiveness(this.kv, this.clock, ident.nodeId, this.config.livenessTtlMs * 1000);
+    this.startQueues();
     this.state = 'serving';
     this.timers.push(
       setInterval(() => {
-        if (this.clockHealthy) this.store?.tick();
+        if (!this.clockHealthy) return;
+        this.store?.tick();
+        for (const q of this.queues) q.tick();
       }, this.settings.tickIntervalMs),
     );
     void this.gossipRound();
@@ -591,6 +606,25 @@ export class Node {
     void this.livenessLoop();
     void this.mountSqlLoop();
     this.log.info({ nodeId: ident.nodeId, clusterId: ident.clusterId, rpc: formatHostPort(this.rpcAddr), sql: formatHostPort(this.sqlAddr), http: formatHostPort(this.httpAddr) }, 'server: node serving');
+  }
+
+  /**
+   * The store's replica queues (src/kv/queue.ts), ticked with the store:
+   * size-based splits, merges of small cold neighbours, replication
+   * (up/down-replicate, replace dead or decommissioning voters, rebalance
+   * toward new nodes; from the NodeStorePool) and replica GC.
+   */
+  private startQueues(): void {
+    const ds = this.distSender as DistSender;
+    const liveness = this.liveness as NodeLiveness;
+    const settings: RangeQueueSettings = {
+      ...DEFAULT_RANGE_QUEUE_SETTINGS,
+      splitMaxRangeBytes: this.config.rangeMaxBytes ?? DEFAULT_RANGE_QUEUE_SETTINGS.splitMaxRangeBytes,
+      deadNodeTimeoutMs: this.config.deadNodeTimeoutMs ?? DEFAULT_RANGE_QUEUE_SETTINGS.deadNodeTimeoutMs,
+    };
+    this.storePool = new NodeStorePool({ liveness: () => liveness.cached, loads: () => this.loads, nowMicros: () => this.clock.physicalNow() });
+    const store = (): Store | null => (this.state === 'serving' ? this.store : null);
+    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), newReplicateQueue(store, ds, this.storePool, settings), newReplicaGCQueue(store, ds, settings)];
   }
 
   /** A KV client routing through the DistSender (range cache, parallel multi-range batches). */
@@ -708,7 +742,10 @@ export class Node {
   // ---- peers: directory exchange, cluster id and duplicate checks ----------------------------
 
   private answerGossip(q: GossipRequest): GossipResponse {
-    if (q.from !== null && this.initialized && q.from.clusterId === this.rpc.clusterId) this.directory.merge(q.from);
+    if (q.from !== null && this.initialized && q.from.clusterId === this.rpc.clusterId) {
+      this.directory.merge(q.from);
+      if (q.load != null) this.loads.set(q.from.nodeId, q.load);
+    }
     if (this.initialized) for (const d of q.known) if (d.clusterId === this.rpc.clusterId) this.directory.merge(d);
     return {
       clusterId: this.rpc.clusterId,
@@ -717,11 +754,22 @@ export class Node {
       initialized: this.initialized,
       rpcAddr: formatHostPort(this.rpcAddr),
       known: this.initialized ? this.directory.all() : [],
+      load: this.storeLoad(),
     };
   }
 
+  /** This node's store load as reported to peers (store-pool.ts). */
+  private storeLoad(): StoreLoad | null {
+    const s = this.store;
+    if (s === null) return null;
+    const st = this.localStatus();
+    const load = { storeId: s.storeId, replicaCount: st.ranges, leaseCount: st.leaseholders };
+    this.loads.set(this.rpc.nodeId, load);
+    return load;
+  }
+
   private gossipRequest(): Buffer {
-    return encodeJson({ from: this.initialized ? this.selfDescriptor() : null, known: this.initialized ? this.directory.all() : [] } satisfies GossipRequest);
+    return encodeJson({ from: this.initialized ? this.selfDescriptor() : null, known: this.initialized ? this.directory.all() : [], load: this.storeLoad() } satisfies GossipRequest);
   }
 
   private async gossipAddress(addr: HostPort, timeoutMs = 2_000): Promise<GossipResponse> {
@@ -841,6 +889,7 @@ export class Node {
             const res = decodeJson<GossipResponse>(await call(), 'gossip');
             this.checkAnswer(res, addr);
             this.absorb(res);
+            if (res.load != null && res.nodeId > 0) this.loads.set(res.nodeId, res.load);
           } catch (e) {
             this.isFatalPeerError(e, peerAddress(addr));
           }
