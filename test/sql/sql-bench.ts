@@ -3,7 +3,10 @@
  * point SELECT by primary key and single-row UPDATE through prepared
  * statements over pgwire, against the in-process server over MemoryKV.
  *
- *   npm run build && node dist/test/sql/sql-bench.js [--conns 16] [--seconds 5] [--rows 10000]
+ *   npm run build && node dist/test/sql/sql-bench.js [--conns 16] [--seconds 5] [--rows 10000] [--real-kv]
+ *
+ * --real-kv serves SQL from node 1 of a 3-node in-process cluster (src/kv's
+ * TxnDB over Raft and MVCC on memory engines) instead of MemoryKV.
  *
  * The server runs in a child process (this file with `--server`), the pg
  * clients in this one, so client and server do not share an event loop.
@@ -15,6 +18,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startSqlServer } from '../support/sql-server.js';
+import type { KVDB } from '../../sql/kv.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -22,7 +26,15 @@ function arg(name: string, def: number): number {
 }
 
 async function server(): Promise<void> {
-  const srv = await startSqlServer({ insecure: true });
+  let db: KVDB | undefined;
+  if (process.argv.includes('--real-kv')) {
+    // The real transactional KV: a 3-node in-process cluster, SQL on node 1.
+    const { TestCluster } = await import('../support/test-cluster.js');
+    const { startTxnCluster } = await import('../kv-txn/support.js');
+    const { dbs } = await startTxnCluster((o) => TestCluster.start(o));
+    db = dbs[0];
+  }
+  const srv = await startSqlServer({ insecure: true, ...(db !== undefined ? { db } : {}) });
   process.send?.({ port: srv.port });
   process.on('message', async (m) => {
     if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
@@ -91,7 +103,7 @@ async function main(): Promise<void> {
   const rows = arg('rows', 10_000);
   // SQL_BENCH_PROF=<dir> writes a CPU profile of the server process there.
   const prof = process.env.SQL_BENCH_PROF;
-  const child = fork(fileURLToPath(import.meta.url), ['--server'], { stdio: 'inherit', execArgv: prof !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [] });
+  const child = fork(fileURLToPath(import.meta.url), ['--server', ...(process.argv.includes('--real-kv') ? ['--real-kv'] : [])], { stdio: 'inherit', execArgv: prof !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [] });
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve((m as { port: number }).port)));
   const url = `postgresql://root@127.0.0.1:${port}/defaultdb`;
   const c = new pg.Client(url);
