@@ -163,6 +163,22 @@ describe('cairn sql connection handling', () => {
     expect(flags.stdout).toBe('d\ntemplate1\n');
   });
 
+  it('answers a SCRAM password request from PGPASSWORD or the URL; a wrong one is 28P01', async () => {
+    const secure = await startSqlServer({ insecure: false, rootPassword: 's3cret' });
+    try {
+      const viaEnv = await cairnSql(['--url', secure.url, '-e', 'SELECT 1 AS one'], '', { PGPASSWORD: 's3cret' });
+      expect(viaEnv).toEqual({ code: 0, stdout: 'one\n1\n', stderr: '' });
+      const viaUrl = await cairnSql(['--url', secure.url.replace('root@', 'root:s3cret@'), '-e', 'SELECT 1 AS one']);
+      expect(viaUrl.stdout).toBe('one\n1\n');
+      // no terminal to ask on: an empty password is sent, and refused
+      const wrong = await cairnSql(['--url', secure.url, '-e', 'SELECT 1'], '', { PGPASSWORD: 'nope' });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toMatch(/^ERROR: cannot connect to root@127\.0\.0\.1:\d+\/defaultdb: .*\nSQLSTATE: 28P01\n$/);
+    } finally {
+      await secure.stop();
+    }
+  });
+
   it('an unreachable server or an unreadable file is a one-line error with exit 1', async () => {
     const r = await cairnSql(['--url', 'postgresql://root@127.0.0.1:1/defaultdb', '-e', 'SELECT 1']);
     expect(r.code).toBe(1);

@@ -108,6 +108,23 @@ describe('cairn sql on a terminal', () => {
     expect(await t2.done).toBe(0);
   });
 
+  it('asks for the password on the terminal when the server wants one (SCRAM)', async () => {
+    const secure = await startSqlServer({ insecure: false, rootPassword: 's3cret' });
+    const t = new Terminal(secure.url, join(dir, 'history3'));
+    try {
+      await t.waitFor((_, e) => e.includes('Password for root: '), 'the password prompt');
+      t.type('s3cret\r');
+      await t.waitFor((o) => o.includes(`root@127.0.0.1:${secure.port}/defaultdb> `), 'the first prompt');
+      expect(t.out).not.toContain('s3cret');
+      expect(await t.line('SELECT current_user AS u;', '(1 row)')).toContain(' root\n');
+      t.type('\x04');
+      expect(await t.done).toBe(0);
+    } finally {
+      t.stdin.end();
+      await secure.stop();
+    }
+  });
+
   it('Ctrl-C clears an unfinished statement, and cancels a running one', async () => {
     // 8000 rows scanned 10 per page, 5 ms per page: a full scan takes seconds, a cancel ends it.
     const slow = await startSqlServer({ insecure: true, kv: new MemoryKV(undefined, 5, 10) });
