@@ -16,8 +16,9 @@
  *   cairn debug keys --store=DIR [--values]
  *   cairn version
  *
- * Not here yet: `cairn node decommission` (needs the replicate queue to move
- * replicas away; a clean shutdown already drains leases).
+ * Also: `cairn node decommission N [--wait=5m]` marks node N decommissioning
+ * (liveness record) and waits until the replicate queues moved its replicas
+ * away; `cairn node recommission N` cancels it.
  *
  * Error contract: every user error (bad flag, port in use, store locked, store
  * of another cluster, duplicate node id, wrong --join, second init) exits
@@ -42,7 +43,7 @@ import type { Logger } from '../util/log.js';
 import { DEFAULT_NODE_CONFIG, ServerError, formatHostPort, parseBytes, parseDurationMs, parseHostPort, parseJoinList, type HostPort, type NodeConfig } from '../server/config.js';
 import { Node } from '../server/node.js';
 import { printEngineKeys } from '../server/debug-keys.js';
-import { formatNodeStatus, requestClusterStatus, requestInit } from '../server/admin-client.js';
+import { formatNodeStatus, requestClusterStatus, requestDecommission, requestInit } from '../server/admin-client.js';
 import { registerWorkloadCommands } from './workload-command.js';
 import { registerSqlCommand } from './sql-shell.js';
 
@@ -242,6 +243,48 @@ export function buildProgram(): Command {
     .action(async (flags: { host: HostPort; ranges: boolean; format: string }) => {
       const rows = await requestClusterStatus(flags.host);
       process.stdout.write(flags.format === 'json' ? `${JSON.stringify(rows, null, 2)}\n` : formatNodeStatus(rows, flags.ranges));
+    });
+
+  node
+    .command('decommission')
+    .description('move every replica and lease off a node (the replicate queues do the moving)')
+    .argument('<id>', 'node id', argOf((v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new ServerError('server.bad_flag', `invalid node id "${v}"`);
+      return n;
+    }))
+    .option('--host <host:port>', 'RPC address of a node', argOf((v) => parseHostPort('--host', v)), { host: '127.0.0.1', port: 26357 })
+    .option('--wait <duration>', 'wait until the node holds no replicas (0: do not wait)', argOf((v) => parseDurationMs('--wait', v)), 300_000)
+    .addOption(new Option('--insecure', 'accepted for compatibility').default(false))
+    .action(async (id: number, flags: { host: HostPort; wait: number }) => {
+      await requestDecommission(flags.host, id, true);
+      process.stdout.write(`n${id} is decommissioning\n`);
+      if (flags.wait <= 0) return;
+      const deadline = Date.now() + flags.wait;
+      let last = '';
+      for (;;) {
+        const row = (await requestClusterStatus(flags.host)).find((r) => r.id === id);
+        const left = row?.ranges ?? null;
+        const line = `replicas left on n${id}: ${left === null ? 'unknown (node not answering)' : left}`;
+        if (line !== last) process.stdout.write(`${line}\n`);
+        last = line;
+        if (left === 0) {
+          process.stdout.write(`n${id} decommissioned: it holds no replicas\n`);
+          return;
+        }
+        if (Date.now() > deadline) throw new ServerError('server.decommission_timeout', `n${id} still holds replicas after ${flags.wait} ms; the replicate queues keep moving them`);
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    });
+  node
+    .command('recommission')
+    .description('cancel a decommission')
+    .argument('<id>', 'node id', argOf((v) => Number(v)))
+    .option('--host <host:port>', 'RPC address of a node', argOf((v) => parseHostPort('--host', v)), { host: '127.0.0.1', port: 26357 })
+    .addOption(new Option('--insecure', 'accepted for compatibility').default(false))
+    .action(async (id: number, flags: { host: HostPort }) => {
+      await requestDecommission(flags.host, id, false);
+      process.stdout.write(`n${id} is no longer decommissioning\n`);
     });
 
   registerWorkloadCommands(program);

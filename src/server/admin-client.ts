@@ -14,10 +14,10 @@ import { Clock, systemPhysicalMicros } from '../util/hlc.js';
 import { Prng } from '../util/prng.js';
 import { RpcContext } from '../rpc/rpc-context.js';
 import { ServerError, formatHostPort, type HostPort } from './config.js';
-import { ServerMethod, decodeJson, type InitResponse } from './node-directory.js';
+import { ServerMethod, decodeJson, encodeJson, type InitResponse } from './node-directory.js';
 import type { NodeStatusRow } from './node.js';
 
-async function callNode(host: HostPort, method: number, timeoutMs: number): Promise<Buffer> {
+async function callNode(host: HostPort, method: number, timeoutMs: number, payload: Buffer = Buffer.alloc(0)): Promise<Buffer> {
   const rpc = new RpcContext({
     nodeId: 0,
     clusterId: '',
@@ -27,7 +27,7 @@ async function callNode(host: HostPort, method: number, timeoutMs: number): Prom
     handshakeTimeoutMs: Math.min(timeoutMs, 5_000),
   });
   try {
-    return await rpc.callAddress({ host: host.host, port: host.port }, method, Buffer.alloc(0), { timeoutMs });
+    return await rpc.callAddress({ host: host.host, port: host.port }, method, payload, { timeoutMs });
   } catch (e) {
     if (e instanceof CairnError && e.code.startsWith('server.')) throw e;
     const full = e instanceof Error ? e.message : String(e);
@@ -46,6 +46,11 @@ export async function requestInit(host: HostPort, timeoutMs = 60_000): Promise<I
 /** `cairn node status`: the cluster's node table as seen by `host`. */
 export async function requestClusterStatus(host: HostPort, timeoutMs = 15_000): Promise<NodeStatusRow[]> {
   return decodeJson<NodeStatusRow[]>(await callNode(host, ServerMethod.ClusterStatus, timeoutMs), 'status');
+}
+
+/** `cairn node decommission` / `recommission`: sets node `nodeId`'s decommissioning flag through the node at `host`. */
+export async function requestDecommission(host: HostPort, nodeId: number, decommissioning: boolean, timeoutMs = 15_000): Promise<void> {
+  await callNode(host, ServerMethod.Decommission, timeoutMs, encodeJson({ nodeId, decommissioning }));
 }
 
 /** The node table as text, columns aligned (CockroachDB's `node status` layout). */

@@ -29,6 +29,7 @@ import { CorruptionError } from '../util/errors.js';
 import type { Clock } from '../util/hlc.js';
 import { NODE_LIVENESS_SPAN, decodeNodeLivenessKey, nodeLivenessKey } from '../../storage/keys.js';
 import type { KvClient } from '../kv/kv-client.js';
+import { ServerError } from './config.js';
 
 export interface LivenessRecord {
   readonly nodeId: number;
@@ -105,6 +106,19 @@ export class NodeLiveness {
       this.heartbeatFailures++;
       throw e;
     }
+  }
+
+  /**
+   * Sets another node's decommissioning flag in its record (used when that
+   * node does not answer): a conditional put against the record read, so a
+   * concurrent heartbeat of the node is never overwritten blindly.
+   */
+  async setFlagOf(nodeId: number, decommissioning: boolean): Promise<void> {
+    const key = nodeLivenessKey(nodeId);
+    const old = await this.kv.get(key);
+    if (old === null) throw new ServerError('server.unknown_node', `server: n${nodeId} has no liveness record (no such node)`);
+    const rec = decodeLivenessRecord(nodeId, old);
+    await this.kv.cput(key, encodeLivenessRecord({ ...rec, decommissioning }), old);
   }
 
   /** Reads every node's record (one scan of the liveness span). */

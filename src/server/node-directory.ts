@@ -45,6 +45,8 @@ export const ServerMethod = {
   Checksum: 204,
   /** request: empty (sent by `cairn node status`); response: NodeStatusRow[] JSON of the whole cluster. */
   ClusterStatus: 205,
+  /** request: {nodeId, decommissioning} (sent by `cairn node decommission`); response: empty. */
+  Decommission: 206,
 } as const;
 
 /** What a node reports about its store in each exchange (for the StorePool, store-pool.ts). */

@@ -342,6 +342,10 @@ export class Node {
     this.rpc.register(ServerMethod.Init, async () => encodeJson(await this.initCluster()));
     this.rpc.register(ServerMethod.NodeStatus, () => encodeJson(this.localStatus()));
     this.rpc.register(ServerMethod.ClusterStatus, async () => encodeJson(await this.clusterStatus()));
+    this.rpc.register(ServerMethod.Decommission, async (p) => {
+      const q = decodeJson<{ nodeId: number; decommissioning: boolean }>(p, 'decommission');
+      await this.setDecommissioning(q.nodeId, q.decommissioning);
+    });
     this.rpc.register(ServerMethod.Checksum, async (p) => {
       const q = decodeJson<{ rangeId: number; checksumId: number }>(p, 'checksum');
       return encodeJson({ checksum: await this.requireStore().checksum(q.rangeId, q.checksumId) });
@@ -668,6 +672,30 @@ export class Node {
         this.log.debug({ err: errMessage(e) }, 'server: mounting SQL failed; retrying');
         await sleep(1_000);
       }
+    }
+  }
+
+  /**
+   * Marks node `nodeId` decommissioning (or not) in its liveness record: the
+   * replicate queues then move its replicas and leases away (CockroachDB's
+   * `node decommission`). The node itself owns its record, so a live target
+   * is asked to set its own flag; a target that does not answer gets its
+   * record rewritten through KV (it keeps the flag when it comes back:
+   * liveness.ts reads it at start).
+   */
+  async setDecommissioning(nodeId: number, decommissioning: boolean): Promise<void> {
+    const l = this.liveness;
+    if (l === null) throw new ServerError('server.not_serving', `server: node is not serving yet (${this.state})`, { retryable: true });
+    if (nodeId === this.rpc.nodeId) {
+      l.decommissioning = decommissioning;
+      await l.heartbeat();
+      return;
+    }
+    try {
+      await this.rpc.call(nodeId, ServerMethod.Decommission, encodeJson({ nodeId, decommissioning }), { timeoutMs: 5_000 });
+    } catch (e) {
+      if (!(e instanceof CairnError) || e.code.startsWith('server.')) throw e;
+      await l.setFlagOf(nodeId, decommissioning);
     }
   }
 
