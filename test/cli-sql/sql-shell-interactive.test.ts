@@ -4,17 +4,20 @@
  * terminal mode and sees the same keystrokes a pty would deliver) against the
  * in-process Cairn SQL server. Prompts with transaction status, continuation
  * lines, meta-commands, Ctrl-C clearing the input and cancelling a running
- * statement, \q / Ctrl-D, and the history file. Every wait is for a condition,
- * bounded.
+ * statement, \q / Ctrl-D, and the history file. Then once through a real
+ * pseudo-terminal (util-linux `script`) with the built CLI, which checks the
+ * TTY detection itself. Every wait is for a condition, bounded.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runSqlShell, type SqlShellIo } from '../../src/cli/sql-shell.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 import { MemoryKV } from '../support/memory-kv.js';
+import { MAIN_JS } from '../support/process-cluster.js';
 
 let srv: TestSqlServer;
 let dir: string;
@@ -157,6 +160,43 @@ describe('cairn sql on a terminal', () => {
     } finally {
       t.stdin.end();
       await slow.stop();
+    }
+  });
+});
+
+describe('cairn sql on a real pseudo-terminal', () => {
+  it('detects the terminal: prompt, continuation, aligned table, \\q exits 0', async () => {
+    if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`npx tsc -p .\` first (npm test does)`);
+    const base = `root@127.0.0.1:${srv.port}/defaultdb`;
+    // script -q (no banner) -f (flush) -e (child's exit status) -c CMD; its stdin feeds the pty.
+    const child = spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN_JS)} sql --url ${srv.url}`, '/dev/null'], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: dir, TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '')));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const waitFor = async (text: string, from: number): Promise<void> => {
+      const deadline = Date.now() + 15_000;
+      while (!out.slice(from).includes(text)) {
+        if (Date.now() > deadline) throw new Error(`pty: timed out waiting for ${JSON.stringify(text)}\n${out}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      await waitFor(`${base}> `, 0);
+      let mark = out.length;
+      child.stdin.write('SELECT 1 AS a,\r');
+      await waitFor('-> ', mark);
+      mark = out.length;
+      child.stdin.write("'x' AS b;\r");
+      await waitFor(`${base}> `, mark);
+      expect(out.slice(mark)).toContain(' a | b\n---+---\n 1 | x\n(1 row)\n');
+      child.stdin.write('\\q\r');
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000))]);
+      expect(code).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 });
