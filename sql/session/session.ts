@@ -140,7 +140,12 @@ interface ExplicitTxn {
   /** RELEASE cockroach_restart committed the KV transaction; only COMMIT is left. */
   committed: boolean;
   savepoints: SavepointEntry[];
+  /** BEGIN READ ONLY / AS OF SYSTEM TIME: writes are refused with 25006. */
+  readOnly: boolean;
 }
+
+/** Statements that write (refused in a read-only transaction). */
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -275,7 +280,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     // Several statements outside BEGIN share one implicit transaction (as in
     // PostgreSQL): committed after the last, rolled back by any error.
     const batch = this.txn === undefined && parsed.length > 1 && parsed.every((p) => !TXN_CONTROL.has(p.ast.kind));
-    if (batch) this.txn = { sql: new SqlTxn(this.deps.db.newTxn()), aborted: false, committed: false, savepoints: [] };
+    if (batch) this.txn = { sql: new SqlTxn(this.deps.db.newTxn()), aborted: false, committed: false, savepoints: [], readOnly: false };
     try {
       const emitter: RowEmitter = {
         begin: (cols) => sink.rowDescription(describeColumns(cols, [0]) as ColumnDescriptor[]),
@@ -530,15 +535,16 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           if (this.txn !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
           opts = { readOnly: true, asOf: asOfTimestamp(ast.asOfSystemTime, this.deps.db.now()) };
         }
-        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), opts);
+        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), opts, WRITES.has(ast.kind));
     }
   }
 
   /** Runs `fn` in the explicit transaction, or in an implicit one with automatic retries. */
-  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, opts?: KVTxnOptions): Promise<StmtResult> {
+  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, opts?: KVTxnOptions, writes = false): Promise<StmtResult> {
     const ex = this.txn;
     if (ex !== undefined) {
       if (ex.committed) throw new PgError('sql.invalid_transaction_state', '25000', 'current transaction is committed, commands ignored until end of transaction block');
+      if (ex.readOnly && writes) throw new PgError('sql.read_only_sql_transaction', '25006', 'cannot execute this statement in a read-only transaction');
       return (await fn(ex.sql, false)).result;
     }
     let kv: KVTxn | undefined;
@@ -841,7 +847,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
     const asOf = modes.asOfSystemTime !== undefined ? asOfTimestamp(modes.asOfSystemTime, this.deps.db.now()) : undefined;
     const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf });
-    this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [] };
+    this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true || asOf !== undefined };
     return { tag: 'BEGIN', columns: undefined, rows: [] };
   }
 
