@@ -12,6 +12,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 import { MemoryKV } from '../support/memory-kv.js';
+import { errorOf } from './pg-helpers.js';
 
 let srv: TestSqlServer;
 
@@ -42,14 +43,6 @@ function psql(args: readonly string[], input = ''): Promise<{ stdout: string; st
   });
 }
 
-async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string; position?: string; detail?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as { code: string; message: string };
-  }
-  throw new Error('expected an error');
-}
 
 describe('psql', () => {
   it('runs a scripted session: DDL, DML, a transaction, an error with SQLSTATE', async () => {

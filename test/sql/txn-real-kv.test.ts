@@ -10,6 +10,7 @@ import pg from 'pg';
 import { TestCluster, type TestClusterOptions } from '../support/test-cluster.js';
 import { startTxnCluster } from '../kv-txn/support.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { errorOf } from './pg-helpers.js';
 
 let cluster: TestCluster | undefined;
 const servers: TestSqlServer[] = [];
@@ -20,14 +21,6 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as { code: string; message: string };
-  }
-  throw new Error('expected an error');
-}
 
 describe('transactions on the real KV', () => {
   it('40001 between conflicting transactions, a cockroach_restart loop, and schema changes across SQL nodes', async () => {
