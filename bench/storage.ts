@@ -150,6 +150,12 @@ async function main(): Promise<void> {
     record('load (unsynced, 1000/batch)', rawLoad, mvccLoad);
 
     const randomKey = (): Buffer => userKey(rng.intn(KEYS));
+    /** One synced raw batch of BATCH puts of 1 KB at keys drawn by `key`. */
+    const rawSyncedBatch = (key: () => Buffer): Promise<void> => {
+      const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
+      for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: key(), value: VALUE };
+      return raw.batch(ops, { sync: true });
+    };
     const endKey = userKey(KEYS + 1);
     const readTs = (): Timestamp => ({ wall: wall + 1, logical: 0 });
 
@@ -188,35 +194,21 @@ async function main(): Promise<void> {
     // to move), drawn at random from a range disjoint from the loaded keys.
     let freshCounter = 0;
     const freshKey = (): Buffer => userKey(KEYS + 1 + ((++freshCounter * 2654435761) % FRESH_SPACE));
-    const [rawFresh, mvccFresh] = await compare(
-      BATCH,
-      () => {
-        const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
-        for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: freshKey(), value: VALUE };
-        return raw.batch(ops, { sync: true });
-      },
-      () => {
-        const b = engine.newBatch();
-        for (let i = 0; i < BATCH; i++) mvccPut(b, freshKey(), nextTs(), VALUE);
-        return engine.write(b, { sync: true });
-      },
-    );
-    record('put fresh keys (synced batches of 100)', rawFresh, mvccFresh);
-
-    const [rawPut, mvccPutRate] = await compare(
-      BATCH,
-      () => {
-        const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
-        for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: randomKey(), value: VALUE };
-        return raw.batch(ops, { sync: true });
-      },
-      () => {
-        const b = engine.newBatch();
-        for (let i = 0; i < BATCH; i++) mvccPut(b, randomKey(), nextTs(), VALUE);
-        return engine.write(b, { sync: true });
-      },
-    );
-    record('put overwrites (synced batches of 100)', rawPut, mvccPutRate);
+    /** Synced batches of BATCH puts at keys drawn by `key`: raw beside MVCC. */
+    const putRow = async (name: string, key: () => Buffer): Promise<void> => {
+      const [rawRate, mvccRate] = await compare(
+        BATCH,
+        () => rawSyncedBatch(key),
+        () => {
+          const b = engine.newBatch();
+          for (let i = 0; i < BATCH; i++) mvccPut(b, key(), nextTs(), VALUE);
+          return engine.write(b, { sync: true });
+        },
+      );
+      record(name, rawRate, mvccRate);
+    };
+    await putRow('put fresh keys (synced batches of 100)', freshKey);
+    await putRow('put overwrites (synced batches of 100)', randomKey);
 
     // The floor under MVCC overwrites: raw LevelDB writing what an MVCC
     // overwrite writes — two ~1 KB entries per put (the new head and the
@@ -225,9 +217,7 @@ async function main(): Promise<void> {
     const [rawOne, rawTwo] = await compare(
       BATCH,
       () => {
-        const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
-        for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: randomKey(), value: VALUE };
-        return raw.batch(ops, { sync: true });
+        return rawSyncedBatch(randomKey);
       },
       () => {
         const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH * 2);
@@ -246,66 +236,42 @@ async function main(): Promise<void> {
     // disjoint halves of the keyspace, as latches would keep a key's commands
     // apart; each step runs 10 batches and drains.
     const half = Math.floor(KEYS / 2);
-    const [rawPut2, mvccPipelined] = await compare(
-      BATCH * 10,
-      async () => {
-        for (let n = 0; n < 10; n++) {
-          const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
-          for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: randomKey(), value: VALUE };
-          await raw.batch(ops, { sync: true });
+    const keysOf = (n: number): Buffer[] => {
+      const off = (n % 2) * half;
+      const ks = new Array<Buffer>(BATCH);
+      for (let i = 0; i < BATCH; i++) ks[i] = userKey(off + rng.intn(half));
+      return ks;
+    };
+    const rawTen = async (): Promise<void> => {
+      for (let n = 0; n < 10; n++) await rawSyncedBatch(randomKey);
+    };
+    /**
+     * Ten MVCC batches, each evaluated while the previous one syncs. With
+     * `prefetch`, a batch's heads are read by one getMany (libuv pool, off
+     * the JS thread) started as the previous batch's write is submitted, so
+     * the reads overlap the sync instead of preceding the evaluation.
+     */
+    const pipelined = (prefetch: boolean) => async (): Promise<void> => {
+      let inflight: Promise<void> | null = null;
+      let keys = keysOf(0);
+      let b = engine.newBatch();
+      let fetched = prefetch ? mvccPrefetch(b, keys) : null;
+      for (let n = 0; n < 10; n++) {
+        if (fetched !== null) await fetched;
+        for (let i = 0; i < BATCH; i++) mvccPut(b, keys[i] as Buffer, nextTs(), VALUE);
+        if (inflight !== null) await inflight;
+        inflight = engine.write(b, { sync: true });
+        if (n < 9) {
+          keys = keysOf(n + 1);
+          b = engine.newBatch();
+          fetched = prefetch ? mvccPrefetch(b, keys) : null;
         }
-      },
-      async () => {
-        let inflight: Promise<void> | null = null;
-        for (let n = 0; n < 10; n++) {
-          const b = engine.newBatch();
-          const off = (n % 2) * half;
-          for (let i = 0; i < BATCH; i++) mvccPut(b, userKey(off + rng.intn(half)), nextTs(), VALUE);
-          if (inflight !== null) await inflight;
-          inflight = engine.write(b, { sync: true });
-        }
-        await inflight;
-      },
-    );
+      }
+      await inflight;
+    };
+    const [rawPut2, mvccPipelined] = await compare(BATCH * 10, rawTen, pipelined(false));
     record('put overwrites, next batch evaluated during the sync', rawPut2, mvccPipelined);
-
-    // The same pipeline with the next batch's heads read by one getMany
-    // (libuv pool, off the JS thread) started when the previous batch's write
-    // is submitted, so the reads overlap the sync instead of preceding it.
-    const [rawPut3, mvccPrefetched] = await compare(
-      BATCH * 10,
-      async () => {
-        for (let n = 0; n < 10; n++) {
-          const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
-          for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: randomKey(), value: VALUE };
-          await raw.batch(ops, { sync: true });
-        }
-      },
-      async () => {
-        let inflight: Promise<void> | null = null;
-        const keysOf = (n: number): Buffer[] => {
-          const off = (n % 2) * half;
-          const ks = new Array<Buffer>(BATCH);
-          for (let i = 0; i < BATCH; i++) ks[i] = userKey(off + rng.intn(half));
-          return ks;
-        };
-        let keys = keysOf(0);
-        let b = engine.newBatch();
-        let fetched = mvccPrefetch(b, keys);
-        for (let n = 0; n < 10; n++) {
-          await fetched;
-          for (let i = 0; i < BATCH; i++) mvccPut(b, keys[i] as Buffer, nextTs(), VALUE);
-          if (inflight !== null) await inflight;
-          inflight = engine.write(b, { sync: true });
-          if (n < 9) {
-            keys = keysOf(n + 1);
-            b = engine.newBatch();
-            fetched = mvccPrefetch(b, keys);
-          }
-        }
-        await inflight;
-      },
-    );
+    const [rawPut3, mvccPrefetched] = await compare(BATCH * 10, rawTen, pipelined(true));
     record('… and the next heads prefetched by getMany', rawPut3, mvccPrefetched);
 
     await reads('after the puts');

@@ -20,6 +20,7 @@ import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { encodeHead, type Head } from '../../storage/mvcc-value.js';
 import { mvccDelete, mvccPrefetch, mvccPut, mvccResolveIntent, type Txn } from '../../storage/mvcc.js';
 import type { Timestamp } from '../../src/util/hlc.js';
+import { bytesArb, headArb } from './mvcc-arbitraries.js';
 
 const hasher = await xxhash();
 const ts = (wall: number, logical = 0): Timestamp => ({ wall, logical });
@@ -68,40 +69,15 @@ function referenceEncodeHead(metaKey: Buffer, h: Head): Buffer {
   return Buffer.concat([sum, body]);
 }
 
-const tsArb = fc.record({ wall: fc.maxSafeNat(), logical: fc.nat() });
-const bytesArb = (max: number): fc.Arbitrary<Buffer> => fc.uint8Array({ maxLength: max }).map((u) => Buffer.from(u));
-// Values up to 3 KB: heads cross Buffer's 4 KB pool boundary both ways.
+// Values up to 3 KB: heads cross Buffer's 4 KB pool boundary both ways;
+// maxSafeNat counters give the longest varints the size bound must cover.
 const valueArb = fc.option(fc.oneof(bytesArb(40), bytesArb(3000)), { nil: null });
-const headArb: fc.Arbitrary<Head> = fc
-  .record({
-    committed: fc.option(fc.record({ ts: tsArb, value: valueArb }), { nil: null }),
-    history: fc.array(fc.record({ ts: tsArb, len: fc.integer({ min: -1, max: 5000 }) }), { maxLength: 17 }),
-    tail: fc.option(fc.record({ count: fc.integer({ min: 1, max: 1e6 }), valBytes: fc.maxSafeNat() }), { nil: null }),
-    intent: fc.option(
-      fc.record({
-        txn: fc.record(
-          {
-            id: fc.uint8Array({ minLength: 16, maxLength: 16 }).map((u) => Buffer.from(u)),
-            epoch: fc.maxSafeNat(),
-            writeTimestamp: tsArb,
-            minTimestamp: tsArb,
-            sequence: fc.maxSafeNat(),
-            key: bytesArb(300),
-            priority: fc.maxSafeNat(),
-          },
-          { requiredKeys: ['id', 'epoch', 'writeTimestamp', 'sequence', 'key'] },
-        ),
-        writes: fc.array(fc.record({ seq: fc.maxSafeNat(), value: valueArb }), { minLength: 1, maxLength: 6 }),
-      }),
-      { nil: null },
-    ),
-  })
-  .filter((h) => h.committed !== null || h.intent !== null);
+const anyHead = headArb({ value: valueArb, maxHistory: 17, maxWrites: 6, maxAnchor: 300, counter: fc.maxSafeNat() });
 
 describe('encodeHead', () => {
   it('writes the same bytes as the reference encoder, for any head including maximal varints (property)', () => {
     fc.assert(
-      fc.property(bytesArb(20), headArb, (key, h) => {
+      fc.property(bytesArb(20), anyHead, (key, h) => {
         const mk = encodeMvccKey(key);
         expect(encodeHead(mk, h).equals(referenceEncodeHead(mk, h))).toBe(true);
       }),
