@@ -145,8 +145,11 @@ function isWide(cp: number): boolean {
 
 const ZERO_WIDTH = /[\p{Mn}\p{Me}\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff\ufe00-\ufe0f]/u;
 
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 /** Terminal columns a string occupies (no newlines expected). */
 export function displayWidth(s: string): number {
+  if (PRINTABLE_ASCII.test(s)) return s.length;
   let w = 0;
   for (const ch of s) {
     const cp = ch.codePointAt(0) as number;
@@ -172,8 +175,12 @@ function pad(s: string, width: number, align: 'left' | 'right' | 'center'): stri
   return ' '.repeat(left) + s + ' '.repeat(gap - left);
 }
 
-function linesOf(v: string | null): string[] {
-  return v === null ? ['NULL'] : v.replace(/\r\n?/g, '\n').split('\n');
+const NULL_LINES: readonly string[] = ['NULL'];
+
+function linesOf(v: string | null): readonly string[] {
+  if (v === null) return NULL_LINES;
+  if (!v.includes('\n') && !v.includes('\r')) return [v];
+  return v.replace(/\r\n?/g, '\n').split('\n');
 }
 
 /** `(1 row)` / `(N rows)`. */
@@ -188,23 +195,29 @@ export function formatTable(rs: ResultSet): string {
   const cells = rs.rows.map((row) => row.map(linesOf));
   const widths = rs.columns.map((_, j) => {
     let w = 0;
-    for (const l of header[j] as string[]) w = Math.max(w, displayWidth(l));
-    for (const row of cells) for (const l of row[j] as string[]) w = Math.max(w, displayWidth(l));
+    for (const l of header[j] as readonly string[]) w = Math.max(w, displayWidth(l));
+    for (const row of cells) for (const l of row[j] as readonly string[]) w = Math.max(w, displayWidth(l));
     return w;
   });
   const aligns = rs.columns.map((c) => (isNumericType(c.typeOid) ? 'right' : 'left') as 'left' | 'right');
   const out: string[] = [];
-  const emit = (row: readonly string[][], align: (j: number) => 'left' | 'right' | 'center'): void => {
-    const height = row.reduce((h, c) => Math.max(h, c.length), 1);
+  const last = ncol - 1;
+  // The last column gets no padding on its right (psql leaves no trailing blanks).
+  const emit = (row: readonly (readonly string[])[], align: (j: number) => 'left' | 'right' | 'center'): void => {
+    let height = 1;
+    for (const c of row) if (c.length > height) height = c.length;
     for (let k = 0; k < height; k++) {
       let line = '';
       for (let j = 0; j < ncol; j++) {
-        const cell = row[j] as string[];
+        const cell = row[j] as readonly string[];
         const text = cell[k] ?? '';
         const more = k < cell.length - 1;
-        line += `${j === 0 ? ' ' : '| '}${pad(text, widths[j] as number, align(j))}${more ? '+' : ' '}`;
+        const al = align(j);
+        line += j === 0 ? ' ' : '| ';
+        if (j === last && !more && (al !== 'right' || text === '')) line += al === 'center' ? pad(text, widths[j] as number, 'center').trimEnd() : text;
+        else line += pad(text, widths[j] as number, al) + (more ? '+' : j === last ? '' : ' ');
       }
-      out.push(line.replace(/ +$/, ''));
+      out.push(line);
     }
   };
   emit(header, () => 'center');
@@ -227,7 +240,7 @@ export function formatExpanded(rs: ResultSet): string {
     const title = `-[ RECORD ${i + 1} ]`;
     out.push(title + '-'.repeat(Math.max(0, nameWidth + 3 + valueWidth - displayWidth(title))));
     rs.columns.forEach((c, j) => {
-      const ls = valueLines[j] as string[];
+      const ls = valueLines[j] as readonly string[];
       ls.forEach((l, k) => {
         const name = k === 0 ? c.name : '';
         out.push(`${pad(name, nameWidth, 'left')} | ${l}${k < ls.length - 1 ? '+' : ''}`.replace(/ +$/, ''));
@@ -250,8 +263,11 @@ export function formatCsv(rs: ResultSet): string {
   return s;
 }
 
+const TSV_SPECIAL = /[\\\t\n\r]/;
+
 function tsvField(v: string | null): string {
   if (v === null) return 'NULL';
+  if (!TSV_SPECIAL.test(v)) return v;
   return v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 

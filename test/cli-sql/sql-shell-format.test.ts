@@ -50,7 +50,7 @@ describe('formatTable', () => {
         '  22 | NULL      |     -3',
         ' 333 | 日本語    |   NULL',
         '   4 | line one +|      0',
-        '     | line two  |',
+        '     | line two  | ', // psql keeps the blank after the bar
         '   5 | cafe\u0301, "q" |     10',
         '(5 rows)',
         '',
