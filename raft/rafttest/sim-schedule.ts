@@ -275,15 +275,9 @@ function runStep(c: SimCluster, p: Prng, kind: StepKind, x: StepContext): void {
     case 'crashMidReady':
       crashMidReady(c, p, x.stats);
       return;
-    case 'propose': {
-      const n = pickLive(c, p);
-      if (n === null) return;
-      c.propose(n.id, Buffer.from(x.propose()));
-      if (p.bool(0.7)) c.handleReady(n.id);
-      return;
-    }
+    case 'propose':
     case 'proposeAtLeader': {
-      const n = c.leader();
+      const n = kind === 'propose' ? pickLive(c, p) : c.leader();
       if (n === null) return;
       c.propose(n.id, Buffer.from(x.propose()));
       if (p.bool(0.7)) c.handleReady(n.id);
