@@ -32,6 +32,17 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
+const ANSI_CONTROL = /\x1b\[[0-9;]*[A-Za-z]/g;
+
+/** Polls `cond` every 10 ms until it holds; fails with `what()` after `timeoutMs`. */
+async function waitUntil(cond: () => boolean, what: () => string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** A terminal session: keystrokes in, screen text (ANSI codes removed) out. */
 class Terminal {
   readonly stdin = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined });
@@ -42,7 +53,7 @@ class Terminal {
   readonly done: Promise<number>;
 
   constructor(url: string, historyFile: string) {
-    this.stdout.on('data', (d: Buffer) => (this.out += d.toString().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
+    this.stdout.on('data', (d: Buffer) => (this.out += d.toString().replace(ANSI_CONTROL, '')));
     this.stderr.on('data', (d: Buffer) => (this.err += d.toString()));
     const io: SqlShellIo = { stdin: this.stdin, stdout: this.stdout, stderr: this.stderr, env: {}, historyFile };
     this.done = runSqlShell({ url }, io);
@@ -52,13 +63,9 @@ class Terminal {
     this.stdin.write(keys);
   }
 
-  /** Waits until the screen (from `from` on) or stderr satisfies `cond`; 10 s bound. */
-  async waitFor(cond: (out: string, err: string) => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!cond(this.out, this.err)) {
-      if (Date.now() > deadline) throw new Error(`terminal: timed out waiting for ${what}\n--- screen ---\n${this.out}\n--- stderr ---\n${this.err}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+  /** Waits until the screen or stderr satisfies `cond`; 10 s bound. */
+  waitFor(cond: (out: string, err: string) => boolean, what: string): Promise<void> {
+    return waitUntil(() => cond(this.out, this.err), () => `${what}\n--- screen ---\n${this.out}\n--- stderr ---\n${this.err}`, 10_000);
   }
 
   /** Types a line and waits for the screen to grow by `expect` after it. */
@@ -174,15 +181,9 @@ describe('cairn sql on a real pseudo-terminal', () => {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '')));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString().replace(ANSI_CONTROL, '').replace(/\r/g, '')));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    const waitFor = async (text: string, from: number): Promise<void> => {
-      const deadline = Date.now() + 15_000;
-      while (!out.slice(from).includes(text)) {
-        if (Date.now() > deadline) throw new Error(`pty: timed out waiting for ${JSON.stringify(text)}\n${out}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
+    const waitFor = (text: string, from: number): Promise<void> => waitUntil(() => out.slice(from).includes(text), () => `${JSON.stringify(text)}\n${out}`, 15_000);
     try {
       await waitFor(`${base}> `, 0);
       let mark = out.length;
