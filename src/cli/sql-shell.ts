@@ -312,27 +312,31 @@ class ShellConnectError extends Error {
   }
 }
 
-/** Reads a line without echo from a terminal. */
+/** Reads a line without echo from a terminal; Ctrl-C rejects. */
 function promptPassword(io: SqlShellIo, prompt: string): Promise<string> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const stdin = io.stdin;
     io.stderr.write(prompt);
     stdin.setRawMode?.(true);
     stdin.resume();
     let pw = '';
+    const done = (): void => {
+      stdin.removeListener('data', onData);
+      stdin.setRawMode?.(false);
+      stdin.pause();
+      io.stderr.write('\n');
+    };
     const onData = (chunk: Buffer | string): void => {
       for (const ch of chunk.toString()) {
         if (ch === '\r' || ch === '\n' || ch === '\u0004') {
-          stdin.removeListener('data', onData);
-          stdin.setRawMode?.(false);
-          stdin.pause();
-          io.stderr.write('\n');
+          done();
           resolve(pw);
           return;
         }
         if (ch === '\u0003') {
-          io.stderr.write('\n');
-          process.exit(1);
+          done();
+          reject(new Error('sql: password entry interrupted'));
+          return;
         }
         if (ch === '\u007f' || ch === '\b') pw = pw.slice(0, -1);
         else pw += ch;
@@ -525,7 +529,14 @@ function runInteractive(shell: SqlShell, io: SqlShellIo): Promise<number> {
     const drain = async (): Promise<void> => {
       if (busy) return;
       busy = true;
-      while (queue.length > 0 && !shell.quit) await shell.feedLine(queue.shift() as string);
+      while (queue.length > 0 && !shell.quit) {
+        try {
+          await shell.feedLine(queue.shift() as string);
+        } catch (e) {
+          // execute() reports statement errors itself; anything else is shown and the session goes on
+          io.stderr.write(`ERROR: ${e instanceof Error ? e.message : String(e)}\n`);
+        }
+      }
       busy = false;
       if (shell.quit) rl.close();
       else if (closed) finish();
