@@ -33,7 +33,7 @@ import type { CheckResult, ComposedResult, Validity } from './checkers/index.js'
 import { HistoryRecorder } from './history/recorder.js';
 import type { Op } from './history/history.js';
 import { writeHistoryFile } from './history/history.js';
-import type { FromWorker, ToWorker, WorkerInit } from './control/client-worker.js';
+import type { FromWorker, ToWorker, WorkerDone, WorkerInit } from './control/client-worker.js';
 import { PostgresTarget } from './control/postgres-target.js';
 import { CairnTarget } from './control/cairn-target.js';
 import { signal, sqlAnswers, waitFor } from './control/target.js';
@@ -110,14 +110,22 @@ function stamp(d: Date): string {
 }
 
 class ClientProcess {
-  private readonly pending = new Map<number, { resolve: (m: FromWorker | undefined) => void; sent: bigint }>();
+  private readonly pending = new Map<number, { resolve: (m: WorkerDone | undefined) => void; sent: bigint }>();
   private nextId = 0;
   private dead = false;
   readonly exited: Promise<void>;
+  /** Resolves when the client has loaded and connected (or exited). */
+  readonly ready: Promise<void>;
 
   constructor(readonly child: ChildProcess) {
+    let ready!: () => void;
+    this.ready = new Promise((r) => (ready = r));
     child.on('message', (m) => {
       const msg = m as FromWorker;
+      if (msg.kind === 'ready') {
+        ready();
+        return;
+      }
       const p = this.pending.get(msg.id);
       this.pending.delete(msg.id);
       p?.resolve(msg);
@@ -125,6 +133,7 @@ class ClientProcess {
     this.exited = new Promise((r) =>
       child.once('exit', () => {
         this.dead = true;
+        ready();
         for (const p of this.pending.values()) p.resolve(undefined);
         this.pending.clear();
         r();
@@ -133,11 +142,11 @@ class ClientProcess {
   }
 
   /** Runs op; undefined when the client process died before answering. */
-  call(op: OpRequest): { sent: bigint; done: Promise<FromWorker | undefined> } {
+  call(op: OpRequest): { sent: bigint; done: Promise<WorkerDone | undefined> } {
     const sent = process.hrtime.bigint();
     if (this.dead) return { sent, done: Promise.resolve(undefined) };
     const id = this.nextId++;
-    const done = new Promise<FromWorker | undefined>((resolve) => this.pending.set(id, { resolve, sent }));
+    const done = new Promise<WorkerDone | undefined>((resolve) => this.pending.set(id, { resolve, sent }));
     this.child.send({ kind: 'op', id, op } satisfies ToWorker);
     return { sent, done };
   }
@@ -242,7 +251,8 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       return r;
     };
 
-    // The run: clients and nemesis until time is up.
+    // The run: clients and nemesis until time is up, counted from when every client is ready.
+    await Promise.race([Promise.all(clients.map((c) => c.ready)), sleep(60_000)]);
     let stopping = false;
     const endAt = Date.now() + opts.timeSec * 1000;
     const clientLoop = async (w: number): Promise<void> => {

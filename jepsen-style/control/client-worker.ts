@@ -5,6 +5,7 @@
  * instants read from CLOCK_MONOTONIC (process.hrtime.bigint — one clock for every
  * process on the machine, so the runner can merge all clients into one history).
  *
+ *   client → runner   { kind: 'ready' }                  once loaded and connected
  *   runner → client   { kind: 'op', id, op }
  *   client → runner   { kind: 'done', id, invokeNs, completeNs, result }
  *
@@ -28,7 +29,12 @@ export interface WorkerInit {
 }
 
 export type ToWorker = { readonly kind: 'op'; readonly id: number; readonly op: OpRequest } | { readonly kind: 'close' };
-export interface FromWorker {
+export type FromWorker = WorkerReady | WorkerDone;
+/** Sent once the worker has loaded its workload and connected (or failed to): the run clock may start. */
+export interface WorkerReady {
+  readonly kind: 'ready';
+}
+export interface WorkerDone {
   readonly kind: 'done';
   readonly id: number;
   readonly invokeNs: string;
@@ -106,6 +112,10 @@ export async function runWorker(init: WorkerInit, send: (m: FromWorker) => void,
     const complete = process.hrtime.bigint();
     send({ kind: 'done', id, invokeNs: invoke.toString(), completeNs: complete.toString(), result: result! });
   };
+  // Connect before saying ready, so the run's clock does not include start-up; a failed
+  // connect is retried by the first operation.
+  if (workload.transport !== 'admin-kv') conn = await connect(init.url, init.timeoutMs).catch(() => undefined);
+  send({ kind: 'ready' });
   onMessage((m) => {
     if (m.kind === 'close') {
       queue = queue.then(async () => {
