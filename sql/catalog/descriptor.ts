@@ -62,7 +62,16 @@ export interface IndexDesc {
   readonly directions: readonly Direction[];
   /** Non-key columns stored in the index value (secondary indexes). */
   readonly storeColumnIds: readonly number[];
+  /**
+   * Schema-change state of a secondary index (sql/schema/index-backfill.ts):
+   * absent or 'public' = read and written; 'write_only' = maintained by every
+   * write but not read (during the backfill); 'delete_only' = only deletes
+   * are applied (the first step of an add, the last of a drop).
+   */
+  readonly state?: IndexState;
 }
+
+export type IndexState = 'delete_only' | 'write_only' | 'public';
 
 export interface CheckDesc {
   readonly name: string;

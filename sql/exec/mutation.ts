@@ -26,6 +26,7 @@ import { assignCast, datumToText, type Datum } from '../sem/datum.js';
 import type { EvalFn } from '../sem/expr.js';
 import type { DeleteNode, InsertNode, UpdateNode } from '../plan/plan-node.js';
 import { open, projectRows, type ExecCtx, type Row } from './operators.js';
+import { IndexWrites, indexUniqueViolation } from './index-writes.js';
 
 export interface MutationResult {
   readonly count: number;
@@ -78,13 +79,16 @@ function uniqueViolation(table: TableEntry, row: Row | undefined): SqlError {
   });
 }
 
-async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>): Promise<void> {
+async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites): Promise<void> {
+  ix.flush(b);
   try {
     if (commit) await ctx.txn.commitInBatch(b);
     else if (b.length > 0) await ctx.txn.run(b);
   } catch (e) {
     if (e instanceof CairnError && e.code === 'kv.condition_failed') {
       const key = (e as CairnError & { key?: Buffer }).key;
+      const c = key !== undefined ? ix.conflicts.get(key.toString('latin1')) : undefined;
+      if (c !== undefined) throw indexUniqueViolation(table, c);
       throw uniqueViolation(table, key !== undefined ? rowOfKey.get(key.toString('latin1')) : undefined);
     }
     throw e;
@@ -97,6 +101,7 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
   const rows = await drain(node.input, ctx);
   for (const r of rows) checkRow(table, r, ctx);
   const b = new KVBatch();
+  const ix = new IndexWrites(table);
   const rowOfKey = new Map<string, Row>();
   const out: Row[] = [];
   if (node.onConflict === undefined) {
@@ -104,6 +109,7 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
       const key = codec.encodeKey(r);
       rowOfKey.set(key.toString('latin1'), r);
       b.cput(key, codec.encodeValue(r), null);
+      ix.insert(r);
       out.push(r);
     }
   } else {
@@ -123,6 +129,7 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
         current.set(s, old);
       } else current.set(s, null);
     });
+    const original = new Map(current);
     const conflict = node.onConflict;
     const n = table.desc.columns.length;
     const touched = new Set<string>();
@@ -162,9 +169,12 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
     for (const s of touched) {
       const r = current.get(s) as Row;
       b.put(Buffer.from(s, 'latin1'), codec.encodeValue(r));
+      const old = original.get(s) ?? null;
+      if (old === null) ix.insert(r);
+      else ix.update(old, r);
     }
   }
-  await write(ctx, b, commit, table, rowOfKey);
+  await write(ctx, b, commit, table, rowOfKey, ix);
   return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
 }
 
@@ -173,6 +183,7 @@ export async function runUpdate(node: UpdateNode, ctx: ExecCtx, commit: boolean)
   const codec = table.codec;
   const rows = await drain(node.input, ctx);
   const b = new KVBatch();
+  const ix = new IndexWrites(table);
   const rowOfKey = new Map<string, Row>();
   const out: Row[] = [];
   const n = table.desc.columns.length;
@@ -184,6 +195,7 @@ export async function runUpdate(node: UpdateNode, ctx: ExecCtx, commit: boolean)
       if (f !== undefined) next[j] = f(old, ctx.env);
     }
     checkRow(table, next, ctx);
+    ix.update(old, next);
     const oldKey = codec.encodeKey(old);
     const newKey = codec.encodeKey(next);
     if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(next));
@@ -197,7 +209,7 @@ export async function runUpdate(node: UpdateNode, ctx: ExecCtx, commit: boolean)
     rowOfKey.set(k.toString('latin1'), m.row);
     b.cput(k, codec.encodeValue(m.row), null);
   }
-  await write(ctx, b, commit, table, rowOfKey);
+  await write(ctx, b, commit, table, rowOfKey, ix);
   return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
 }
 
@@ -205,8 +217,12 @@ export async function runDelete(node: DeleteNode, ctx: ExecCtx, commit: boolean)
   const table = node.table;
   const rows = await drain(node.input, ctx);
   const b = new KVBatch();
-  for (const r of rows) b.del(table.codec.encodeKey(r));
-  await write(ctx, b, commit, table, new Map());
+  const ix = new IndexWrites(table);
+  for (const r of rows) {
+    b.del(table.codec.encodeKey(r));
+    ix.delete(r);
+  }
+  await write(ctx, b, commit, table, new Map(), ix);
   return { count: rows.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, rows, ctx.env) : undefined };
 }
 
