@@ -705,7 +705,8 @@ export function planDelete(ctx: PlanContext, s: DeleteStatement): QueryPlan {
   if (s.using.length > 0) throw unimplemented('DELETE … USING');
   const src = dmlSource(ctx, s.table, s.alias, s.where, s.returning.map((r) => r.expr));
   const table = src.table as TableEntry;
-  if (s.returning.length > 0) (src.scan as ScanNode).needed.fill(1);
+  // RETURNING and index maintenance (the rows' index entries are deleted too) need whole rows.
+  if (s.returning.length > 0 || table.desc.indexes.length > 0) (src.scan as ScanNode).needed.fill(1);
   const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
   const node: DeleteNode = { kind: 'delete', table, input: src.node, returning: ret.proj, columns: src.scope.columns };
   return { root: node, result: ret.cols, tag: 'DELETE', schemaVersion: ctx.snapshot.version, writes: true };

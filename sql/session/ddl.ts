@@ -14,8 +14,8 @@
  *     (CockroachDB's serial_normalization = rowid: there are no sequences yet);
  *   - a table without a PRIMARY KEY gets a hidden `rowid INT8 NOT NULL
  *     DEFAULT unique_rowid()` key column;
- *   - UNIQUE constraints other than the primary key need secondary indexes
- *     (issue 7): 0A000 for now;
+ *   - UNIQUE constraints other than the primary key become unique secondary
+ *     indexes named table_col_key (sql/schema/index-ddl.ts);
  *   - DEFAULT and CHECK expressions are type-checked now and stored as text.
  */
 import { tableSpan } from '../../storage/keys.js';
@@ -31,6 +31,7 @@ import { RowCodec, sqlTypeOf } from '../rowenc/row-codec.js';
 import { ExprCompiler, Scope } from '../sem/expr.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
 import type { Datum } from '../sem/datum.js';
+import { withUniqueIndexes } from '../schema/table-indexes.js';
 
 export interface UtilityResult {
   readonly columns: readonly { readonly name: string; readonly type: SqlType }[] | undefined;
@@ -77,6 +78,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
   const names = new Set<string>();
   let pk: string[] | undefined;
   const checks: { name: string | undefined; expr: Expr }[] = [];
+  const uniques: { name: string | undefined; columns: readonly string[] }[] = [];
   let nextId = 1;
   for (const c of s.columns) {
     if (names.has(c.name)) throw new SqlError('sql.duplicate_column', '42701', `column "${c.name}" specified more than once`);
@@ -85,7 +87,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
     if (c.type.arrayDims > 0) throw unimplemented('array columns');
     const serial = c.serial !== undefined;
     const type = serial ? T.int8 : typeFromName(c.type.name, c.type.mods, c.type.arrayDims);
-    if (c.unique && !c.primaryKey) throw unimplemented('UNIQUE constraints (secondary indexes come with the next issue)');
+    if (c.unique && !c.primaryKey) uniques.push({ name: undefined, columns: [c.name] });
     if (c.primaryKey) {
       if (pk !== undefined) throw new SqlError('sql.invalid_table_definition', '42P16', `multiple primary keys for table "${tname}" are not allowed`);
       pk = [c.name];
@@ -108,7 +110,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
       if (pk !== undefined) throw new SqlError('sql.invalid_table_definition', '42P16', `multiple primary keys for table "${tname}" are not allowed`);
       pk = [...k.columns];
     } else if (k.kind === 'Unique') {
-      throw unimplemented('UNIQUE constraints (secondary indexes come with the next issue)');
+      uniques.push({ name: k.name, columns: k.columns });
     } else checks.push({ name: k.name, expr: k.expr });
   }
   if (pk === undefined) {
@@ -148,7 +150,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
     return { name, expr: formatExpr(ch.expr) };
   });
   const id = await allocateDescId(txn.kv);
-  const desc: TableDesc = {
+  let desc: TableDesc = {
     kind: 'table',
     id,
     name: tname,
@@ -161,6 +163,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
     nextIndexId: PRIMARY_INDEX_ID + 1,
     checks: checkDescs,
   };
+  desc = withUniqueIndexes(desc, uniques);
   new RowCodec(desc); // rejects key columns without a key encoding (0A000)
   await writeNewDescriptor(txn.kv, desc, snap.version);
   txn.schemaDirty = true;

@@ -72,6 +72,7 @@ import { decodeText, encodeText, type TextFormatContext } from '../types/text-fo
 import { resolveTimeZone } from '../types/datetime.js';
 import type { EvalEnv, NodeServices } from '../sem/expr.js';
 import { SessionVars } from './session-vars.js';
+import { createIndex, dropIndex } from '../schema/index-ddl.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
 const MAX_AUTO_RETRIES = 100;
@@ -145,7 +146,7 @@ interface ExplicitTxn {
 }
 
 /** Statements that write (refused in a read-only transaction). */
-const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -723,6 +724,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       }
       case 'CreateTable':
         return util(await createTable(txn, this.database, ast));
+      case 'CreateIndex': {
+        const r = await createIndex(txn, this.database, ast);
+        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+      }
+      case 'DropIndex': {
+        const r = await dropIndex(txn, this.database, ast);
+        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+      }
       case 'DropTable':
         if (ast.cascade) throw unimplemented('DROP TABLE … CASCADE');
         return util(await dropTables(txn, this.database, ast.tables, ast.ifExists));
