@@ -32,6 +32,10 @@
  *     inside a value are written `\\` `\t` `\n` `\r` so a row stays one line;
  *     NULL is `NULL` (as cockroach sql's tsv).
  *
+ * csv and tsv are line-oriented (formatRowLine): the shell streams them
+ * row by row, so an export of any size needs no memory for its rows; table
+ * and expanded display need every row first, for the column widths.
+ *
  * A statement without a result set is shown by its command tag
  * (`INSERT 0 3`, `CREATE TABLE`) in every format; see formatCommandTag.
  *
@@ -258,8 +262,8 @@ function csvField(v: string | null): string {
 
 /** RFC 4180 CSV with a header line. */
 export function formatCsv(rs: ResultSet): string {
-  let s = `${rs.columns.map((c) => csvField(c.name)).join(',')}\n`;
-  for (const row of rs.rows) s += `${row.map(csvField).join(',')}\n`;
+  let s = formatHeaderLine('csv', rs.columns);
+  for (const row of rs.rows) s += formatRowLine('csv', row);
   return s;
 }
 
@@ -273,9 +277,19 @@ function tsvField(v: string | null): string {
 
 /** Tab-separated values with a header line. */
 export function formatTsv(rs: ResultSet): string {
-  let s = `${rs.columns.map((c) => tsvField(c.name)).join('\t')}\n`;
-  for (const row of rs.rows) s += `${row.map(tsvField).join('\t')}\n`;
+  let s = formatHeaderLine('tsv', rs.columns);
+  for (const row of rs.rows) s += formatRowLine('tsv', row);
   return s;
+}
+
+/** One row of a line-oriented format (csv, tsv), newline included: rows can be streamed. */
+export function formatRowLine(format: 'csv' | 'tsv', row: readonly (string | null)[]): string {
+  return format === 'csv' ? `${row.map(csvField).join(',')}\n` : `${row.map(tsvField).join('\t')}\n`;
+}
+
+/** The header line of a line-oriented format. */
+export function formatHeaderLine(format: 'csv' | 'tsv', columns: readonly ResultColumn[]): string {
+  return formatRowLine(format, columns.map((c) => c.name));
 }
 
 export function formatResult(rs: ResultSet, format: OutputFormat, expanded = false): string {

@@ -56,7 +56,17 @@ import { createInterface, type Interface } from 'node:readline';
 import { Command, Option } from 'commander';
 import pg from 'pg';
 import { StatementSplitter } from './sql-shell-splitter.js';
-import { displayWidth, formatCommandTag, formatResult, OUTPUT_FORMATS, type OutputFormat, type ResultSet } from './sql-shell-format.js';
+import {
+  displayWidth,
+  formatCommandTag,
+  formatHeaderLine,
+  formatResult,
+  formatRowLine,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  type ResultColumn,
+  type ResultSet,
+} from './sql-shell-format.js';
 
 export const DEFAULT_SQL_URL = 'postgresql://root@127.0.0.1:26257/defaultdb?sslmode=disable';
 export const HISTORY_FILE_NAME = '.cairn_sql_history';
@@ -194,6 +204,13 @@ function literal(s: string): string {
   return `'${s.replace(/'/g, '\'\'')}'`;
 }
 
+function columnsOf(fields: readonly pg.FieldDef[]): ResultColumn[] {
+  return fields.map((f) => ({ name: f.name, typeOid: f.dataTypeID }));
+}
+
+/** Output is written in pieces of about this many characters while rows stream. */
+const STREAM_CHUNK_CHARS = 1 << 16;
+
 /** Raw text for every type: the shell shows what the server sent. */
 const RAW_TYPES = { getTypeParser: () => (v: string) => v };
 
@@ -263,18 +280,38 @@ class ShellSession {
     return this.running;
   }
 
-  /** Runs one statement; its results as result sets and/or command tags. */
-  async run(text: string): Promise<(ResultSet | { tag: string })[]> {
+  /**
+   * Runs one statement; its results as result sets and/or command tags.
+   * With onRow, rows go to it as they arrive and the result sets come back
+   * without rows (pg does not accumulate rows a 'row' listener takes).
+   */
+  async run(text: string, onRow?: (columns: readonly ResultColumn[], row: readonly (string | null)[]) => void): Promise<(ResultSet | { tag: string })[]> {
     if (this.broken !== null) throw this.broken;
     this.lastTag = undefined;
     this.running = true;
     try {
-      const res = (await this.client.query({ text, rowMode: 'array', types: RAW_TYPES })) as pg.QueryArrayResult | pg.QueryArrayResult[];
+      // @types/pg's QueryConfig lacks rowMode, which pg's Query reads.
+      const query = new pg.Query({ text, rowMode: 'array', types: RAW_TYPES } as pg.QueryConfig);
+      if (onRow !== undefined) {
+        let fieldsOf: unknown = null;
+        let columns: readonly ResultColumn[] = [];
+        query.on('row', (row, result) => {
+          const fields = (result as unknown as pg.QueryArrayResult).fields;
+          if (fields !== fieldsOf) {
+            fieldsOf = fields;
+            columns = columnsOf(fields);
+          }
+          onRow(columns, row as (string | null)[]);
+        });
+      }
+      const res = await new Promise<pg.QueryArrayResult | pg.QueryArrayResult[]>((resolve, reject) => {
+        query.on('end', (r) => resolve(r as unknown as pg.QueryArrayResult | pg.QueryArrayResult[]));
+        query.on('error', reject);
+        this.client.query(query);
+      });
       const all = Array.isArray(res) ? res : [res];
       return all.map((r, i) => {
-        if (r.fields.length > 0 || r.command === 'SELECT') {
-          return { columns: r.fields.map((f) => ({ name: f.name, typeOid: f.dataTypeID })), rows: r.rows as (string | null)[][] };
-        }
+        if (r.fields.length > 0 || r.command === 'SELECT') return { columns: columnsOf(r.fields), rows: r.rows as (string | null)[][] };
         return { tag: formatCommandTag(i === all.length - 1 ? this.lastTag : undefined, r.command, r.rowCount) };
       });
     } finally {
@@ -418,16 +455,37 @@ export class SqlShell {
   /** Runs one statement and prints its outcome; false on error. */
   async execute(stmt: string): Promise<boolean> {
     const start = performance.now();
+    const format = this.format;
+    // csv/tsv stream: the header before the first row, then rows in chunks.
+    let out = '';
+    let headerDone = false;
+    const onRow =
+      format === 'table'
+        ? undefined
+        : (columns: readonly ResultColumn[], row: readonly (string | null)[]): void => {
+            if (!headerDone) {
+              out += formatHeaderLine(format, columns);
+              headerDone = true;
+            }
+            out += formatRowLine(format, row);
+            if (out.length >= STREAM_CHUNK_CHARS) {
+              this.io.stdout.write(out);
+              out = '';
+            }
+          };
     try {
-      const results = await this.session.run(stmt);
-      let out = '';
-      // psql leaves an empty line after each table.
-      for (const r of results) out += 'tag' in r ? `${r.tag}\n` : formatResult(r, this.format, this.expanded) + (this.format === 'table' ? '\n' : '');
+      const results = await this.session.run(stmt, onRow);
+      for (const r of results) {
+        if ('tag' in r) out += `${r.tag}\n`;
+        else if (format !== 'table') out += headerDone ? '' : formatHeaderLine(format, r.columns);
+        else out += `${formatResult(r, format, this.expanded)}\n`; // psql leaves an empty line after each table
+      }
       if (this.timing) out += `Time: ${(performance.now() - start).toFixed(3)} ms\n`;
       this.io.stdout.write(out);
       return true;
     } catch (e) {
       this.failed = true;
+      if (out !== '') this.io.stdout.write(out); // rows streamed before the error
       const fields: ServerErrorFields = e instanceof Error ? (e as Error & ServerErrorFields) : { message: String(e) };
       this.io.stderr.write(formatError(fields, stmt));
       return false;

@@ -152,6 +152,28 @@ describe.each([
   });
 });
 
+describe('cairn sql streams csv/tsv rows', () => {
+  it('prints the rows that arrived before an error (PostgreSQL sends them as it computes)', async () => {
+    const r = await cairnSql(['--url', postgres.url, '-e', 'SELECT 1 / (x - 3) AS q FROM generate_series(1, 5) x']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('q\n0\n-1\n');
+    expect(r.stderr).toBe('ERROR: division by zero\nSQLSTATE: 22012\n');
+    // a table needs every row for its widths: nothing is printed
+    const t = await cairnSql(['--url', postgres.url, '--format', 'table', '-e', 'SELECT 1 / (x - 3) AS q FROM generate_series(1, 5) x']);
+    expect(t.stdout).toBe('');
+  });
+
+  it('an export larger than one output chunk arrives whole and in order', async () => {
+    const r = await cairnSql(['--url', postgres.url, '--format', 'csv', '-e', "SELECT g, repeat('x', 50) || g AS v FROM generate_series(1, 20000) g"]);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines.length).toBe(20002);
+    expect(lines[0]).toBe('g,v');
+    expect(lines[20000]).toBe(`20000,${'x'.repeat(50)}20000`);
+    expect(lines.slice(1, -1).every((l, i) => l.startsWith(`${i + 1},`))).toBe(true);
+  });
+});
+
 describe('cairn sql connection handling', () => {
   it('takes the server from CAIRN_URL, or from PGHOST/PGPORT/PGUSER/PGDATABASE', async () => {
     const viaCairnUrl = await cairnSql(['-e', 'SELECT current_user AS u'], '', { CAIRN_URL: cairn.url });
