@@ -47,7 +47,7 @@
  * Ownership: the shell owns its pg client, its readline interface and the
  * history file; sqlCommand()'s action owns the process's exit status.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, openSync, readFileSync, writeFileSync, type ReadStream } from 'node:fs';
 import { createConnection } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -627,17 +627,17 @@ function runInteractive(shell: SqlShell, io: SqlShellIo): Promise<number> {
   });
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Feeds a text line by line (so meta-commands work in files); false if it stopped. */
-async function feedLines(shell: SqlShell, text: string): Promise<boolean> {
-  const lines = text.split('\n');
-  if (lines.at(-1) === '') lines.pop();
-  for (const l of lines) if (!(await shell.feedLine(l.replace(/\r$/, '')))) return false;
+/**
+ * Feeds a stream line by line (so meta-commands work in files, and a script
+ * of any size is read as it runs); false if it stopped early.
+ */
+async function feedStream(shell: SqlShell, input: NodeJS.ReadableStream): Promise<boolean> {
+  const lines = createInterface({ input, crlfDelay: Infinity, terminal: false });
+  try {
+    for await (const line of lines) if (!(await shell.feedLine(line))) return false;
+  } finally {
+    lines.close();
+  }
   return shell.finish();
 }
 
@@ -647,11 +647,11 @@ export async function runSqlShell(flags: SqlShellFlags, io: SqlShellIo): Promise
   const execute = flags.execute ?? [];
   const interactive = execute.length === 0 && flags.file === undefined && io.stdin.isTTY === true;
   const format = flags.format ?? (io.stdout.isTTY === true ? 'table' : 'tsv');
-  // Read the file before connecting: a missing file is the user's error, not the server's.
-  let fileText: string | undefined;
+  // Open the file before connecting: a missing file is the user's error, not the server's.
+  let fileStream: ReadStream | undefined;
   if (flags.file !== undefined) {
     try {
-      fileText = readFileSync(flags.file, 'utf8');
+      fileStream = createReadStream('', { fd: openSync(flags.file, 'r'), encoding: 'utf8' });
     } catch (e) {
       io.stderr.write(`ERROR: sql: cannot read ${flags.file}: ${(e as Error).message}\n`);
       return 1;
@@ -663,6 +663,7 @@ export async function runSqlShell(flags: SqlShellFlags, io: SqlShellIo): Promise
   } catch (e) {
     const code = (e as { code?: string }).code;
     io.stderr.write(`ERROR: ${(e as Error).message}\n${code !== undefined && /^[0-9A-Z]{5}$/.test(code) ? `SQLSTATE: ${code}\n` : ''}`);
+    fileStream?.destroy();
     return 1;
   }
   const shell = new SqlShell(session, io, format, !(flags.continueOnError ?? false) && !interactive);
@@ -670,11 +671,12 @@ export async function runSqlShell(flags: SqlShellFlags, io: SqlShellIo): Promise
     if (interactive) return await runInteractive(shell, io);
     for (const e of execute) if (!(await shell.feedText(e))) break;
     if (!shell.hadError || flags.continueOnError === true) {
-      if (fileText !== undefined) await feedLines(shell, fileText);
-      else if (execute.length === 0) await feedLines(shell, await readAll(io.stdin));
+      if (fileStream !== undefined) await feedStream(shell, fileStream);
+      else if (execute.length === 0) await feedStream(shell, io.stdin);
     }
     return shell.hadError ? 1 : 0;
   } finally {
+    fileStream?.destroy();
     await session.close();
   }
 }

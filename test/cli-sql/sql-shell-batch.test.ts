@@ -152,6 +152,19 @@ describe.each([
   });
 });
 
+describe('cairn sql reads scripts as they run', () => {
+  it('a long script on stdin, with CRLF line ends and no final newline', async () => {
+    const inserts = Array.from({ length: 1500 }, (_, i) => `INSERT INTO long_script VALUES (${i}, 'v${i};');`);
+    const script = ['CREATE TABLE long_script (k INT PRIMARY KEY, v TEXT);', ...inserts, "SELECT k, v FROM long_script WHERE k IN (0, 1499) ORDER BY k"].join('\r\n');
+    const r = await cairnSql(['--url', cairn.url], script);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = r.stdout.split('\n');
+    expect(out.filter((l) => l === 'INSERT 0 1').length).toBe(1500);
+    expect(out.slice(-4)).toEqual(['k\tv', '0\tv0;', '1499\tv1499;', '']);
+  });
+});
+
 describe('cairn sql streams csv/tsv rows', () => {
   it('prints the rows that arrived before an error (PostgreSQL sends them as it computes)', async () => {
     const r = await cairnSql(['--url', postgres.url, '-e', 'SELECT 1 / (x - 3) AS q FROM generate_series(1, 5) x']);
