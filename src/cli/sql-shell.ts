@@ -24,13 +24,23 @@
  *                outside quotes, comments and dollar quotes; see
  *                sql-shell-splitter.ts), meta-commands (\? lists them).
  *
+ * Meta-commands (a line starting with `\` when no statement is unfinished;
+ * also in -f/stdin scripts and as a whole -e argument): \q \? \x \timing,
+ * and \l \dt \d [TABLE], which run SHOW DATABASES / SHOW TABLES / SHOW
+ * COLUMNS on Cairn and CockroachDB (server_version names them) and
+ * pg_catalog / information_schema queries on PostgreSQL; a server that lacks
+ * them answers with an error, printed like any other.
+ *
  * Prompt: `user@host:port/db> `; ` OPEN> ` inside a transaction, ` ERROR> `
  * in an aborted one (from ReadyForQuery's status byte); `-> ` (right-aligned
  * under the prompt) while a statement is unfinished.
  *
  * Output (sql-shell-format.ts): --format defaults to `table` when standard
  * output is a terminal and to `tsv` otherwise (as cockroach sql does), so a
- * pipe gets one machine-readable line per row. Statements without a result
+ * pipe gets one machine-readable line per row. csv and tsv rows are written
+ * as they arrive (memory stays flat for an export of any size); a table waits
+ * for all rows, for its widths. Scripts (-f, stdin) are read line by line as
+ * they run. Statements without a result
  * set print their command tag (`INSERT 0 3`, `CREATE TABLE`) in every format.
  * Errors go to standard error:
  *
@@ -384,7 +394,7 @@ function promptPassword(io: SqlShellIo, prompt: string): Promise<string> {
 }
 
 /** The shell: feeds input lines, runs statements and meta-commands, prints. */
-export class SqlShell {
+class SqlShell {
   private readonly splitter = new StatementSplitter();
   private expanded = false;
   private timing = false;
