@@ -65,9 +65,37 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
 
 function decodeRow(node: ScanNode, key: Buffer, value: Buffer): Row {
   const row: Row = new Array(node.columns.length).fill(null);
+  if (node.index !== undefined) {
+    node.index.codec.decodeEntry(key, value, row);
+    return row;
+  }
   node.table.codec.decodeKey(key, row);
   node.table.codec.decodeValue(value, row, node.needed);
   return row;
+}
+
+/**
+ * Index join: the primary rows of index entries decoded by `decodeRow`, in
+ * entry order, read with one batch of gets (rows gone since are dropped).
+ */
+async function indexJoin(node: ScanNode, ctx: ExecCtx, entries: Row[]): Promise<Row[]> {
+  if (entries.length === 0) return entries;
+  const codec = node.table.codec;
+  const b = new KVBatch();
+  const keys = entries.map((r) => codec.encodeKey(r));
+  for (const k of keys) b.get(k, node.lock);
+  ctx.checkCancel();
+  const res = await ctx.txn.run(b);
+  const out: Row[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const r = res[i];
+    if (r?.kind !== 'get' || r.value === null) continue;
+    const row: Row = new Array(node.columns.length).fill(null);
+    codec.decodeKey(keys[i] as Buffer, row);
+    codec.decodeValue(r.value, row, node.needed);
+    out.push(row);
+  }
+  return out;
 }
 
 class PointScan implements RowIter {
@@ -128,7 +156,7 @@ class RangeScan implements RowIter {
   private init(): { start: Buffer; end: Buffer }[] {
     const { node, ctx } = this;
     if (node.spans.kind !== 'range') return [];
-    const codec = node.table.codec;
+    const codec = node.index !== undefined ? node.index.codec : node.table.codec;
     const { lo, hi } = node.spans;
     const loV = lo?.fn(NO_ROW, ctx.env);
     const hiV = hi?.fn(NO_ROW, ctx.env);
@@ -178,11 +206,12 @@ class RangeScan implements RowIter {
     ctx.checkCancel();
     const [res] = await ctx.txn.run(b);
     if (res?.kind !== 'scan') throw new Error('exec: unexpected scan result');
-    const rows: Row[] = new Array(res.rows.length);
+    let rows: Row[] = new Array(res.rows.length);
     for (let i = 0; i < res.rows.length; i++) {
       const kv = res.rows[i] as { key: Buffer; value: Buffer };
       rows[i] = decodeRow(node, kv.key, kv.value);
     }
+    if (node.index?.join === true) rows = await indexJoin(node, ctx, rows);
     if (this.remaining >= 0) this.remaining -= rows.length;
     if (this.remaining === 0) this.spans.length = 0;
     else if (res.resumeKey === null) this.spans.shift();

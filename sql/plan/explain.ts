@@ -28,7 +28,12 @@ function spansText(s: SpanPlan): string {
 function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanNode[] } {
   switch (n.kind) {
     case 'scan': {
-      const attrs = [`table: ${n.table.desc.name}@${n.table.desc.primaryIndex.name}`, `spans: ${spansText(n.spans)}`];
+      // A secondary-index scan that is not covering reads its rows through an index join.
+      if (n.index?.join === true) {
+        return { name: 'index join', attrs: [`table: ${n.table.desc.name}@${n.table.desc.primaryIndex.name}`], children: [{ ...n, index: { codec: n.index.codec, join: false } }] };
+      }
+      const indexName = n.index !== undefined ? n.index.codec.index.name : n.table.desc.primaryIndex.name;
+      const attrs = [`table: ${n.table.desc.name}@${indexName}`, `spans: ${spansText(n.spans)}`];
       if (n.spans.kind === 'points') attrs.push(`lookup: ${n.spans.keys.length} point${n.spans.keys.length === 1 ? '' : 's'} (batched gets)`);
       if (n.reverse) attrs.push('direction: reverse');
       if (n.limit !== undefined) attrs.push('limit: pushed down');

@@ -19,6 +19,7 @@
  */
 import type { KVLockStrength } from '../kv.js';
 import type { TableEntry } from '../catalog/catalog.js';
+import type { IndexCodec } from '../rowenc/index-codec.js';
 import type { EvalFn, ScopeColumn } from '../sem/expr.js';
 import type { SqlType } from '../types/type.js';
 import type { Datum } from '../sem/datum.js';
@@ -63,6 +64,12 @@ export interface ScanNode {
   /** Row limit pushed into the scan (LIMIT + OFFSET), when nothing above filters. */
   readonly limit: EvalFn | undefined;
   readonly columns: readonly ScopeColumn[];
+  /**
+   * A secondary index read instead of the primary index (spans are over its
+   * key); `join`: fetch each entry's primary row (index join) because the
+   * index does not cover `needed` (or the scan locks rows).
+   */
+  readonly index?: { readonly codec: IndexCodec; readonly join: boolean } | undefined;
 }
 
 export interface ValuesNode {

@@ -30,6 +30,7 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { T, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { CatalogSnapshot, TableEntry } from '../catalog/catalog.js';
+import { indexCodecs, type IndexCodec } from '../rowenc/index-codec.js';
 import { ExprCompiler, Scope, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
 import { assignCast, type Datum } from '../sem/datum.js';
 import type {
@@ -133,8 +134,20 @@ function keyValue(c: ExprCompiler, e: Expr, type: SqlType): Typed | undefined {
   return t.type.family === type.family ? t : undefined;
 }
 
-function chooseSpans(c: ExprCompiler, table: TableEntry, scope: Scope, where: Expr[]): { spans: SpanPlan; used: Set<Expr> } {
-  const pk = table.codec.pkOrdinals;
+/** The key columns a scan can constrain: the primary key, or a secondary index's key. */
+interface KeyShape {
+  readonly ords: readonly number[];
+  readonly dirs: readonly ('asc' | 'desc')[];
+}
+
+function chooseSpans(
+  c: ExprCompiler,
+  table: TableEntry,
+  scope: Scope,
+  where: Expr[],
+  key: KeyShape = { ords: table.codec.pkOrdinals, dirs: table.codec.pkDirs },
+): { spans: SpanPlan; used: Set<Expr> } {
+  const pk = key.ords;
   const cons: ColumnConstraint[] = pk.map(() => ({}));
   const posOfOrd = new Map(pk.map((o, i) => [o, i]));
   const colPos = (e: Expr): number | undefined => {
@@ -229,7 +242,7 @@ function chooseSpans(c: ExprCompiler, table: TableEntry, scope: Scope, where: Ex
       continue;
     }
     if (eq !== undefined) break;
-    const desc = table.codec.pkDirs[p] === 'desc';
+    const desc = key.dirs[p] === 'desc';
     // On a descending column, value bounds swap ends in key order.
     const vlo = cc.lo;
     const vhi = cc.hi;
@@ -240,6 +253,45 @@ function chooseSpans(c: ExprCompiler, table: TableEntry, scope: Scope, where: Ex
     break;
   }
   return { spans: { kind: 'range', prefixes, prefixText, lo, hi }, used };
+}
+
+/** Whether the scan constrains nothing (a full primary-index scan). */
+function isFullScan(sp: SpanPlan): boolean {
+  return sp.kind === 'range' && sp.lo === undefined && sp.hi === undefined && sp.prefixes.length === 1 && (sp.prefixes[0] as readonly EvalFn[]).length === 0;
+}
+
+function coveredBy(covered: Uint8Array, needed: Uint8Array): boolean {
+  for (let i = 0; i < needed.length; i++) if (needed[i] === 1 && covered[i] !== 1) return false;
+  return true;
+}
+
+/**
+ * Index selection: the primary key wins whenever it constrains the scan;
+ * otherwise the public secondary index whose key the WHERE constrains the
+ * most (equality columns first, then a range) — an index entry span plus,
+ * when the index does not cover the query, an index join to the primary.
+ * Index spans are always ranges: a point on the index key is a prefix of
+ * the entry key (the PK suffix follows).
+ */
+function chooseIndex(
+  c: ExprCompiler,
+  table: TableEntry,
+  scope: Scope,
+  where: Expr[],
+  pk: { spans: SpanPlan; used: Set<Expr> },
+): { spans: SpanPlan; used: Set<Expr>; index: IndexCodec | undefined } {
+  if (!isFullScan(pk.spans) || table.desc.indexes.length === 0 || where.length === 0) return { ...pk, index: undefined };
+  let best: { spans: SpanPlan; used: Set<Expr>; index: IndexCodec; score: number } | undefined;
+  for (const ic of indexCodecs(table.desc, table.codec)) {
+    if (ic.index.state !== undefined && ic.index.state !== 'public') continue;
+    const ch = chooseSpans(c, table, scope, where, { ords: ic.keyOrdinals, dirs: ic.index.directions });
+    if (isFullScan(ch.spans)) continue;
+    const sp: SpanPlan = ch.spans.kind === 'points' ? { kind: 'range', prefixes: ch.spans.keys, prefixText: ch.spans.text, lo: undefined, hi: undefined } : ch.spans;
+    const eqCols = sp.kind === 'range' ? (sp.prefixes[0] as readonly EvalFn[]).length : 0;
+    const score = eqCols * 2 + (sp.kind === 'range' && (sp.lo !== undefined || sp.hi !== undefined) ? 1 : 0) + (ic.index.unique && eqCols === ic.keyOrdinals.length ? 1 : 0);
+    if (best === undefined || score > best.score) best = { spans: sp, used: ch.used, index: ic, score };
+  }
+  return best !== undefined ? { spans: best.spans, used: best.used, index: best.index } : { ...pk, index: undefined };
 }
 
 function outputName(t: SelectTarget): string {
@@ -367,13 +419,16 @@ function planSource(
   // Type-check the whole WHERE first (errors like 42804 on non-boolean conditions).
   const wholePred = b.where !== undefined ? compiler.compileBool(b.where, 'WHERE') : undefined;
   void wholePred;
-  const { spans, used } = chooseSpans(compiler, table, scope, where);
+  const pkChoice = chooseSpans(compiler, table, scope, where);
+  const choice = chooseIndex(compiler, table, scope, where, pkChoice);
+  const { spans, used } = choice;
   const rest = where.filter((w) => !used.has(w));
   const needed = new Uint8Array(columns.length);
   for (const e of [...rest, ...extraNeeded]) markNeeded(e, scope, needed);
   for (const t of b.targets) markNeeded(t.expr, scope, needed);
   for (const o of s.orderBy) markNeeded(o.expr, scope, needed);
-  const scan: ScanNode = { kind: 'scan', table, alias, spans, reverse: false, lock, needed, limit: undefined, columns };
+  const index = choice.index !== undefined ? { codec: choice.index, join: lock !== 'none' || !coveredBy(choice.index.covered, needed) } : undefined;
+  const scan: ScanNode = { kind: 'scan', table, alias, spans, reverse: false, lock, needed, limit: undefined, columns, index };
   let node: PlanNode = scan;
   if (rest.length > 0) {
     const preds = rest.map((r) => compiler.compileBool(r, 'WHERE').fn);
@@ -472,7 +527,8 @@ function sortKey(c: ExprCompiler, e: Expr, o: SortBy): SortKey {
 /** 'forward' / 'reverse' when ORDER BY is a primary-key prefix in (reversed) index order. */
 function pkOrder(scan: ScanNode, scope: Scope, refs: readonly Expr[], order: readonly SortBy[]): 'forward' | 'reverse' | undefined {
   const pk = scan.table.codec.pkOrdinals;
-  if (refs.length > pk.length) return undefined;
+  // Index order is not used for ORDER BY (NULLs sort first in key order, last in PostgreSQL's ASC).
+  if (refs.length > pk.length || scan.index !== undefined) return undefined;
   let dir: 'forward' | 'reverse' | undefined;
   for (let i = 0; i < refs.length; i++) {
     const r = refs[i] as Expr;

@@ -157,8 +157,9 @@ export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexS
   txn.markSchemaChecked();
   const t = tableOf(snap, database, s.table);
   const dbId = t.desc.parentId;
-  const cols = s.columns.map((e) => e.column ?? 'expr');
-  const name = s.name ?? defaultIndexName(t.desc.name, cols, s.unique, (n) => nameTaken(snap, dbId, n));
+  const cols = [...s.columns.map((e) => e.column ?? 'expr'), ...s.storing]; // PostgreSQL names INCLUDE columns too
+  // PostgreSQL names an unnamed index _idx even when it is unique (_key is for constraints).
+  const name = s.name ?? defaultIndexName(t.desc.name, cols, false, (n) => nameTaken(snap, dbId, n));
   if (nameTaken(snap, dbId, name)) {
     if (s.ifNotExists) return { tag: 'CREATE INDEX', notices: [`relation "${name}" already exists, skipping`] };
     throw new SqlError('sql.duplicate_table', '42P07', `relation "${name}" already exists`);
