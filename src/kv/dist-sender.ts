@@ -196,7 +196,7 @@ export class DistSender implements Sender {
     const parts: Part[] = [];
     for (let cur = lo; compareBytes(cur, hi) < 0; ) {
       const desc = await this.cache.lookup(cur);
-      const part = this.partFor(ba.requests, spans, desc);
+      const part = this.partFor(ba.requests, spans, desc, undefined, cur, null);
       if (part.requests.length > 0) parts.push(part);
       if (compareBytes(desc.endKey, KEY_MAX) >= 0) break;
       cur = desc.endKey;
@@ -227,11 +227,19 @@ export class DistSender implements Sender {
     return outs.map((o) => (o as PromiseFulfilledResult<BatchResponse>).value);
   }
 
-  private partFor(reqs: readonly Request[], spans: readonly (Span | null)[], desc: RangeDescriptor, active?: readonly boolean[]): Part {
+  /**
+   * The requests' share of `desc`, clamped to [from, to): a descriptor from a
+   * lagging meta2 may reach back over keys an earlier part already covered
+   * (split-trigger.ts), and must not serve them twice.
+   */
+  private partFor(reqs: readonly Request[], spans: readonly (Span | null)[], desc: RangeDescriptor, active: readonly boolean[] | undefined, from: Buffer | null, to: Buffer | null): Part {
     const part: Part = { desc, requests: [], index: [] };
+    const startKey = from !== null && compareBytes(from, desc.startKey) > 0 ? from : desc.startKey;
+    const endKey = to !== null && compareBytes(to, desc.endKey) < 0 ? to : desc.endKey;
+    const eff: RangeDescriptor = startKey === desc.startKey && endKey === desc.endKey ? desc : { ...desc, startKey, endKey };
     reqs.forEach((q, i) => {
       if (active !== undefined && active[i] !== true) return;
-      const t = truncate(q, spans[i] ?? null, desc);
+      const t = truncate(q, spans[i] ?? null, eff);
       if (t === null) return;
       part.requests.push(t);
       part.index.push(i);
@@ -259,6 +267,8 @@ export class DistSender implements Sender {
         spans,
         desc,
         active,
+        reverse ? null : cur,
+        reverse ? cur : null,
       );
       if (part.requests.length > 0) {
         const res = await this.sendPart(desc, { header: ba.header, requests: part.requests }, attempt);

@@ -15,7 +15,9 @@
  *
  * Ownership: one per store; the owner drives it (ReplicaQueue.tick/runOnce).
  */
+import { compareBytes } from '../../storage/encoding/bytes.js';
 import type { DistSender } from './dist-sender.js';
+import { isFrozen } from './merge-queue.js';
 import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
 import { planReplication, type StorePool, type StoreStatus } from './rebalance.js';
 import { addVoter, finishPendingChange, removeVoter, type ChangeOptions } from './replica-change.js';
@@ -45,6 +47,8 @@ export function newReplicateQueue(store: () => Store | null, ds: DistSender, poo
         }
         // The leader of a quiescent range whose lease lapsed acts too (process takes the lease).
         if (!r.ownsValidLease() && !r.isLeader()) return 0;
+        // A frozen right neighbour is being merged into this range: keep the replicas colocated.
+        if (s.allReplicas().some((x) => x.initialized && isFrozen(x) && compareBytes(x.desc.startKey, r.desc.endKey) === 0)) return 0;
         if (r.desc.replicas.some((x) => x.type !== 0)) return 20;
         const a = planReplication(r.desc, s.storeId, stores(), settings);
         switch (a.kind) {

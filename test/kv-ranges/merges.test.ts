@@ -16,7 +16,7 @@ import { newMergeQueue } from '../../src/kv/merge-queue.js';
 import { newSplitQueue } from '../../src/kv/split-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { KvClient } from '../../src/kv/kv-client.js';
-import { checkConsistency, descriptors, distSender, key, val, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, descriptors, repairUntil, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -49,7 +49,8 @@ describe('merges', () => {
       await expectAllKeys(reader, N);
     }
     expect(descriptors(c).length).toBe(1);
-    await kv.put(key(N), val(N));
+    const ts = await putAt(ds, key(N), val(N));
+    expect(await getAfter(c, ds, key(N), ts)).toEqual(val(N));
     await expectAllKeys(kv, N + 1);
     await checkConsistency(c, kv, 500);
     // Stats of the merged range agree with a recount.
@@ -79,13 +80,14 @@ describe('merges', () => {
     await restartAll();
     for (let i = 0; i < 20 && descriptors(c).length > 3; i++) await runQueues();
     expect(descriptors(c).length).toBe(3);
+    await repairUntil(c, () => new KvClient(distSender(c, 0)), runQueues);
     await expectAllKeys(new KvClient(ds), N);
     await checkConsistency(c, new KvClient(ds), 10);
 
     // Killed after the merge of [50, 100) into r?[..50) (not r1: [0,50) is r1, which writes meta2 itself) — use [100, max) + nothing: merge [50,100) with [100,max).
     await expect(adminMerge(ds, key(50), { afterMerge: killed })).rejects.toThrow('driver killed');
     await restartAll();
-    await runQueues();
+    await repairUntil(c, () => new KvClient(distSender(c, 0)), runQueues);
     expect(descriptors(c).length).toBe(2);
     await expectAllKeys(new KvClient(ds), N);
     await checkConsistency(c, new KvClient(ds), 20);

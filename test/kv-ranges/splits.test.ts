@@ -13,7 +13,7 @@ import { adminSplit } from '../../src/kv/split.js';
 import { newSplitQueue, rangeBytes } from '../../src/kv/split-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { KvClient } from '../../src/kv/kv-client.js';
-import { checkConsistency, descriptors, distSender, key, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, descriptors, repairUntil, distSender, key, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -80,7 +80,7 @@ describe('splits', () => {
     kv = new KvClient(ds);
     await adminSplit(ds, key(150), { afterAllocate: async () => c.stopNode(victim) });
     await c.restartNode(victim);
-    await repairMeta();
+    await repairUntil(c, () => new KvClient(distSender(c, client)), repairMeta);
     await expectAllKeys(kv, N, bigVal);
     await checkConsistency(c, kv, 10);
 
@@ -96,7 +96,7 @@ describe('splits', () => {
     for (let i = 0; i < 3; i++) await c.restartNode(i);
     ds = distSender(c, 0);
     kv = new KvClient(ds);
-    await repairMeta();
+    await repairUntil(c, () => new KvClient(distSender(c, 0)), repairMeta);
     await expectAllKeys(kv, N, bigVal);
     await checkConsistency(c, kv, 20);
 
