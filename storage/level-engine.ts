@@ -15,6 +15,8 @@
  *     op, which profiled at about as much CPU as the native write itself. Our
  *     ops are already plain Buffers and nothing here uses its hooks or events;
  *     `batch` remains the fallback where `_batch` is absent.
+ *     write() builds that op array straight from the batch's index
+ *     (WriteBatch.forEachOp): one object per op, no intermediate BatchOp.
  *
  * Opening a directory that another process (or another LevelEngine in this
  * process) holds fails with StoreLockedError (`storage.locked`) naming the
