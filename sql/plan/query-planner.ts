@@ -1,0 +1,1079 @@
+/**
+ * sql/plan/query-planner.ts — SELECT with joins, aggregation, DISTINCT, set
+ * operations, subqueries and CTEs (issue 7 part 1) → plan tree.
+ *
+ *   planner.planSelect ──needsQueryPlanner(s)?──► planQuery(ctx, s)
+ *
+ * Pipeline of one SELECT clause:
+ *   FROM (leaves: single-table SELECTs planned by planner.planSelect, with the
+ *         WHERE conjuncts that only read that table pushed into them so they
+ *         keep their primary-key spans; subqueries; CTE references)
+ *     → joins (hash join on the ON/USING equalities, nested loop without any;
+ *       lookup join when the equalities cover the right table's whole primary
+ *       key and the right side is otherwise a full-table read — cost rule:
+ *       a full scan of the right table is never cheaper than one batched get
+ *       per left row in a 2-table join)
+ *     → WHERE rest (incl. subqueries) → aggregate → HAVING
+ *     → project (targets ++ ORDER BY keys not among them) → sort
+ *     → DISTINCT [ON] → LIMIT/OFFSET → trim to the targets
+ *     → subqueries (uncorrelated ones, run once per execution) at the top.
+ * Aggregates are planned by rewriting the target / HAVING / ORDER BY
+ * expressions: each aggregate call and each GROUP BY expression becomes a
+ * column `__agg.aN` / `__agg.gN` of the aggregate's output.
+ *
+ * Not supported (0A000 naming it): window functions, LATERAL, correlated
+ * subqueries, ARRAY(subquery), json(b)_agg, aggregates in WHERE (42803).
+ */
+import { formatExpr } from '../parser/format.js';
+import { mapExpr, walkExpr } from '../parser/walk.js';
+import type { Expr, FuncCall, JoinExpr, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr } from '../parser/ast.js';
+import { SqlError, unimplemented } from '../parser/sql-error.js';
+import { ExprCompiler, Scope, opError, unifyTypes, type EvalEnv, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
+import type { Datum } from '../sem/datum.js';
+import { castDatum } from '../types/cast.js';
+import { compareDatums, datumKey } from '../types/compare.js';
+import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
+import { datatypeMismatch } from '../types/type-error.js';
+import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
+import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell } from './query-nodes.js';
+import { outputName as coreOutputName, planSelect, type PlanContext } from './planner.js';
+
+/** WITH RECURSIVE iterations before the query fails with 54001. */
+export const MAX_RECURSIVE_ITERATIONS = 10000;
+
+const AGGS = new Set<string>(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every', 'string_agg', 'array_agg', 'jsonb_agg', 'json_agg']);
+
+function isAgg(e: Expr): e is FuncCall {
+  return e.kind === 'FuncCall' && e.over === undefined && e.name.length === 1 && AGGS.has(e.name[0] as string);
+}
+
+function exprHas(e: Expr | undefined, pred: (x: Expr) => boolean): boolean {
+  if (e === undefined) return false;
+  let found = false;
+  walkExpr(e, (x) => {
+    if (found) return false;
+    if (pred(x)) found = true;
+    return !found;
+  });
+  return found;
+}
+
+const isSpecial = (x: Expr): boolean => x.kind === 'SubLink' || (x.kind === 'FuncCall' && (x.over !== undefined || isAgg(x)));
+
+/** True when `s` needs this planner (planner.ts handles the single-table rest). */
+export function needsQueryPlanner(s: SelectStatement): boolean {
+  if (s.with !== undefined) return true;
+  const b = s.body;
+  if (b.kind === 'SetOp' || b.kind === 'Select') return true;
+  if (b.kind !== 'SelectClause') return false;
+  if (b.groupBy.length > 0 || b.having !== undefined || b.distinct !== false || b.windows.length > 0) return true;
+  if (b.from.length > 1 || b.from.some((f) => f.kind !== 'TableRef')) return true;
+  if (b.from.some((f) => f.kind === 'TableRef' && f.alias !== undefined && f.alias.columns.length > 0)) return true;
+  return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, isSpecial)) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
+}
+
+/** A planned relation: its node and the columns its rows hold. */
+interface Rel {
+  readonly node: PlanNode;
+  readonly columns: readonly ScopeColumn[];
+  /** Output names and origin for RowDescription. */
+  readonly result?: readonly ResultColumn[];
+}
+
+interface CteDef {
+  readonly stmt: SelectStatement;
+  readonly columns: readonly string[];
+  /** Set while planning a recursive CTE's recursive term: the working table. */
+  working?: { rows: WeakMap<EvalEnv, Datum[][]>; columns: readonly ScopeColumn[] };
+  recursive: boolean;
+}
+
+class QueryCtx {
+  constructor(
+    readonly ctx: PlanContext,
+    readonly ctes: ReadonlyMap<string, CteDef>,
+    readonly lock: 'none' | 'exclusive',
+  ) {}
+  cells: SubqueryCell[] = [];
+}
+
+export function planQuery(ctx: PlanContext, s: SelectStatement): QueryPlan {
+  if (s.locking.some((l) => l.wait !== 'block')) throw unimplemented('NOWAIT / SKIP LOCKED');
+  const q = new QueryCtx(ctx, new Map(), s.locking.length > 0 ? 'exclusive' : 'none');
+  const rel = planStatement(q, s);
+  const result = rel.result ?? rel.columns.map((c) => ({ name: c.name, type: c.type, tableOid: 0, columnAttr: 0 }));
+  return { root: rel.node, result, tag: 'SELECT', schemaVersion: ctx.snapshot.version, writes: false };
+}
+
+function withCtes(q: QueryCtx, s: SelectStatement): QueryCtx {
+  if (s.with === undefined) return q;
+  const ctes = new Map(q.ctes);
+  for (const c of s.with.ctes) {
+    if (c.query.kind !== 'Select') throw unimplemented('data-modifying statements in WITH');
+    ctes.set(c.name, { stmt: c.query, columns: c.columns, recursive: s.with.recursive });
+  }
+  const nq = new QueryCtx(q.ctx, ctes, q.lock);
+  nq.cells = q.cells;
+  return nq;
+}
+
+/** Plans a complete statement (WITH, body, ORDER BY, LIMIT) at its own subquery level. */
+function planStatement(outer: QueryCtx, s0: SelectStatement): Rel {
+  const q0 = withCtes(outer, s0);
+  const q = new QueryCtx(q0.ctx, q0.ctes, q0.lock);
+  const s: SelectStatement = { ...s0, with: undefined };
+  let rel: Rel;
+  const b = s.body;
+  if (b.kind === 'SelectClause') rel = planClause(q, s, b);
+  else if (b.kind === 'Values' && !needsValuesHelp(b)) {
+    const p = planSelect(q.ctx, { ...s, locking: [] });
+    rel = { node: p.root, columns: resultScope(p.result as ResultColumn[], undefined), result: p.result };
+  } else {
+    rel = planBody(q, b);
+    rel = orderAndLimit(q, rel, s);
+  }
+  if (q.cells.length > 0) rel = { ...rel, node: { kind: 'subqueries', input: rel.node, cells: q.cells, columns: rel.columns } };
+  return rel;
+}
+
+function needsValuesHelp(b: Extract<SelectBody, { kind: 'Values' }>): boolean {
+  return b.rows.some((r) => r.some((e) => exprHas(e, isSpecial)));
+}
+
+function resultScope(cols: readonly ResultColumn[], table: string | undefined): ScopeColumn[] {
+  return cols.map((c) => ({ name: c.name, table, type: c.type, hidden: false }));
+}
+
+/** A set-operation operand or parenthesised query, without outer ORDER BY / LIMIT. */
+function planBody(q: QueryCtx, b: SelectBody): Rel {
+  switch (b.kind) {
+    case 'Select':
+      return planStatement(q, b);
+    case 'SelectClause':
+    case 'Values':
+      return planStatement(q, { kind: 'Select', with: undefined, body: b, orderBy: [], limit: undefined, offset: undefined, locking: [], asOfSystemTime: undefined });
+    case 'SetOp': {
+      const l = planBody(q, b.left);
+      const r = planBody(q, b.right);
+      return setOp(q, b.op, b.all, l, r);
+    }
+    default:
+      throw unimplemented('this query form');
+  }
+}
+
+function setOp(q: QueryCtx, op: 'union' | 'intersect' | 'except', all: boolean, l: Rel, r: Rel): Rel {
+  const what = op.toUpperCase();
+  if (l.columns.length !== r.columns.length) throw new SqlError('sql.syntax_error', '42601', `each ${what} query must have the same number of columns`);
+  const types = l.columns.map((lc, i) => {
+    const rc = r.columns[i] as ScopeColumn;
+    const u = unifyTypes(lc.type, rc.type);
+    if (u === undefined) throw datatypeMismatch(`${what} types ${formatType(lc.type)} and ${formatType(rc.type)} cannot be matched`);
+    return u.family === 'unknown' ? T.text : u;
+  });
+  const left = castRel(l, types);
+  const right = castRel(r, types);
+  const columns = l.columns.map((c, i) => ({ name: c.name, table: undefined, type: types[i] as SqlType, hidden: false }));
+  return { node: { kind: 'set-op', op, all, left: left.node, right: right.node, types, columns }, columns, result: columns.map((c) => ({ name: c.name, type: c.type, tableOid: 0, columnAttr: 0 })) };
+}
+
+/** Projects `rel` to `types` (a no-op when it already has them). */
+function castRel(rel: Rel, types: readonly SqlType[]): Rel {
+  if (rel.columns.every((c, i) => c.type.oid === (types[i] as SqlType).oid)) return rel;
+  const exprs: EvalFn[] = rel.columns.map((c, i) => {
+    const to = types[i] as SqlType;
+    if (c.type.oid === to.oid) return (row) => row[i] as Datum;
+    const from = c.type;
+    return (row) => {
+      const v = row[i] as Datum;
+      return v === null ? null : castDatum(v, from, to, 'implicit');
+    };
+  });
+  const columns = rel.columns.map((c, i) => ({ ...c, type: types[i] as SqlType }));
+  return { node: { kind: 'project', input: rel.node, exprs, text: [], columns }, columns };
+}
+
+/** ORDER BY / LIMIT over a set operation or VALUES: by output name or ordinal. */
+function orderAndLimit(q: QueryCtx, rel: Rel, s: SelectStatement): Rel {
+  let node = rel.node;
+  const scope = new Scope(rel.columns);
+  const c = compilerFor(q, scope);
+  if (s.orderBy.length > 0) {
+    const keys = s.orderBy.map((o) => {
+      let e = o.expr;
+      if (e.kind === 'Const' && e.type === 'int') {
+        const i = Number(e.text);
+        if (rel.columns[i - 1] === undefined) throw new SqlError('sql.invalid_column_reference', '42P10', `ORDER BY position ${i} is not in select list`);
+        e = { kind: 'ColumnRef', names: [(rel.columns[i - 1] as ScopeColumn).name], star: false };
+      }
+      return sortKey(c, e, o);
+    });
+    node = { kind: 'sort', input: node, keys, columns: rel.columns };
+  }
+  node = limitNode(c, node, s, rel.columns);
+  return { ...rel, node };
+}
+
+function limitNode(c: ExprCompiler, node: PlanNode, s: SelectStatement, columns: readonly ScopeColumn[]): PlanNode {
+  const limit = compileLimit(c, s.limit, 'LIMIT');
+  const offset = compileLimit(c, s.offset, 'OFFSET');
+  if (limit === undefined && offset === undefined) return node;
+  return { kind: 'limit', input: node, limit, offset, columns };
+}
+
+function compileLimit(c: ExprCompiler, e: Expr | undefined, what: string): EvalFn | undefined {
+  if (e === undefined) return undefined;
+  const t = c.compile(e, T.int8);
+  if (t.type.family !== 'int') throw datatypeMismatch(`argument of ${what} must be type bigint, not type ${formatType(t.type)}`);
+  const f = c.coerce(t, T.int8, 'implicit').fn;
+  return (row, env) => {
+    const v = f(row, env);
+    if (v !== null && (v as bigint) < 0n) throw new SqlError('sql.invalid_row_count', what === 'LIMIT' ? '2201W' : '2201X', `${what} must not be negative`);
+    return v;
+  };
+}
+
+function sortKey(c: ExprCompiler, e: Expr, o: SortBy): SortKey {
+  const t = c.resolveUnknown(c.compile(e));
+  const desc = o.dir === 'desc';
+  const nullsFirst = o.nulls === 'default' ? desc : o.nulls === 'first';
+  return { fn: t.fn, desc, nullsFirst, cmp: c.comparator(t.type, t.type, 'ORDER BY'), text: `${formatExpr(e)}${desc ? ' DESC' : ''}` };
+}
+
+// ---- FROM ------------------------------------------------------------------------------
+
+function conjuncts(e: Expr | undefined, out: Expr[] = []): Expr[] {
+  if (e === undefined) return out;
+  if (e.kind === 'BoolExpr' && e.op === 'and') for (const a of e.args) conjuncts(a, out);
+  else out.push(e);
+  return out;
+}
+
+function andAll(es: readonly Expr[]): Expr | undefined {
+  if (es.length === 0) return undefined;
+  if (es.length === 1) return es[0];
+  return { kind: 'BoolExpr', op: 'and', args: es };
+}
+
+/** Column names a TableRef leaf exposes (before planning), for WHERE pushdown. */
+interface LeafInfo {
+  readonly alias: string;
+  readonly names: ReadonlySet<string>;
+}
+
+/** Leaves of the FROM tree whose rows are never NULL-extended, with their names. */
+function pushTargets(q: QueryCtx, items: readonly TableExpr[], out: Map<TableExpr, LeafInfo>, all: LeafInfo[]): void {
+  const visit = (t: TableExpr, preserved: boolean): void => {
+    if (t.kind === 'TableRef') {
+      const info = leafInfo(q, t);
+      all.push(info ?? { alias: t.alias?.name ?? t.table.name, names: new Set(['\u0000opaque']) });
+      if (info !== undefined && preserved) out.set(t, info);
+    } else if (t.kind === 'Join') {
+      visit(t.left, preserved && (t.type === 'inner' || t.type === 'cross' || t.type === 'left'));
+      visit(t.right, preserved && (t.type === 'inner' || t.type === 'cross' || t.type === 'right'));
+    } else all.push({ alias: t.alias?.name ?? '', names: new Set(['\u0000opaque']) });
+  };
+  for (const i of items) visit(i, true);
+}
+
+function leafInfo(q: QueryCtx, t: Extract<TableExpr, { kind: 'TableRef' }>): LeafInfo | undefined {
+  if (t.table.schema === undefined && q.ctes.has(t.table.name)) return undefined;
+  if (t.alias !== undefined && t.alias.columns.length > 0) return undefined;
+  let names: Set<string>;
+  try {
+    const p = planSelect(q.ctx, leafSelect(t, [], []));
+    names = new Set((p.result as ResultColumn[]).map((c) => c.name));
+  } catch {
+    return undefined;
+  }
+  return { alias: t.alias?.name ?? t.table.name, names };
+}
+
+function leafSelect(t: Extract<TableExpr, { kind: 'TableRef' }>, where: readonly Expr[], locking: SelectStatement['locking']): SelectStatement {
+  return {
+    kind: 'Select',
+    with: undefined,
+    body: { kind: 'SelectClause', distinct: false, targets: [{ expr: { kind: 'ColumnRef', names: [], star: true }, alias: undefined }], from: [t], where: andAll(where), groupBy: [], having: undefined, windows: [] },
+    orderBy: [],
+    limit: undefined,
+    offset: undefined,
+    locking,
+    asOfSystemTime: undefined,
+  };
+}
+
+/** The leaf a conjunct only reads (every column reference resolves there), if any. */
+function pushTarget(conj: Expr, leaves: ReadonlyMap<TableExpr, LeafInfo>, all: readonly LeafInfo[]): TableExpr | undefined {
+  if (exprHas(conj, (x) => isSpecial(x) || x.kind === 'Param' || (x.kind === 'FuncCall' && /^(random|nextval|gen_random_uuid|unique_rowid)$/.test(x.name[x.name.length - 1] as string)))) return undefined;
+  let target: LeafInfo | undefined;
+  let ok = true;
+  let refs = 0;
+  walkExpr(conj, (x) => {
+    if (!ok || x.kind !== 'ColumnRef') return ok;
+    refs++;
+    if (x.star) {
+      ok = false;
+      return false;
+    }
+    const col = x.names[x.names.length - 1] as string;
+    const tbl = x.names.length >= 2 ? x.names[x.names.length - 2] : undefined;
+    const owners = all.filter((l) => (tbl === undefined || l.alias === tbl) && (l.names.has(col) || l.names.has('\u0000opaque')));
+    if (owners.length !== 1) ok = false;
+    else if (target === undefined) target = owners[0];
+    else if (target !== owners[0]) ok = false;
+    return ok;
+  });
+  if (!ok || target === undefined || refs === 0) return undefined;
+  for (const [t, info] of leaves) if (info === target) return t;
+  return undefined;
+}
+
+function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
+  switch (t.kind) {
+    case 'TableRef': {
+      const name = t.table.name;
+      const cte = t.table.schema === undefined ? q.ctes.get(name) : undefined;
+      if (cte !== undefined) return planCteRef(q, name, cte, t.alias?.name ?? name, t.alias?.columns ?? []);
+      const p = planSelect(q.ctx, leafSelect(t, pushed.get(t) ?? [], q.lock === 'exclusive' ? [{ strength: 'update', of: [], wait: 'block' }] : []));
+      const alias = t.alias?.name ?? name;
+      const result = p.result as ResultColumn[];
+      return { node: p.root, columns: renameColumns(resultScope(result, alias), t.alias?.columns ?? [], alias), result };
+    }
+    case 'SubqueryRef': {
+      if (t.lateral) throw unimplemented('LATERAL');
+      if (t.alias === undefined) throw new SqlError('sql.syntax_error', '42601', 'subquery in FROM must have an alias');
+      const rel = planStatement(q, t.query);
+      return { node: rel.node, columns: renameColumns(rel.columns, t.alias.columns, t.alias.name) };
+    }
+    case 'Join':
+      return planJoin(q, t, pushed);
+    default:
+      throw unimplemented('this FROM item');
+  }
+}
+
+function renameColumns(cols: readonly ScopeColumn[], names: readonly string[], table: string): ScopeColumn[] {
+  if (names.length > cols.filter((c) => !c.hidden).length) throw new SqlError('sql.invalid_column_reference', '42P10', `table "${table}" has ${cols.length} columns available but ${names.length} columns specified`);
+  return cols.map((c, i) => ({ ...c, name: names[i] ?? c.name, table }));
+}
+
+function planCteRef(q: QueryCtx, name: string, cte: CteDef, alias: string, colAliases: readonly string[]): Rel {
+  if (cte.working !== undefined) {
+    const columns = renameColumns(cte.working.columns, colAliases, alias);
+    return { node: { kind: 'working-table', working: cte.working, name, columns }, columns };
+  }
+  const body = cte.stmt.body;
+  const selfRef = cte.recursive && body.kind === 'SetOp' && statementMentions(cte.stmt, name);
+  let rel: Rel;
+  if (!selfRef) rel = planStatement(q, cte.stmt);
+  else {
+    if (body.kind !== 'SetOp' || body.op !== 'union') throw unimplemented(`WITH RECURSIVE "${name}" whose body is not a UNION`);
+    const innerCtes = new Map(q.ctes);
+    innerCtes.delete(name);
+    const anchorQ = new QueryCtx(q.ctx, innerCtes, q.lock);
+    const anchor = planBody(anchorQ, body.left);
+    const anchorCols = renameColumns(anchor.columns, cte.columns, name);
+    const working = { rows: new WeakMap<EvalEnv, Datum[][]>(), columns: anchorCols };
+    const recCtes = new Map(q.ctes);
+    recCtes.set(name, { ...cte, working });
+    const recQ = new QueryCtx(q.ctx, recCtes, q.lock);
+    const rec = planBody(recQ, body.right);
+    if (rec.columns.length !== anchorCols.length) throw new SqlError('sql.syntax_error', '42601', 'each UNION query must have the same number of columns');
+    const types = anchorCols.map((c) => c.type);
+    const recCast = castRel(rec, types);
+    const node: PlanNode = { kind: 'recursive-cte', anchor: anchor.node, recursive: recCast.node, working: { rows: working.rows }, union: body.all ? 'all' : 'distinct', types, maxIterations: MAX_RECURSIVE_ITERATIONS, name, columns: anchorCols };
+    rel = { node, columns: anchorCols };
+    // The working table node reads `working.rows`; share the same map.
+    (node.working as { rows: WeakMap<EvalEnv, Datum[][]> }).rows = working.rows;
+  }
+  const cols = renameColumns(renameColumns(rel.columns, cte.columns, name), colAliases, alias);
+  return { node: rel.node, columns: cols };
+}
+
+function statementMentions(s: SelectStatement, name: string): boolean {
+  return JSON.stringify(s, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)).includes(`"name":"${name}"`);
+}
+
+function planJoin(q: QueryCtx, j: JoinExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
+  const l = planFromItem(q, j.left, pushed);
+  const r = planFromItem(q, j.right, pushed);
+  let using = j.using;
+  if (j.natural) using = l.columns.filter((c) => !c.hidden && r.columns.some((rc) => !rc.hidden && rc.name === c.name)).map((c) => c.name);
+  const type: JoinType = j.type === 'cross' ? 'inner' : j.type;
+  if (using.length === 0) {
+    const rel = joinRels(q, type, l, r, j.on);
+    return j.alias !== undefined ? { ...rel, columns: renameColumns(rel.columns, j.alias.columns, j.alias.name) } : rel;
+  }
+  const lIdx = using.map((n) => findColumn(l.columns, n, 'left'));
+  const rIdx = using.map((n) => findColumn(r.columns, n, 'right'));
+  const eqs: Expr[] = [];
+  const lw = l.columns.length;
+  // Join on positional references so names never clash.
+  const scopeCols = [...l.columns.map((c, i) => ({ ...c, name: `\u0000l${i}` })), ...r.columns.map((c, i) => ({ ...c, name: `\u0000r${i}` }))];
+  using.forEach((_n, k) => eqs.push({ kind: 'BinaryOp', op: '=', left: { kind: 'ColumnRef', names: [`\u0000l${lIdx[k]}`], star: false }, right: { kind: 'ColumnRef', names: [`\u0000r${rIdx[k]}`], star: false } }));
+  const joined = joinRels(q, type, { node: l.node, columns: scopeCols.slice(0, lw) }, { node: r.node, columns: scopeCols.slice(lw) }, andAll(eqs));
+  // Output: merged USING columns, then the rest of left, then the rest of right.
+  const exprs: EvalFn[] = [];
+  const columns: ScopeColumn[] = [];
+  using.forEach((n, k) => {
+    const li = lIdx[k] as number;
+    const ri = (rIdx[k] as number) + lw;
+    const lc = l.columns[li] as ScopeColumn;
+    const rc = r.columns[ri - lw] as ScopeColumn;
+    const t = unifyTypes(lc.type, rc.type) ?? lc.type;
+    const cast = (v: Datum, from: SqlType): Datum => (v === null || from.oid === t.oid ? v : castDatum(v, from, t, 'implicit'));
+    exprs.push(type === 'full' ? (row) => (row[li] !== null ? cast(row[li] as Datum, lc.type) : cast(row[ri] as Datum, rc.type)) : type === 'right' ? (row) => cast(row[ri] as Datum, rc.type) : (row) => cast(row[li] as Datum, lc.type));
+    columns.push({ name: n, table: type === 'right' ? rc.table : lc.table, type: t, hidden: false });
+  });
+  l.columns.forEach((c, i) => {
+    if (lIdx.includes(i)) return;
+    exprs.push((row) => row[i] as Datum);
+    columns.push(c);
+  });
+  r.columns.forEach((c, i) => {
+    if (rIdx.includes(i)) return;
+    exprs.push((row) => row[lw + i] as Datum);
+    columns.push(c);
+  });
+  const node: ProjectNode = { kind: 'project', input: joined.node, exprs, text: [], columns };
+  const rel = { node, columns };
+  return j.alias !== undefined ? { ...rel, columns: renameColumns(columns, j.alias.columns, j.alias.name) } : rel;
+}
+
+function findColumn(cols: readonly ScopeColumn[], name: string, side: string): number {
+  const i = cols.findIndex((c) => c.name === name && !c.hidden);
+  if (i < 0) throw new SqlError('sql.undefined_column', '42703', `column "${name}" specified in USING clause does not exist in ${side} table`);
+  return i;
+}
+
+/** Joins two relations on `on` (hash join on its equalities, lookup join when it fits). */
+function joinRels(q: QueryCtx, type: JoinType, l: Rel, r: Rel, on: Expr | undefined): Rel {
+  const columns = [...l.columns, ...r.columns];
+  const scope = new Scope(columns);
+  const c = compilerFor(q, scope);
+  const lc = compilerFor(q, new Scope(l.columns));
+  const rc = compilerFor(q, new Scope(r.columns));
+  if (on !== undefined) c.compileBool(on, 'JOIN/ON');
+  const leftKeys: EvalFn[] = [];
+  const rightKeys: EvalFn[] = [];
+  const keyTypes: SqlType[] = [];
+  const leftCasts: HashJoinNode['leftCasts'][number][] = [];
+  const rightCasts: HashJoinNode['rightCasts'][number][] = [];
+  const rightKeyExprs: Expr[] = [];
+  const leftTyped: Typed[] = [];
+  const rest: Expr[] = [];
+  for (const conj of conjuncts(on)) {
+    if (conj.kind === 'BinaryOp' && conj.op === '=' && !exprHas(conj, isSpecial)) {
+      const sides = ((): [Typed, Typed, Expr] | undefined => {
+        const a = tryCompile(lc, conj.left);
+        const b = tryCompile(rc, conj.right);
+        if (a !== undefined && b !== undefined && refsColumns(conj.left) && refsColumns(conj.right)) return [a, b, conj.right];
+        const a2 = tryCompile(lc, conj.right);
+        const b2 = tryCompile(rc, conj.left);
+        if (a2 !== undefined && b2 !== undefined && refsColumns(conj.left) && refsColumns(conj.right)) return [a2, b2, conj.left];
+        return undefined;
+      })();
+      if (sides !== undefined) {
+        const [a, b, rExpr] = sides;
+        const u = unifyTypes(a.type, b.type);
+        if (u === undefined) throw opError('=', a.type, b.type);
+        const kt = u.family === 'unknown' ? T.text : u;
+        leftKeys.push(a.fn);
+        rightKeys.push(b.fn);
+        keyTypes.push(kt);
+        leftCasts.push(caster(a.type, kt));
+        rightCasts.push(caster(b.type, kt));
+        rightKeyExprs.push(rExpr);
+        leftTyped.push(a);
+        continue;
+      }
+    }
+    rest.push(conj);
+  }
+  const onRest = rest.length > 0 ? c.compileBool(andAll(rest) as Expr, 'JOIN/ON').fn : undefined;
+  const text = on !== undefined ? formatExpr(on) : 'true';
+  const lookup = lookupJoin(type, l, r, rightKeyExprs, leftTyped, onRest, text, columns, c);
+  if (lookup !== undefined) return { node: lookup, columns };
+  const node: HashJoinNode = { kind: 'hash-join', type, left: l.node, right: r.node, leftKeys, rightKeys, keyTypes, leftCasts, rightCasts, on: onRest, text, leftWidth: l.columns.length, rightWidth: r.columns.length, columns };
+  return { node, columns };
+}
+
+function refsColumns(e: Expr): boolean {
+  return exprHas(e, (x) => x.kind === 'ColumnRef');
+}
+
+function tryCompile(c: ExprCompiler, e: Expr): Typed | undefined {
+  try {
+    return c.resolveUnknown(c.compile(e));
+  } catch {
+    return undefined;
+  }
+}
+
+function caster(from: SqlType, to: SqlType): (d: Exclude<Datum, null>) => Exclude<Datum, null> {
+  if (from.oid === to.oid) return (d) => d;
+  return (d) => castDatum(d, from, to, 'implicit') as Exclude<Datum, null>;
+}
+
+/**
+ * A lookup join when the right side is a whole-table read of one table
+ * (project ─ [filter] ─ scan over the full span) and the equalities bind every
+ * primary-key column of that table to a left-side expression.
+ */
+function lookupJoin(type: JoinType, l: Rel, r: Rel, rightKeyExprs: readonly Expr[], leftTyped: readonly Typed[], on: EvalFn | undefined, text: string, columns: readonly ScopeColumn[], c: ExprCompiler): PlanNode | undefined {
+  if (type !== 'inner' && type !== 'left') return undefined;
+  const proj = r.node;
+  if (proj.kind !== 'project') return undefined;
+  let inner = proj.input;
+  let rightFilter: EvalFn | undefined;
+  if (inner.kind === 'filter') {
+    rightFilter = inner.pred;
+    inner = inner.input;
+  }
+  if (inner.kind !== 'scan') return undefined;
+  const scan: ScanNode = inner;
+  const sp = scan.spans;
+  if (sp.kind !== 'range' || sp.lo !== undefined || sp.hi !== undefined || sp.prefixes.length !== 1 || (sp.prefixes[0] as readonly EvalFn[]).length !== 0) return undefined;
+  const pk = scan.table.codec.pkOrdinals;
+  const keyFns: EvalFn[] = [];
+  for (const ord of pk) {
+    // The right projection column that is scan column `ord`.
+    const colName = scan.columns[ord]?.name;
+    const k = rightKeyExprs.findIndex((e) => e.kind === 'ColumnRef' && !e.star && e.names[e.names.length - 1] === colName && r.columns.filter((x) => x.name === colName).length === 1 && r.result?.[r.columns.findIndex((x) => x.name === colName)]?.name === colName);
+    if (k < 0 || colName === undefined) return undefined;
+    const lt = leftTyped[k] as Typed;
+    const pkType = scan.table.codec.types[ord] as SqlType;
+    if (lt.type.family !== pkType.family) return undefined;
+    const f = lt.type.oid === pkType.oid ? lt.fn : c.coerce(lt, pkType, 'implicit').fn;
+    keyFns.push(f);
+  }
+  if (keyFns.length === 0) return undefined;
+  return { kind: 'lookup-join', type, left: l.node, scan, leftKeys: keyFns, rightFilter, rightExprs: proj.exprs, on, text, leftWidth: l.columns.length, rightWidth: r.columns.length, columns };
+}
+
+// ---- SELECT clause ---------------------------------------------------------------------
+
+function compilerFor(q: QueryCtx, scope: Scope): ExprCompiler {
+  const c = new ExprCompiler(scope, q.ctx.paramTypes);
+  c.subLinks = (e, hint) => compileSubLink(q, c, e, hint);
+  return c;
+}
+
+function planClause(q: QueryCtx, s: SelectStatement, b: Extract<SelectBody, { kind: 'SelectClause' }>): Rel {
+  if (b.windows.length > 0 || b.targets.some((t) => exprHas(t.expr, (x) => x.kind === 'FuncCall' && x.over !== undefined)) || s.orderBy.some((o) => exprHas(o.expr, (x) => x.kind === 'FuncCall' && x.over !== undefined))) {
+    throw unimplemented('window functions');
+  }
+  // FROM with WHERE pushdown into single-table leaves.
+  const where = conjuncts(b.where);
+  if (where.some((w) => exprHas(w, isAgg))) throw new SqlError('sql.grouping_error', '42803', 'aggregate functions are not allowed in WHERE');
+  const leaves = new Map<TableExpr, LeafInfo>();
+  const all: LeafInfo[] = [];
+  pushTargets(q, b.from, leaves, all);
+  const pushed = new Map<TableExpr, Expr[]>();
+  const rest: Expr[] = [];
+  for (const w of where) {
+    const t = b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? (leaves.has(b.from[0]) && !exprHas(w, isSpecial) ? b.from[0] : undefined) : pushTarget(w, leaves, all);
+    if (t === undefined) rest.push(w);
+    else {
+      const list = pushed.get(t) ?? [];
+      list.push(w);
+      pushed.set(t, list);
+    }
+  }
+  let rel: Rel;
+  if (b.from.length === 0) rel = { node: { kind: 'values', rows: [[]], columns: [] }, columns: [] };
+  else {
+    rel = planFromItem(q, b.from[0] as TableExpr, pushed);
+    for (let i = 1; i < b.from.length; i++) rel = joinRels(q, 'inner', rel, planFromItem(q, b.from[i] as TableExpr, pushed), undefined);
+  }
+  const singleTable = b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? rel.result : undefined;
+  let scope = new Scope(rel.columns);
+  let c = compilerFor(q, scope);
+  let node = rel.node;
+  if (rest.length > 0) {
+    const pred = c.compileBool(andAll(rest) as Expr, 'WHERE');
+    node = { kind: 'filter', input: node, pred: pred.fn, text: rest.map(formatExpr).join(' AND '), columns: scope.columns };
+  }
+  // Expand * before aggregation rewrites.
+  const targets: SelectTarget[] = [];
+  for (const t of b.targets) {
+    if (t.expr.kind === 'ColumnRef' && t.expr.star) {
+      const qual = t.expr.names[0];
+      if (scope.columns.length === 0) throw new SqlError('sql.syntax_error', '42601', 'SELECT * with no tables specified is not valid');
+      if (qual !== undefined && !scope.columns.some((col) => col.table === qual)) throw new SqlError('sql.undefined_table', '42P01', `missing FROM-clause entry for table "${qual}"`);
+      scope.columns.forEach((col, i) => {
+        if (col.hidden || (qual !== undefined && col.table !== qual)) return;
+        targets.push({ expr: { kind: 'ColumnRef', names: [`\u0000c${i}`], star: false }, alias: col.name });
+      });
+    } else targets.push(t);
+  }
+  // Stars expand to references that resolve to their position; when names clash
+  // (a self-join), rows are widened with positional copies `\0cN` of every column.
+  if (targets.some((t) => t.expr.kind === 'ColumnRef' && (t.expr.names[0] as string).startsWith('\u0000c'))) {
+    const base = scope;
+    const fixed = targets.map((t) => {
+      const n0 = t.expr.kind === 'ColumnRef' ? (t.expr.names[0] as string) : '';
+      if (!n0.startsWith('\u0000c')) return t;
+      const i = Number(n0.slice(2));
+      const col = base.columns[i] as ScopeColumn;
+      for (const names of [[col.name], ...(col.table !== undefined ? [[col.table, col.name]] : [])]) {
+        try {
+          if (base.resolve(names) === i) return { expr: { kind: 'ColumnRef', names, star: false } as Expr, alias: t.alias };
+        } catch {
+          // ambiguous: positional
+        }
+      }
+      return t;
+    });
+    targets.splice(0, targets.length, ...fixed);
+    if (targets.some((t) => t.expr.kind === 'ColumnRef' && (t.expr.names[0] as string).startsWith('\u0000c'))) {
+      const posCols = base.columns.map((col, i) => ({ ...col, name: `\u0000c${i}`, table: undefined }));
+      scope = new Scope([...base.columns, ...posCols]);
+      const copy = base.columns.map((_c, i) => (row: readonly Datum[]) => row[i] as Datum);
+      node = { kind: 'project', input: node, exprs: [...copy, ...copy], text: [], columns: scope.columns };
+      c = compilerFor(q, scope);
+    }
+  }
+  const baseWidth = rel.columns.length;
+  let orderExprs = s.orderBy.map((o) => resolveOrderRef(o.expr, targets, scope));
+  let having = b.having;
+  const hasAgg = b.groupBy.length > 0 || having !== undefined || targets.some((t) => exprHas(t.expr, isAgg)) || orderExprs.some((e) => e !== undefined && typeof e !== 'number' && exprHas(e, isAgg));
+  let projTargets = targets;
+  let aggRw: AggRewrite | undefined;
+  const aggInScope = scope;
+  if (hasAgg) {
+    const agg = planAggregate(q, c, node, b.groupBy, targets, having, orderExprs, baseWidth);
+    node = agg.node;
+    scope = agg.scope;
+    c = compilerFor(q, scope);
+    projTargets = agg.targets;
+    aggRw = agg.rw;
+    having = agg.having;
+    orderExprs = agg.order;
+    if (having !== undefined) {
+      const pred = c.compileBool(having, 'HAVING');
+      node = { kind: 'filter', input: node, pred: pred.fn, text: formatExpr(b.having as Expr), columns: scope.columns };
+    }
+  }
+  // Project targets ++ extra ORDER BY keys.
+  const exprs: EvalFn[] = [];
+  const outCols: ResultColumn[] = [];
+  const typed = projTargets.map((t) => c.resolveUnknown(c.compile(t.expr)));
+  typed.forEach((t, i) => {
+    const tgt = projTargets[i] as SelectTarget;
+    exprs.push(t.fn);
+    let tableOid = 0;
+    let columnAttr = 0;
+    if (singleTable !== undefined && tgt.expr.kind === 'ColumnRef') {
+      try {
+        const pos = scope.resolve(tgt.expr.names) % Math.max(1, baseWidth);
+        const rc = singleTable[pos];
+        if (rc !== undefined) ({ tableOid, columnAttr } = rc);
+      } catch {
+        // not a plain column
+      }
+    }
+    outCols.push({ name: outputName(targets[i] as SelectTarget), type: t.type, tableOid, columnAttr });
+  });
+  const nOut = exprs.length;
+  const sortKeys: SortKey[] = [];
+  const distinctOn = Array.isArray(b.distinct) ? (b.distinct as readonly Expr[]) : undefined;
+  s.orderBy.forEach((o, i) => {
+    const ref = orderExprs[i];
+    let idx: number;
+    let type: SqlType;
+    if (typeof ref === 'number') {
+      idx = ref;
+      type = (typed[ref] as Typed).type;
+    } else {
+      const e = ref as Expr;
+      const text = formatExpr(e);
+      const same = projTargets.findIndex((t) => formatExpr(t.expr) === text);
+      if (same >= 0) {
+        idx = same;
+        type = (typed[same] as Typed).type;
+      } else {
+        if (b.distinct === true) throw new SqlError('sql.invalid_column_reference', '42P10', 'for SELECT DISTINCT, ORDER BY expressions must appear in select list');
+        const t = c.resolveUnknown(c.compile(e));
+        idx = exprs.length;
+        exprs.push(t.fn);
+        type = t.type;
+      }
+    }
+    const desc = o.dir === 'desc';
+    const at = idx;
+    sortKeys.push({ fn: (row) => row[at] as Datum, desc, nullsFirst: o.nulls === 'default' ? desc : o.nulls === 'first', cmp: c.comparator(type, type, 'ORDER BY'), text: `${formatExpr(o.expr)}${desc ? ' DESC' : ''}` });
+  });
+  const projCols = exprs.map((_f, i) => ({ name: (outCols[i]?.name ?? `\u0000o${i}`), table: undefined, type: i < nOut ? (outCols[i] as ResultColumn).type : T.text, hidden: false }));
+  let distinctKeys: { fns: EvalFn[]; types: SqlType[] } | undefined;
+  if (distinctOn !== undefined) {
+    // DISTINCT ON keys are computed into extra columns too.
+    const fns: EvalFn[] = [];
+    const types: SqlType[] = [];
+    for (const e0 of distinctOn) {
+      const r = resolveOrderRef(e0, targets, scope);
+      if (typeof r === 'number') {
+        fns.push((row) => row[r] as Datum);
+        types.push((typed[r] as Typed).type);
+        continue;
+      }
+      const e = aggRw !== undefined ? rewriteForAgg(r as Expr, aggRw, aggInScope) : (r as Expr);
+      const t = c.resolveUnknown(c.compile(e));
+      const at = exprs.length;
+      exprs.push(t.fn);
+      projCols.push({ name: `\u0000d${at}`, table: undefined, type: t.type, hidden: false });
+      fns.push((row) => row[at] as Datum);
+      types.push(t.type);
+    }
+    distinctKeys = { fns, types };
+  } else if (b.distinct === true) {
+    distinctKeys = { fns: outCols.map((_x, i) => (row: readonly Datum[]) => row[i] as Datum), types: outCols.map((x) => x.type) };
+  }
+  node = { kind: 'project', input: node, exprs, text: projTargets.map((t) => formatExpr(t.expr)), columns: projCols };
+  if (sortKeys.length > 0) node = { kind: 'sort', input: node, keys: sortKeys, columns: projCols };
+  if (distinctKeys !== undefined) node = { kind: 'distinct', input: node, keys: distinctKeys.fns, keyTypes: distinctKeys.types, on: distinctOn !== undefined, columns: projCols };
+  node = limitNode(c, node, s, projCols);
+  const columns = outCols.map((x) => ({ name: x.name, table: undefined, type: x.type, hidden: false }));
+  if (exprs.length > nOut) {
+    node = { kind: 'project', input: node, exprs: outCols.map((_x, i) => (row: readonly Datum[]) => row[i] as Datum), text: [], columns };
+  }
+  return { node, columns, result: outCols };
+}
+
+/** ORDER BY / DISTINCT ON item: a target index (ordinal or output name) or an expression. */
+function resolveOrderRef(e: Expr, targets: readonly SelectTarget[], scope: Scope): number | Expr {
+  if (e.kind === 'Const' && e.type === 'int') {
+    const i = Number(e.text);
+    if (targets[i - 1] === undefined) throw new SqlError('sql.invalid_column_reference', '42P10', `ORDER BY position ${i} is not in select list`);
+    return i - 1;
+  }
+  if (e.kind === 'ColumnRef' && e.names.length === 1 && !e.star) {
+    const name = e.names[0] as string;
+    const i = targets.findIndex((t) => outputName(t) === name && (t.alias !== undefined || !(t.expr.kind === 'ColumnRef')));
+    if (i >= 0) return i;
+    const j = targets.findIndex((t) => t.alias === name);
+    if (j >= 0) return j;
+    void scope;
+  }
+  return e;
+}
+
+function outputName(t: SelectTarget): string {
+  const e = t.expr;
+  if (t.alias === undefined && e.kind === 'SubLink') {
+    if (e.type === 'exists') return 'exists';
+    if (e.type === 'array') return 'array';
+    const b = e.query.body;
+    if (e.type === 'scalar' && b.kind === 'SelectClause' && b.targets.length === 1) return outputName(b.targets[0] as SelectTarget);
+  }
+  return coreOutputName(t);
+}
+
+// ---- aggregation -----------------------------------------------------------------------
+
+interface AggRewrite {
+  readonly groupText: string[];
+  readonly groupCols: number[];
+  readonly aggs: Map<FuncCall, number>;
+  readonly aggText: string[];
+  readonly scope: Scope;
+  readonly baseWidth: number;
+}
+
+function planAggregate(
+  q: QueryCtx,
+  c: ExprCompiler,
+  input: PlanNode,
+  groupBy: readonly Expr[],
+  targets: readonly SelectTarget[],
+  having: Expr | undefined,
+  order: readonly (number | Expr)[],
+  baseWidth: number,
+): { node: PlanNode; scope: Scope; targets: SelectTarget[]; having: Expr | undefined; order: (number | Expr)[]; rw: AggRewrite } {
+  const inScope = c.scope;
+  const groupExprs = groupBy.map((g) => {
+    const r = resolveOrderRef(g, targets, inScope);
+    if (typeof r === 'number') {
+      if (g.kind === 'ColumnRef') {
+        // A name that is both an input column and an output name means the input column (PostgreSQL).
+        try {
+          inScope.resolve(g.names);
+          return g;
+        } catch {
+          /* output name */
+        }
+      }
+      const t = (targets[r] as SelectTarget).expr;
+      if (exprHas(t, isAgg)) throw new SqlError('sql.grouping_error', '42803', 'aggregate functions are not allowed in GROUP BY');
+      return t;
+    }
+    if (exprHas(r, isAgg)) throw new SqlError('sql.grouping_error', '42803', 'aggregate functions are not allowed in GROUP BY');
+    return r;
+  });
+  const groupTyped = groupExprs.map((g) => c.resolveUnknown(c.compile(g)));
+  const groupCols = groupExprs.map((g) => (g.kind === 'ColumnRef' && !g.star ? inScope.resolve(g.names) % Math.max(1, baseWidth) : -1));
+  const aggs = new Map<FuncCall, number>();
+  const aggText: string[] = [];
+  const specs: AggSpec[] = [];
+  const collect = (e: Expr | undefined): void => {
+    if (e === undefined) return;
+    walkExpr(e, (x) => {
+      if (!isAgg(x)) return true;
+      const text = formatExpr(x);
+      const known = aggText.indexOf(text);
+      if (known >= 0) {
+        aggs.set(x, known);
+        return false;
+      }
+      for (const a of x.args) if (exprHas(a, isAgg)) throw new SqlError('sql.grouping_error', '42803', 'aggregate function calls cannot be nested');
+      aggs.set(x, specs.length);
+      aggText.push(text);
+      specs.push(aggSpec(c, x));
+      return false;
+    });
+  };
+  for (const t of targets) collect(t.expr);
+  collect(having);
+  for (const o of order) if (typeof o !== 'number') collect(o);
+  const cols: ScopeColumn[] = [
+    ...groupTyped.map((t, i) => ({ name: `g${i}`, table: '\u0000agg', type: t.type, hidden: false })),
+    ...specs.map((a, i) => ({ name: `a${i}`, table: '\u0000agg', type: a.resultType, hidden: false })),
+  ];
+  const scope = new Scope(cols);
+  const rw: AggRewrite = { groupText: groupExprs.map(formatExpr), groupCols, aggs, aggText, scope, baseWidth };
+  const rewrite = (e: Expr): Expr => {
+    const out = rewriteForAgg(e, rw, inScope);
+    walkExpr(out, (x) => {
+      if (x.kind === 'ColumnRef' && !x.star && x.names[0] !== '\u0000agg') {
+        const name = x.names[x.names.length - 1] as string;
+        let shown = x.names.join('.');
+        if (name.startsWith('\u0000c')) {
+          const col = inScope.columns[Number(name.slice(2))] as ScopeColumn;
+          shown = col.table !== undefined ? `${col.table}.${col.name}` : col.name;
+        } else if (x.names.length === 1) {
+          try {
+            const col = inScope.columns[inScope.resolve(x.names)] as ScopeColumn;
+            if (col.table !== undefined) shown = `${col.table}.${col.name}`;
+          } catch {
+            /* reported as is */
+          }
+        }
+        throw new SqlError('sql.grouping_error', '42803', `column "${shown}" must appear in the GROUP BY clause or be used in an aggregate function`);
+      }
+      return x.kind !== 'SubLink';
+    });
+    return out;
+  };
+  const newTargets = targets.map((t) => ({ expr: rewrite(t.expr), alias: t.alias }));
+  const newHaving = having !== undefined ? rewrite(having) : undefined;
+  const newOrder = order.map((o) => (typeof o === 'number' ? o : rewrite(o)));
+  const node: PlanNode = {
+    kind: 'aggregate',
+    input,
+    groupKeys: groupTyped.map((t) => t.fn),
+    groupTypes: groupTyped.map((t) => t.type),
+    groupText: rw.groupText,
+    aggs: specs,
+    columns: cols,
+  };
+  void q;
+  return { node, scope, targets: newTargets, having: newHaving, order: newOrder, rw };
+}
+
+function rewriteForAgg(e: Expr, rw: AggRewrite, inScope?: Scope): Expr {
+  const withAggs = mapExpr(e, (x) => {
+    if (x.kind === 'FuncCall') {
+      const i = rw.aggs.get(x) ?? (isAgg(x) ? rw.aggText.indexOf(formatExpr(x)) : -1);
+      if (i !== undefined && i >= 0) return { kind: 'ColumnRef', names: ['\u0000agg', `a${i}`], star: false };
+    }
+    return x;
+  });
+  return mapExpr(withAggs, (x) => {
+    if (x.kind === 'ColumnRef' && x.names[0] === '\u0000agg') return x;
+    const text = formatExpr(x);
+    let gi = rw.groupText.indexOf(text);
+    if (gi < 0 && x.kind === 'ColumnRef' && !x.star && inScope !== undefined) {
+      try {
+        const pos = inScope.resolve(x.names) % Math.max(1, rw.baseWidth);
+        gi = rw.groupCols.findIndex((g) => g === pos);
+      } catch {
+        gi = -1;
+      }
+    }
+    return gi >= 0 ? { kind: 'ColumnRef', names: ['\u0000agg', `g${gi}`], star: false } : x;
+  });
+}
+
+function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
+  const name = f.name[0] as AggName;
+  if (name === 'jsonb_agg' || name === 'json_agg') throw unimplemented(`aggregate function ${name}`);
+  const text = formatExpr(f);
+  const filter = f.filter !== undefined ? c.compileBool(f.filter, 'FILTER').fn : undefined;
+  const order = f.orderBy.map((o) => {
+    const k = sortKey(c, o.expr, o);
+    return { fn: k.fn, desc: k.desc, nullsFirst: k.nullsFirst, cmp: k.cmp };
+  });
+  if (f.star) {
+    if (name !== 'count') throw new SqlError('sql.syntax_error', '42601', `${name}(*) is not a valid aggregate call`);
+    return { name, args: [], argTypes: [], distinct: false, filter, resultType: T.int8, order, text };
+  }
+  const want = name === 'string_agg' ? 2 : 1;
+  if (f.args.length !== want) throw new SqlError('sql.undefined_function', '42883', `function ${name} with ${f.args.length} arguments does not exist`);
+  const args = f.args.map((a) => c.resolveUnknown(c.compile(a, name === 'string_agg' ? T.text : undefined)));
+  const at = (args[0] as Typed).type;
+  let resultType: SqlType;
+  switch (name) {
+    case 'count':
+      resultType = T.int8;
+      break;
+    case 'sum':
+      if (at.family === 'int') resultType = at.oid === T.int8.oid ? T.numeric : T.int8;
+      else if (at.family === 'numeric' || at.family === 'float' || at.family === 'interval') resultType = at.family === 'numeric' ? T.numeric : at;
+      else throw new SqlError('sql.undefined_function', '42883', `function sum(${formatType(at)}) does not exist`);
+      break;
+    case 'avg':
+      if (at.family === 'int' || at.family === 'numeric') resultType = T.numeric;
+      else if (at.family === 'float') resultType = T.float8;
+      else if (at.family === 'interval') resultType = at;
+      else throw new SqlError('sql.undefined_function', '42883', `function avg(${formatType(at)}) does not exist`);
+      break;
+    case 'min':
+    case 'max':
+      c.comparator(at, at, name);
+      resultType = at;
+      break;
+    case 'bool_and':
+    case 'bool_or':
+    case 'every':
+      if (at.family !== 'bool') throw new SqlError('sql.undefined_function', '42883', `function ${name}(${formatType(at)}) does not exist`);
+      resultType = T.bool;
+      break;
+    case 'string_agg':
+      if (at.family !== 'string') throw new SqlError('sql.undefined_function', '42883', `function string_agg(${formatType(at)}, text) does not exist`);
+      resultType = T.text;
+      break;
+    case 'array_agg':
+      resultType = arrayOf(at);
+      break;
+    default:
+      throw unimplemented(`aggregate function ${name as string}`);
+  }
+  const argFns = args.map((a, i) => (name === 'string_agg' && a.type.family === 'string' ? a.fn : i === 0 ? a.fn : a.fn));
+  return { name, args: argFns, argTypes: args.map((a) => a.type), distinct: f.distinct, filter, resultType, order, text };
+}
+
+// ---- subqueries in expressions ---------------------------------------------------------
+
+function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlType | undefined): Typed {
+  void hint;
+  if (e.type === 'array') throw unimplemented('ARRAY(subquery)');
+  let rel: Rel;
+  const sub = new QueryCtx(q.ctx, q.ctes, 'none');
+  try {
+    rel = planStatement(sub, e.query);
+  } catch (err) {
+    if (err instanceof SqlError && (err.sqlState === '42703' || err.sqlState === '42P01')) {
+      const m = /column "([^"]+)" does not exist|missing FROM-clause entry for table "([^"]+)"/.exec(err.message);
+      const name = m?.[1] ?? m?.[2];
+      if (name !== undefined && outer.scope.columns.some((c) => c.name === name.split('.').pop() || c.table === name || c.table === name.split('.')[0])) {
+        throw unimplemented('correlated subqueries', 'Rewrite the subquery as a join.');
+      }
+    }
+    throw err;
+  }
+  const types = rel.columns.map((c) => c.type);
+  const results = new WeakMap<EvalEnv, unknown>();
+  const text = formatExpr(e);
+  if (e.type === 'exists') {
+    q.cells.push({ plan: rel.node, mode: 'exists', types, text, results });
+    return { type: T.bool, fn: (_row, env) => (results.get(env) as boolean | undefined) ?? false };
+  }
+  if (rel.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', rel.columns.length > 1 ? 'subquery has too many columns' : 'subquery must return only one column');
+  const ct = types[0] as SqlType;
+  if (e.type === 'scalar') {
+    q.cells.push({ plan: rel.node, mode: 'scalar', types, text, results });
+    return { type: ct, fn: (_row, env) => (results.get(env) as Datum | undefined) ?? null };
+  }
+  q.cells.push({ plan: rel.node, mode: 'rows', types, text, results });
+  const test = outer.resolveUnknown(outer.compile(e.test as Expr, ct));
+  const op = e.type === 'in' ? '=' : (e.op as string);
+  const u = unifyTypes(test.type, ct);
+  if (u === undefined) throw opError(op, test.type, ct);
+  const tt = test.type;
+  const tf = test.fn;
+  const rows = (env: EvalEnv): readonly (readonly Datum[])[] => (results.get(env) as Datum[][] | undefined) ?? [];
+  if (op === '=' && e.type !== 'all') {
+    // IN / = ANY: a hash set per execution; NULL when not found and the set has a NULL.
+    const sets = new WeakMap<EvalEnv, { keys: Set<string | number>; hasNull: boolean; empty: boolean }>();
+    const toKey = (v: Exclude<Datum, null>, from: SqlType): string | number => datumKey(from.oid === u.oid ? v : castDatum(v, from, u, 'implicit'), u) as string | number;
+    return {
+      type: T.bool,
+      fn: (row, env) => {
+        let s = sets.get(env);
+        if (s === undefined) {
+          const keys = new Set<string | number>();
+          let hasNull = false;
+          const rs = rows(env);
+          for (const r of rs) {
+            const v = r[0] as Datum;
+            if (v === null) hasNull = true;
+            else keys.add(toKey(v, ct));
+          }
+          s = { keys, hasNull, empty: rs.length === 0 };
+          sets.set(env, s);
+        }
+        if (s.empty) return false;
+        const v = tf(row, env);
+        if (v === null) return null;
+        if (s.keys.has(toKey(v, tt))) return true;
+        return s.hasNull ? null : false;
+      },
+    };
+  }
+  const cmp = outer.comparator(tt, ct, op);
+  const test1 = compareOp(op);
+  const all = e.type === 'all';
+  return {
+    type: T.bool,
+    fn: (row, env) => {
+      const v = tf(row, env);
+      const rs = rows(env);
+      if (rs.length === 0) return all;
+      if (v === null) return null;
+      let sawNull = false;
+      for (const r of rs) {
+        const x = r[0] as Datum;
+        if (x === null) {
+          sawNull = true;
+          continue;
+        }
+        const ok = test1(cmp(v, x));
+        if (all && !ok) return false;
+        if (!all && ok) return true;
+      }
+      return sawNull ? null : all;
+    },
+  };
+}
+
+function compareOp(op: string): (c: number) => boolean {
+  switch (op) {
+    case '=':
+      return (c) => c === 0;
+    case '<>':
+    case '!=':
+      return (c) => c !== 0;
+    case '<':
+      return (c) => c < 0;
+    case '<=':
+      return (c) => c <= 0;
+    case '>':
+      return (c) => c > 0;
+    case '>=':
+      return (c) => c >= 0;
+    default:
+      throw unimplemented(`operator ${op} with ANY/ALL`);
+  }
+}
+
+void compareDatums;
