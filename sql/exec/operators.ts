@@ -22,6 +22,7 @@ import type { Datum } from '../sem/datum.js';
 import type { EvalEnv, EvalFn } from '../sem/expr.js';
 import type { FilterNode, LimitNode, PlanNode, ProjectNode, ScanNode, SortNode, ValuesNode } from '../plan/plan-node.js';
 import type { SqlTxn } from './sql-txn.js';
+import { openQueryNode } from './query-operators.js';
 
 export type Row = Datum[];
 
@@ -58,6 +59,15 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
     case 'update':
     case 'delete':
       throw new Error('exec: mutations are run by mutation.ts');
+    case 'hash-join':
+    case 'lookup-join':
+    case 'aggregate':
+    case 'distinct':
+    case 'set-op':
+    case 'subqueries':
+    case 'recursive-cte':
+    case 'working-table':
+      return openQueryNode(node, ctx);
     default:
       return assertNever(node);
   }

@@ -12,6 +12,7 @@
  */
 import { assertNever } from '../../src/util/assert.js';
 import type { PlanNode, SpanPlan } from './plan-node.js';
+import { describeQueryNode } from './query-explain.js';
 
 function spansText(s: SpanPlan): string {
   if (s.kind === 'points') return s.text.join(', ');
@@ -60,6 +61,15 @@ function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanN
       return { name: 'update', attrs: [`table: ${n.table.desc.name}`], children: [n.input] };
     case 'delete':
       return { name: 'delete', attrs: [`from: ${n.table.desc.name}`], children: [n.input] };
+    case 'hash-join':
+    case 'lookup-join':
+    case 'aggregate':
+    case 'distinct':
+    case 'set-op':
+    case 'subqueries':
+    case 'recursive-cte':
+    case 'working-table':
+      return describeQueryNode(n);
     default:
       return assertNever(n);
   }

@@ -23,6 +23,7 @@ import type { IndexCodec } from '../rowenc/index-codec.js';
 import type { EvalFn, ScopeColumn } from '../sem/expr.js';
 import type { SqlType } from '../types/type.js';
 import type { Datum } from '../sem/datum.js';
+import type { QueryNode } from './query-nodes.js';
 
 /** A bound of a range over the first non-equality key column. */
 export interface KeyBound {
@@ -163,7 +164,7 @@ export interface DeleteNode {
   readonly columns: readonly ScopeColumn[];
 }
 
-export type PlanNode = ScanNode | ValuesNode | FilterNode | SortNode | LimitNode | ProjectNode | InsertNode | UpdateNode | DeleteNode;
+export type PlanNode = ScanNode | ValuesNode | FilterNode | SortNode | LimitNode | ProjectNode | InsertNode | UpdateNode | DeleteNode | QueryNode;
 
 /** A planned row-returning or row-modifying statement. */
 export interface QueryPlan {

@@ -26,6 +26,7 @@ import { walkExpr } from '../parser/walk.js';
 import { formatExpr } from '../parser/format.js';
 import type { DeleteStatement, Expr, InsertStatement, SelectStatement, SelectTarget, SortBy, TableName, UpdateStatement } from '../parser/ast.js';
 import { parseExpr } from '../parser/parse.js';
+import { needsQueryPlanner, planQuery } from './query-planner.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { T, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
@@ -294,7 +295,7 @@ function chooseIndex(
   return best !== undefined ? { spans: best.spans, used: best.used, index: best.index } : { ...pk, index: undefined };
 }
 
-function outputName(t: SelectTarget): string {
+export function outputName(t: SelectTarget): string {
   if (t.alias !== undefined) return t.alias;
   const e = t.expr;
   switch (e.kind) {
@@ -450,6 +451,7 @@ function planSource(
 }
 
 export function planSelect(ctx: PlanContext, s: SelectStatement): QueryPlan {
+  if (needsQueryPlanner(s)) return planQuery(ctx, s);
   if (s.locking.some((l) => l.wait !== 'block')) throw unimplemented('NOWAIT / SKIP LOCKED');
   const lock = s.locking.length > 0 ? 'exclusive' : 'none';
   const src = planSource(ctx, s, lock, []);

@@ -22,7 +22,7 @@
  * window functions, arrays, row values, COLLATE.
  */
 import { assertNever } from '../../src/util/assert.js';
-import type { Expr, FuncCall } from '../parser/ast.js';
+import type { Expr, FuncCall, SubLink } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
 import { Oid, T, formatType, typeFromName, type SqlType } from '../types/type.js';
@@ -171,6 +171,9 @@ function isUntyped(t: Typed): boolean {
 }
 
 export class ExprCompiler {
+  /** Compiles subqueries in expressions (set by plan/query-planner.ts; else 0A000). */
+  subLinks: ((e: SubLink, hint: SqlType | undefined) => Typed) | undefined;
+
   /** Set when the expression mentions a volatile function or column (not constant-foldable). */
   constructor(
     readonly scope: Scope,
@@ -439,6 +442,7 @@ export class ExprCompiler {
         } };
       }
       case 'SubLink':
+        if (this.subLinks !== undefined) return this.subLinks(e, hint);
         throw unimplemented('subqueries');
       case 'ArrayOp':
         throw unimplemented('ANY/ALL over arrays');
