@@ -200,11 +200,13 @@ function orderAndLimit(q: QueryCtx, rel: Rel, s: SelectStatement): Rel {
   const c = compilerFor(q, scope);
   if (s.orderBy.length > 0) {
     const keys = s.orderBy.map((o) => {
-      let e = o.expr;
+      const e = o.expr;
       if (e.kind === 'Const' && e.type === 'int') {
         const i = Number(e.text);
-        if (rel.columns[i - 1] === undefined) throw new SqlError('sql.invalid_column_reference', '42P10', `ORDER BY position ${i} is not in select list`);
-        e = { kind: 'ColumnRef', names: [(rel.columns[i - 1] as ScopeColumn).name], star: false };
+        const col = rel.columns[i - 1];
+        if (col === undefined) throw new SqlError('sql.invalid_column_reference', '42P10', `ORDER BY position ${i} is not in select list`);
+        const k = sortKey(c, { kind: 'Const', type: 'null', value: null, text: 'NULL' }, o);
+        return { ...k, fn: (row: readonly Datum[]) => row[i - 1] as Datum, cmp: c.comparator(col.type, col.type, 'ORDER BY'), text: `${i}${o.dir === 'desc' ? ' DESC' : ''}` };
       }
       return sortKey(c, e, o);
     });
