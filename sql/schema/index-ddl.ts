@@ -39,6 +39,7 @@ import { IndexCodec } from '../rowenc/index-codec.js';
 import { datumToText, type Datum } from '../sem/datum.js';
 import type { SqlType } from '../types/type.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
+import { scanRows } from './row-scan.js';
 
 /** Rows read from the primary index per backfill round trip. */
 export const BACKFILL_CHUNK = 1000;
@@ -111,44 +112,29 @@ export function putDescriptor(b: KVBatch, d: TableDesc, snapshotVersion: number)
 export async function backfillIndex(txn: SqlTxn, desc: TableDesc, ix: IndexDesc): Promise<number> {
   const primary = new RowCodec(desc);
   const codec = new IndexCodec(desc, ix, primary);
-  const span = tableIndexSpan(desc.id, desc.primaryIndex.id);
-  let start = span.key;
-  let n = 0;
-  for (;;) {
-    const b = new KVBatch();
-    b.scan(start, span.endKey, { limit: BACKFILL_CHUNK });
-    const [res] = await txn.run(b);
-    if (res?.kind !== 'scan') throw new Error('schema: unexpected scan result');
+  return scanRows(txn, desc, async (rows) => {
     const w = new KVBatch();
     const rowOf = new Map<string, Datum[]>();
-    for (const kv of res.rows) {
-      const row: Datum[] = new Array(desc.columns.length).fill(null);
-      primary.decodeKey(kv.key, row);
-      primary.decodeValue(kv.value, row);
+    for (const { row } of rows) {
       const e = codec.entry(row);
       if (e.unique) {
         w.cput(e.key, e.value, null);
         rowOf.set(e.key.toString('latin1'), row);
       } else w.put(e.key, e.value);
     }
-    if (w.length > 0) {
-      try {
-        await txn.run(w);
-      } catch (err) {
-        if (err instanceof CairnError && err.code === 'kv.condition_failed') {
-          const key = (err as CairnError & { key?: Buffer }).key;
-          const row = key !== undefined ? rowOf.get(key.toString('latin1')) : undefined;
-          const names = codec.keyOrdinals.map((o) => desc.columns[o]?.name).join(', ');
-          const vals = row !== undefined ? codec.keyOrdinals.map((o) => datumToText(row[o] as NonNullable<Datum>, primary.types[o] as SqlType)).join(', ') : '?';
-          throw new SqlError('sql.unique_violation', '23505', `could not create unique index "${ix.name}"`, { detail: `Key (${names})=(${vals}) is duplicated.` });
-        }
-        throw err;
+    try {
+      await txn.run(w);
+    } catch (err) {
+      if (err instanceof CairnError && err.code === 'kv.condition_failed') {
+        const key = (err as CairnError & { key?: Buffer }).key;
+        const row = key !== undefined ? rowOf.get(key.toString('latin1')) : undefined;
+        const names = codec.keyOrdinals.map((o) => desc.columns[o]?.name).join(', ');
+        const vals = row !== undefined ? codec.keyOrdinals.map((o) => datumToText(row[o] as NonNullable<Datum>, primary.types[o] as SqlType)).join(', ') : '?';
+        throw new SqlError('sql.unique_violation', '23505', `could not create unique index "${ix.name}"`, { detail: `Key (${names})=(${vals}) is duplicated.` });
       }
+      throw err;
     }
-    n += res.rows.length;
-    if (res.resumeKey === null) return n;
-    start = res.resumeKey;
-  }
+  }, BACKFILL_CHUNK);
 }
 
 export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexStatement): Promise<DdlResult> {
