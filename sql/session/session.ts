@@ -73,6 +73,7 @@ import { resolveTimeZone } from '../types/datetime.js';
 import type { EvalEnv, NodeServices } from '../sem/expr.js';
 import { SessionVars } from './session-vars.js';
 import { createIndex, dropIndex } from '../schema/index-ddl.js';
+import { alterTable, rename } from '../schema/alter-table.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
 const MAX_AUTO_RETRIES = 100;
@@ -146,7 +147,7 @@ interface ExplicitTxn {
 }
 
 /** Statements that write (refused in a read-only transaction). */
-const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -730,6 +731,12 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       }
       case 'DropIndex': {
         const r = await dropIndex(txn, this.database, ast);
+        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+      }
+      case 'AlterTable':
+      case 'Rename': {
+        const env = this.env(txn, []);
+        const r = ast.kind === 'AlterTable' ? await alterTable(txn, this.database, env, ast) : await rename(txn, this.database, env, ast);
         return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
       }
       case 'DropTable':
