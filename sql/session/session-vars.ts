@@ -71,6 +71,8 @@ const VARS: ReadonlyMap<string, VarDef> = new Map<string, VarDef>([
   ['server_encoding', { defaultValue: 'UTF8' }],
   ['standard_conforming_strings', { defaultValue: 'on', reportAs: 'standard_conforming_strings' }],
   ['extra_float_digits', { defaultValue: '1' }],
+  // Per-query memory budget of the buffering operators (sql/exec/memory-budget.ts); past it: 53200.
+  ['query_memory_budget', { defaultValue: '64MB' }],
   ['client_min_messages', { defaultValue: 'notice' }],
   ['server_version', { defaultValue: '15.0 Cairn' }],
   ['server_version_num', { defaultValue: '150000' }],
