@@ -8,10 +8,22 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot, runJepsen } from '../../jepsen-style/runner.js';
-import { missingFiles, readResults, tempStore } from './support.js';
+import { missingFiles, readResults } from './support.js';
 
-const store = tempStore();
-afterAll(() => rmSync(store, { recursive: true, force: true }));
+// Runs go under jepsen-style/store/ci/ (git-ignored); a run that is not valid is kept
+// there for the post-mortem, valid ones are removed.
+const store = join(repoRoot(), 'jepsen-style', 'store', 'ci');
+const keep: string[] = [];
+const done: string[] = [];
+afterAll(() => {
+  for (const d of done) if (!keep.includes(d)) rmSync(d, { recursive: true, force: true });
+});
+const run = async (o: Parameters<typeof runJepsen>[0]) => {
+  const r = await runJepsen(o);
+  done.push(r.dir);
+  if (r.valid !== true) keep.push(r.dir);
+  return r;
+};
 
 const base = { workload: 'kv-register', nodes: 3, concurrency: 6, target: 'cairn', storeRoot: store, faultIntervalMs: 3000, faultDurationMs: 4000, recoveryTimeoutMs: 20_000, loopbackSubnet: 202 } as const;
 
@@ -21,8 +33,8 @@ describe('jepsen-style CI runs on a 3-node Cairn cluster', () => {
   });
 
   it('register, 30 s of kill + partition: linearizable, faults bit', async () => {
-    const r = await runJepsen({ ...base, nemesis: 'kill,partition', timeSec: 30, seed: 9 });
-    expect(r.valid, r.summary).toBe(true);
+    const r = await run({ ...base, nemesis: 'kill,partition', timeSec: 30, seed: 9 });
+    expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(true);
     expect(r.faults.length).toBeGreaterThanOrEqual(3);
     expect(r.faults.every((f) => f.bit), JSON.stringify(r.faults, null, 1)).toBe(true);
     expect(r.counts.ok).toBeGreaterThan(100);
@@ -32,8 +44,8 @@ describe('jepsen-style CI runs on a 3-node Cairn cluster', () => {
   }, 150_000);
 
   it('register, 20 s of clock skew at 0.4× and 0.8× the max offset: linearizable', async () => {
-    const r = await runJepsen({ ...base, nemesis: 'clock-safe', timeSec: 20, seed: 5 });
-    expect(r.valid, r.summary).toBe(true);
+    const r = await run({ ...base, nemesis: 'clock-safe', timeSec: 20, seed: 5 });
+    expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(true);
     expect(r.faults.length).toBeGreaterThanOrEqual(2);
     expect(r.faults.every((f) => f.evidence.some((e) => /clock offset set to -?\d+ ms/.test(e)))).toBe(true);
   }, 120_000);
