@@ -1,6 +1,7 @@
 /**
  * `npm run jepsen -- --workload append --nemesis partition,kill --nodes 5 --time 300
- *  --concurrency 10 --seed 7 [--target cairn|postgres] [--canary NAME]`
+ *  --concurrency 10 --seed 7 [--target cairn|postgres] [--canary NAME] [--isolation L]
+ *  [--fault-interval MS] [--fault-duration MS] [--store DIR] [--subnet N]`
  *
  * Runs one jepsen-style test (runner.ts), prints the one-line summary, and exits 0 only
  * when every checker said valid (unknown, a checker error or a crash is a failure).
@@ -30,7 +31,8 @@ const program = new Command('jepsen')
   .option('--isolation <level>', 'client isolation (anything but serializable is a broken client)', 'serializable')
   .option('--fault-interval <ms>', 'quiet time between faults', int('--fault-interval'), 5000)
   .option('--fault-duration <ms>', 'how long each fault stays on', int('--fault-duration'), 5000)
-  .option('--store <dir>', 'where runs are written (default jepsen-style/store)');
+  .option('--store <dir>', 'where runs are written (default jepsen-style/store)')
+  .option('--subnet <n>', 'Cairn: nodes on 127.0.<n>.11… (default 0)', int('--subnet'), 0);
 
 program.parse();
 const o = program.opts<{
@@ -46,6 +48,7 @@ const o = program.opts<{
   faultInterval: number;
   faultDuration: number;
   store?: string;
+  subnet: number;
 }>();
 if (o.target !== 'cairn' && o.target !== 'postgres') program.error('--target must be cairn or postgres');
 if (!['serializable', 'repeatable read', 'read committed'].includes(o.isolation)) program.error('--isolation must be serializable, "repeatable read" or "read committed"');
@@ -66,6 +69,7 @@ try {
     isolation: o.isolation as 'serializable',
     faultIntervalMs: o.faultInterval,
     faultDurationMs: o.faultDuration,
+    loopbackSubnet: o.subnet,
     ...(o.canary === undefined ? {} : { canary: o.canary }),
     ...(o.store === undefined ? {} : { storeRoot: o.store }),
     log: (l) => process.stderr.write(l + '\n'),
