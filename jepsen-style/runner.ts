@@ -297,7 +297,8 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
         const moved = rangesBefore !== undefined && rangesDuring !== undefined ? leadershipChanges(rangesBefore, rangesDuring) : [];
         let healed: readonly string[];
         try {
-          healed = [...moved, ...(await nemesis.stop(ctx))];
+          const own = await nemesis.stop(ctx);
+          healed = [...moved.filter((m) => !own.includes(m)), ...own];
         } catch (e) {
           healed = [`stop failed: ${e instanceof Error ? e.message : String(e)}`];
         }
