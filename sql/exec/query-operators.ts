@@ -33,6 +33,7 @@ import type { PlanNode } from '../plan/plan-node.js';
 import { open, type ExecCtx, type Row, type RowIter } from './operators.js';
 import { queryMemory, rowBytes, type QueryMemory } from './memory-budget.js';
 import { newAggState } from './aggregate-state.js';
+import { WindowIter } from './window-operator.js';
 
 const OUT_BATCH = 1024;
 
@@ -54,6 +55,8 @@ export function openQueryNode(node: QueryNode, ctx: ExecCtx): RowIter {
       return new RecursiveCteIter(node, ctx);
     case 'working-table':
       return new WorkingTableIter(node, ctx);
+    case 'window':
+      return new WindowIter(node, ctx);
     default:
       return assertNever(node);
   }

@@ -153,4 +153,31 @@ export interface WorkingTableNode {
   readonly columns: readonly ScopeColumn[];
 }
 
-export type QueryNode = HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode;
+/** One window function call evaluated by a WindowNode. */
+export interface WindowFuncSpec {
+  readonly name: 'row_number' | 'rank' | 'dense_rank' | 'lag' | 'lead' | 'first_value' | 'last_value' | 'aggregate';
+  readonly args: readonly EvalFn[];
+  /** For name 'aggregate': the aggregate (count/sum/avg/min/max/bool_and/bool_or). */
+  readonly agg: AggSpec | undefined;
+  readonly type: SqlType;
+  readonly text: string;
+}
+
+/**
+ * Window functions sharing one window (PARTITION BY … ORDER BY …, default
+ * frame): output row = input row ++ one value per function. With ORDER BY the
+ * frame is RANGE UNBOUNDED PRECEDING … CURRENT ROW (peers included), without
+ * it the whole partition.
+ */
+export interface WindowNode {
+  readonly kind: 'window';
+  readonly input: PlanNode;
+  readonly partition: readonly EvalFn[];
+  readonly partitionTypes: readonly SqlType[];
+  readonly order: readonly { fn: EvalFn; desc: boolean; nullsFirst: boolean; cmp: (a: Exclude<Datum, null>, b: Exclude<Datum, null>) => number }[];
+  readonly funcs: readonly WindowFuncSpec[];
+  readonly text: string;
+  readonly columns: readonly ScopeColumn[];
+}
+
+export type QueryNode = HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode | WindowNode;

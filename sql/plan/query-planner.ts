@@ -21,12 +21,16 @@
  * expressions: each aggregate call and each GROUP BY expression becomes a
  * column `__agg.aN` / `__agg.gN` of the aggregate's output.
  *
- * Not supported (0A000 naming it): window functions, LATERAL, correlated
+ * Window functions (row_number, rank, dense_rank, lag, lead, first_value,
+ * last_value, count/sum/avg/min/max/bool_and/bool_or OVER) run after HAVING,
+ * one window node per distinct window definition (default frame only).
+ *
+ * Not supported (0A000 naming it): window frames, LATERAL, correlated
  * subqueries, ARRAY(subquery), json(b)_agg, aggregates in WHERE (42803).
  */
-import { formatExpr } from '../parser/format.js';
+import { formatExpr, formatWindowDef } from '../parser/format.js';
 import { mapExpr, walkExpr } from '../parser/walk.js';
-import type { Expr, FuncCall, JoinExpr, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr } from '../parser/ast.js';
+import type { Expr, FuncCall, JoinExpr, NamedWindow, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr, WindowDef } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { ExprCompiler, Scope, opError, unifyTypes, type EvalEnv, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
 import type { Datum } from '../sem/datum.js';
@@ -35,7 +39,7 @@ import { compareDatums, datumKey } from '../types/compare.js';
 import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
-import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell } from './query-nodes.js';
+import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell, WindowFuncSpec } from './query-nodes.js';
 import { outputName as coreOutputName, planSelect, type PlanContext } from './planner.js';
 
 /** WITH RECURSIVE iterations before the query fails with 54001. */
@@ -561,9 +565,10 @@ function compilerFor(q: QueryCtx, scope: Scope): ExprCompiler {
   return c;
 }
 
-function planClause(q: QueryCtx, s: SelectStatement, b: Extract<SelectBody, { kind: 'SelectClause' }>): Rel {
-  if (b.windows.length > 0 || b.targets.some((t) => exprHas(t.expr, (x) => x.kind === 'FuncCall' && x.over !== undefined)) || s.orderBy.some((o) => exprHas(o.expr, (x) => x.kind === 'FuncCall' && x.over !== undefined))) {
-    throw unimplemented('window functions');
+function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { kind: 'SelectClause' }>): Rel {
+  let s = s0;
+  if (exprHas(b.where, isWindow) || exprHas(b.having, isWindow) || b.groupBy.some((g) => exprHas(g, isWindow))) {
+    throw new SqlError('sql.windowing_error', '42P20', 'window functions are not allowed in WHERE, GROUP BY or HAVING');
   }
   // FROM with WHERE pushdown into single-table leaves.
   const where = conjuncts(b.where);
@@ -637,6 +642,12 @@ function planClause(q: QueryCtx, s: SelectStatement, b: Extract<SelectBody, { ki
     }
   }
   const baseWidth = rel.columns.length;
+  if (b.windows.length > 0) {
+    // Inline named windows (WINDOW w AS (…)) so aggregation rewrites see their expressions.
+    const inline = (e: Expr): Expr => mapExpr(e, (x) => (x.kind === 'FuncCall' && x.over !== undefined && x.over.refName !== undefined ? { ...x, over: resolveWindow(x.over, b.windows) } : x));
+    targets.splice(0, targets.length, ...targets.map((t) => ({ expr: inline(t.expr), alias: t.alias })));
+    s = { ...s, orderBy: s.orderBy.map((o) => ({ ...o, expr: inline(o.expr) })) };
+  }
   let orderExprs = s.orderBy.map((o) => resolveOrderRef(o.expr, targets, scope));
   let having = b.having;
   const hasAgg = b.groupBy.length > 0 || having !== undefined || targets.some((t) => exprHas(t.expr, isAgg)) || orderExprs.some((e) => e !== undefined && typeof e !== 'number' && exprHas(e, isAgg));
@@ -656,6 +667,15 @@ function planClause(q: QueryCtx, s: SelectStatement, b: Extract<SelectBody, { ki
       const pred = c.compileBool(having, 'HAVING');
       node = { kind: 'filter', input: node, pred: pred.fn, text: formatExpr(b.having as Expr), columns: scope.columns };
     }
+  }
+  // Window functions: one window node per distinct window, appending a column per call.
+  const win = planWindows(q, c, node, scope, projTargets, orderExprs, b.windows);
+  if (win !== undefined) {
+    node = win.node;
+    scope = win.scope;
+    c = compilerFor(q, scope);
+    projTargets = win.targets;
+    orderExprs = win.order;
   }
   // Project targets ++ extra ORDER BY keys.
   const exprs: EvalFn[] = [];
@@ -769,6 +789,113 @@ function outputName(t: SelectTarget): string {
     if (e.type === 'scalar' && b.kind === 'SelectClause' && b.targets.length === 1) return outputName(b.targets[0] as SelectTarget);
   }
   return coreOutputName(t);
+}
+
+// ---- window functions -----------------------------------------------------------------
+
+function resolveWindow(w: WindowDef, named: readonly NamedWindow[]): WindowDef {
+  if (w.refName === undefined) return w;
+  const base = named.find((n) => n.name === w.refName);
+  if (base === undefined) throw new SqlError('sql.undefined_object', '42704', `window "${w.refName}" does not exist`);
+  const b = resolveWindow(base.def, named);
+  return { refName: undefined, partitionBy: b.partitionBy, orderBy: w.orderBy.length > 0 ? w.orderBy : b.orderBy, frame: w.frame ?? b.frame };
+}
+
+const isWindow = (x: Expr): boolean => x.kind === 'FuncCall' && x.over !== undefined;
+
+const WINDOW_FUNCS = new Set(['row_number', 'rank', 'dense_rank', 'lag', 'lead', 'first_value', 'last_value']);
+const WINDOW_AGGS = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every']);
+
+function planWindows(
+  q: QueryCtx,
+  c: ExprCompiler,
+  input: PlanNode,
+  scope: Scope,
+  targets: readonly SelectTarget[],
+  order: readonly (number | Expr)[],
+  named: readonly NamedWindow[],
+): { node: PlanNode; scope: Scope; targets: SelectTarget[]; order: (number | Expr)[] } | undefined {
+  const calls: FuncCall[] = [];
+  const texts: string[] = [];
+  const collect = (e: Expr): void => {
+    walkExpr(e, (x) => {
+      if (x.kind !== 'FuncCall' || x.over === undefined) return true;
+      const t = formatExpr(x);
+      if (!texts.includes(t)) {
+        for (const a of x.args) if (exprHas(a, isWindow)) throw new SqlError('sql.windowing_error', '42P20', 'window function calls cannot be nested');
+        calls.push(x);
+        texts.push(t);
+      }
+      return false;
+    });
+  };
+  for (const t of targets) collect(t.expr);
+  for (const o of order) if (typeof o !== 'number') collect(o);
+  if (calls.length === 0) return undefined;
+  const resolveDef = (w: WindowDef): WindowDef => resolveWindow(w, named);
+  // Group calls by window definition.
+  const groups = new Map<string, { def: WindowDef; calls: number[] }>();
+  calls.forEach((f, i) => {
+    const def = resolveDef(f.over as WindowDef);
+    if (def.frame !== undefined) throw unimplemented('window frames (ROWS / RANGE / GROUPS)');
+    const key = formatWindowDef(def);
+    let g = groups.get(key);
+    if (g === undefined) groups.set(key, (g = { def, calls: [] }));
+    g.calls.push(i);
+  });
+  let node = input;
+  let cols = [...scope.columns];
+  const colOf: number[] = new Array(calls.length);
+  for (const [key, g] of groups) {
+    const wc = compilerFor(q, new Scope(cols));
+    const part = g.def.partitionBy.map((e) => wc.resolveUnknown(wc.compile(e)));
+    const ord = g.def.orderBy.map((o) => {
+      const k = sortKey(wc, o.expr, o);
+      return { fn: k.fn, desc: k.desc, nullsFirst: k.nullsFirst, cmp: k.cmp };
+    });
+    const funcs: WindowFuncSpec[] = g.calls.map((i) => windowFunc(wc, calls[i] as FuncCall, g.def));
+    const base = cols.length;
+    const newCols = funcs.map((f, j) => ({ name: `w${base + j}`, table: '\u0000win', type: f.type, hidden: false }));
+    g.calls.forEach((i, j) => {
+      colOf[i] = base + j;
+    });
+    cols = [...cols, ...newCols];
+    node = { kind: 'window', input: node, partition: part.map((t) => t.fn), partitionTypes: part.map((t) => t.type), order: ord, funcs, text: key === '' ? '()' : key, columns: cols };
+  }
+  const rewrite = (e: Expr): Expr =>
+    mapExpr(e, (x) => {
+      if (x.kind !== 'FuncCall' || x.over === undefined) return x;
+      const i = texts.indexOf(formatExpr(x));
+      return i >= 0 ? { kind: 'ColumnRef', names: ['\u0000win', `w${colOf[i]}`], star: false } : x;
+    });
+  void c;
+  return { node, scope: new Scope(cols), targets: targets.map((t) => ({ expr: rewrite(t.expr), alias: t.alias })), order: order.map((o) => (typeof o === 'number' ? o : rewrite(o))) };
+}
+
+function windowFunc(c: ExprCompiler, f: FuncCall, def: WindowDef): WindowFuncSpec {
+  const name = (f.name[f.name.length - 1] as string).toLowerCase();
+  const text = formatExpr(f);
+  if (f.filter !== undefined && !WINDOW_AGGS.has(name)) throw unimplemented(`FILTER on window function ${name}`);
+  if (WINDOW_FUNCS.has(name)) {
+    if (f.distinct || f.star) throw new SqlError('sql.syntax_error', '42601', `DISTINCT is not implemented for window functions`);
+    if (name === 'row_number' || name === 'rank' || name === 'dense_rank') {
+      if (f.args.length !== 0) throw new SqlError('sql.undefined_function', '42883', `function ${name} with arguments does not exist`);
+      return { name, args: [], agg: undefined, type: T.int8, text };
+    }
+    if (f.args.length < 1 || f.args.length > (name === 'lag' || name === 'lead' ? 3 : 1)) throw new SqlError('sql.undefined_function', '42883', `function ${name} with ${f.args.length} arguments does not exist`);
+    const v = c.resolveUnknown(c.compile(f.args[0] as Expr));
+    const args: EvalFn[] = [v.fn];
+    if (f.args.length >= 2) args.push(c.coerce(c.compile(f.args[1] as Expr, T.int8), T.int8, 'implicit').fn);
+    if (f.args.length === 3) args.push(c.coerce(c.compile(f.args[2] as Expr, v.type), v.type, 'implicit').fn);
+    return { name: name as WindowFuncSpec['name'], args, agg: undefined, type: v.type, text };
+  }
+  if (WINDOW_AGGS.has(name)) {
+    if (f.distinct) throw unimplemented('DISTINCT in window aggregates');
+    const agg = aggSpec(c, { ...f, over: undefined });
+    void def;
+    return { name: 'aggregate', args: [], agg, type: agg.resultType, text };
+  }
+  throw unimplemented(`window function ${name}`);
 }
 
 // ---- aggregation -----------------------------------------------------------------------
