@@ -67,6 +67,7 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
     case 'subqueries':
     case 'recursive-cte':
     case 'working-table':
+    case 'window':
       return openQueryNode(node, ctx);
     default:
       return assertNever(node);

@@ -69,6 +69,7 @@ function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanN
     case 'subqueries':
     case 'recursive-cte':
     case 'working-table':
+    case 'window':
       return describeQueryNode(n);
     default:
       return assertNever(n);
