@@ -274,6 +274,9 @@ class ShellSession {
     client.on('error', (e: Error) => {
       s.broken = e;
     });
+    client.on('end', () => {
+      s.broken ??= new Error('sql: the connection to the server was lost');
+    });
     try {
       await client.connect();
     } catch (e) {
@@ -288,6 +291,11 @@ class ShellSession {
 
   get isRunning(): boolean {
     return this.running;
+  }
+
+  /** The connection failed or was closed by the server. */
+  get isBroken(): boolean {
+    return this.broken !== null;
   }
 
   /**
@@ -346,7 +354,9 @@ class ShellSession {
   }
 
   async close(): Promise<void> {
-    await this.client.end().catch(() => undefined);
+    // pg's end() waits for the socket's 'end', which a lost connection has already had.
+    if (this.broken !== null) void this.client.end().catch(() => undefined);
+    else await this.client.end().catch(() => undefined);
   }
 }
 
@@ -402,11 +412,38 @@ class SqlShell {
   quit = false;
 
   constructor(
-    private readonly session: ShellSession,
+    private session: ShellSession,
     private readonly io: SqlShellIo,
     private readonly format: OutputFormat,
     private readonly stopOnError: boolean,
+    /** Open a new connection when the old one was lost (interactive only, as psql). */
+    private readonly reconnect: boolean,
   ) {}
+
+  /** The current connection (a reconnect replaces it). */
+  get currentSession(): ShellSession {
+    return this.session;
+  }
+
+  /**
+   * A lost connection is reopened before the next statement when reconnect
+   * is set; a batch run never reconnects (its next statements may belong to
+   * the transaction that was lost). False when there is no usable connection.
+   */
+  private async ensureConnected(): Promise<boolean> {
+    if (!this.session.isBroken || !this.reconnect) return true;
+    const old = this.session;
+    await old.close();
+    try {
+      this.session = await ShellSession.open(old.target, this.io);
+      this.io.stderr.write(`# the connection was lost; reconnected to ${promptBase(old.target)} (any open transaction was rolled back)\n`);
+      return true;
+    } catch (e) {
+      this.failed = true;
+      this.io.stderr.write(`ERROR: the connection was lost and reconnecting failed: ${(e as Error).message}\n`);
+      return false;
+    }
+  }
 
   /** Some statement failed. */
   get hadError(): boolean {
@@ -464,6 +501,7 @@ class SqlShell {
 
   /** Runs one statement and prints its outcome; false on error. */
   async execute(stmt: string): Promise<boolean> {
+    if (!(await this.ensureConnected())) return false;
     const start = performance.now();
     const format = this.format;
     // csv/tsv stream: the header before the first row, then rows in chunks.
@@ -498,6 +536,8 @@ class SqlShell {
       if (out !== '') this.io.stdout.write(out); // rows streamed before the error
       const fields: ServerErrorFields = e instanceof Error ? (e as Error & ServerErrorFields) : { message: String(e) };
       this.io.stderr.write(formatError(fields, stmt));
+      // As psql: a connection lost under a statement is reset at once, so the prompt is honest.
+      await this.ensureConnected();
       return false;
     }
   }
@@ -676,7 +716,7 @@ export async function runSqlShell(flags: SqlShellFlags, io: SqlShellIo): Promise
     fileStream?.destroy();
     return 1;
   }
-  const shell = new SqlShell(session, io, format, !(flags.continueOnError ?? false) && !interactive);
+  const shell = new SqlShell(session, io, format, !(flags.continueOnError ?? false) && !interactive, interactive);
   try {
     if (interactive) return await runInteractive(shell, io);
     for (const e of execute) if (!(await shell.feedText(e))) break;
@@ -687,7 +727,7 @@ export async function runSqlShell(flags: SqlShellFlags, io: SqlShellIo): Promise
     return shell.hadError ? 1 : 0;
   } finally {
     fileStream?.destroy();
-    await session.close();
+    await shell.currentSession.close();
   }
 }
 

@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { runSqlShell, type SqlShellIo } from '../../src/cli/sql-shell.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
@@ -167,6 +168,52 @@ describe('cairn sql on a terminal', () => {
     } finally {
       t.stdin.end();
       await slow.stop();
+    }
+  });
+});
+
+describe('cairn sql when the connection is lost', () => {
+  it('reconnects before the next statement on a terminal; reports a failed reconnect and goes on', async () => {
+    // A TCP relay in front of the server: cutting its sockets loses the connection, the server stays up.
+    const relayed = new Set<Socket>();
+    const relay = createServer((client) => {
+      const upstream = createConnection(srv.port, '127.0.0.1');
+      relayed.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const drop = (): void => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const port = (relay.address() as { port: number }).port;
+    const base = `root@127.0.0.1:${port}/defaultdb`;
+    const t = new Terminal(`postgresql://root@127.0.0.1:${port}/defaultdb`, join(dir, 'history4'));
+    try {
+      await t.waitFor((o) => o.includes(`${base}> `), 'the first prompt');
+      await t.line('BEGIN;', `${base} OPEN> `);
+      for (const s of relayed) s.destroy();
+      relayed.clear();
+      // The next statement finds the connection gone — before sending (then it reconnects
+      // first) or while running (then it fails and the shell reconnects at once).
+      t.type('SELECT 1 AS one;\r');
+      await t.waitFor((_, e) => e.includes(`# the connection was lost; reconnected to ${base} (any open transaction was rolled back)\n`), 'the reconnect');
+      await t.waitFor((o) => o.endsWith(`${base}> `), 'the idle prompt of the new connection');
+      expect(await t.line('SELECT 1 AS one;', '(1 row)')).toContain('   1\n');
+
+      // now the relay refuses: the statement reports it, and the shell keeps going
+      relay.close(); // stops accepting; the open relayed connection is cut next
+      for (const s of relayed) s.destroy();
+      const mark = t.err.length;
+      await t.line('SELECT 2;', `${base}> `);
+      await t.waitFor((_, e) => e.slice(mark).includes('ERROR: the connection was lost and reconnecting failed: cannot connect to'), 'the reconnect error');
+      t.type('\\q\r');
+      expect(await t.done).toBe(0);
+    } finally {
+      t.stdin.end();
+      relay.close(() => undefined); // already closed on the success path
     }
   });
 });
