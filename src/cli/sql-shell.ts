@@ -54,6 +54,11 @@
  * Ctrl-C cancels the running statement (a CancelRequest on a new
  * connection, PostgreSQL protocol §53.2.7) or clears the input; Ctrl-D exits.
  *
+ * A lost connection: on a terminal the shell reconnects (right after the
+ * statement that found it lost, or before the next one) and says so — an
+ * open transaction is gone; a batch run never reconnects, since its next
+ * statements may belong to the lost transaction: it stops with exit 1.
+ *
  * Ownership: the shell owns its pg client, its readline interface and the
  * history file; sqlCommand()'s action owns the process's exit status.
  */
