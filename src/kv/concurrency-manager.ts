@@ -3,8 +3,7 @@
  * leaseholder (CockroachDB's replica_send / concurrency hooks):
  *
  *   send(ba) ─► ensureLease ─► latches ─► prepare(h): request timestamp bounds
- *                                          (≤ now + max offset, then the HLC
- *                                          moves up to it); writes pushed
+ *                                          (non-txn: ≤ now + max offset); writes pushed
  *                                          above the timestamp cache
  *                                       ─► evaluate ─► finish(h): the batch's
  *                                          reads enter the timestamp cache;
@@ -14,9 +13,11 @@
  * Timestamp cache (kv/concurrency/timestamp-cache.ts): one per replica,
  * keyed by user keys (range-local keys — txn records — are never cached).
  * Its low-water mark is raised to the lease start whenever a new lease
- * (new sequence) applies (DESIGN.md §6), and to now + max offset when the
- * replica is created (a restart forgets the reads served before it) or its
- * descriptor changes (a merge brings in reads the right-hand range served).
+ * (new sequence) applies (DESIGN.md §6) — and further, to a horizon above
+ * any read another holder can have served (see horizon()) — and to that
+ * horizon when the replica is created (a restart or a split forgets the
+ * reads served before it) or its descriptor widens (a merge brings in reads
+ * the right-hand range served).
  * A write below a read is pushed to just above it: a transactional batch
  * then returns its new timestamp (BatchResponse.timestamp), which the
  * coordinator refreshes to; a batch that commits (EndTxn) is refused with
@@ -39,10 +40,20 @@
  */
 import { tsLess, tsLessEq, tsNext, type Clock, type Timestamp } from '../util/hlc.js';
 import { isLocal } from '../../storage/keys.js';
+import { ConditionFailedError, WriteTooOldError } from '../../storage/mvcc.js';
 import type { Lease, Request, Response } from './api.js';
 import type { DeclaredSpan, EvalHeader } from './batcheval/command.js';
 import { TimestampCache } from './concurrency/timestamp-cache.js';
 import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from './txn-api.js';
+
+/** Transactional requests may run this many max offsets ahead of the serving clock (non-transactional: one). */
+export const MAX_FUTURE_OFFSETS = 1;
+
+/** The requests whose writes the timestamp cache pushes. */
+const PUSHED_KINDS: ReadonlySet<string> = new Set(['put', 'cput', 'delete', 'deleteRange', 'endTxn']);
+
+/** Writes that read nothing: a transactional batch of only these is pushed silently (the response timestamp tells). */
+const BLIND_KINDS: ReadonlySet<string> = new Set(['put', 'delete', 'endTxn', 'beginTxn', 'heartbeatTxn']);
 
 /** How long an unanswered push keeps its waiter registered (µs). */
 const WAITER_TTL_MICROS = 2_000_000;
@@ -62,14 +73,28 @@ export class ReplicaConcurrency {
     this.tscache = new TimestampCache({ lowWater: this.horizon() });
   }
 
+  /**
+   * Above every read another replica (or this one before a restart) can have
+   * served: those reads ran at most MAX_FUTURE_OFFSETS max offsets ahead of
+   * that node's clock, which is at most one max offset ahead of ours.
+   */
   private horizon(): Timestamp {
     const n = this.clock.now();
-    return { wall: n.wall + this.clock.maxOffsetMicros, logical: 0 };
+    return { wall: n.wall + (MAX_FUTURE_OFFSETS + 1) * this.clock.maxOffsetMicros, logical: 0 };
   }
 
-  /** A lease applied on this replica: a new holder's cache starts at the lease start. */
+  /**
+   * A new lease applied: the cache starts above the lease start and above
+   * what the previous holder may have served. Transactional timestamps run
+   * ahead of clocks (pushes, refreshes), so the lease start alone would let a
+   * write slip under a future-timestamp read the previous holder served;
+   * without read summaries travelling with the lease (CockroachDB's), the
+   * horizon stands in for them (writes right after a lease change are pushed).
+   */
   onLeaseApplied(lease: Lease, prev: Lease | null): void {
-    if (prev === null || prev.sequence !== lease.sequence) this.tscache.setLowWater(lease.start);
+    if (prev !== null && prev.sequence === lease.sequence) return;
+    this.tscache.setLowWater(lease.start);
+    this.tscache.setLowWater(this.horizon());
   }
 
   /** The range's bounds changed (a merge absorbed reads served elsewhere). */
@@ -77,17 +102,35 @@ export class ReplicaConcurrency {
     this.tscache.setLowWater(this.horizon());
   }
 
-  /** Checks the request timestamp and moves the HLC up to it. */
-  checkRequestTimestamp(ts: Timestamp): void {
+  /**
+   * A non-transactional request may not read or write beyond now + max
+   * offset (no clock could have produced it). Transactional timestamps may
+   * legitimately run ahead (pushes above a reader's uncertainty limit, a
+   * fresh range's timestamp-cache horizon): beyond MAX_FUTURE_OFFSETS max
+   * offsets ahead they wait for the clock (up to 10 max offsets ahead; past
+   * that, TimestampInFutureError), so no read is ever served further ahead
+   * of its clock than horizon() assumes. The HLC itself is updated from the
+   * RPC's clock reading, never from request timestamps.
+   */
+  async checkRequestTimestamp(ts: Timestamp, transactional: boolean): Promise<void> {
     if (ts.wall === 0 && ts.logical === 0) return;
-    const now = this.clock.now();
-    if (ts.wall - now.wall > this.clock.maxOffsetMicros) throw new TimestampInFutureError(ts, now, this.clock.maxOffsetMicros);
-    this.clock.update(ts);
+    const offset = this.clock.maxOffsetMicros;
+    for (;;) {
+      const now = this.clock.now();
+      const ahead = ts.wall - now.wall;
+      if (!transactional && ahead > offset) throw new TimestampInFutureError(ts, now, offset);
+      if (ahead <= MAX_FUTURE_OFFSETS * offset) return;
+      // A transaction pushed far ahead waits for the clock (bounded) instead of being served further ahead than the horizon covers.
+      if (ahead > 10 * offset) throw new TimestampInFutureError(ts, now, 10 * offset);
+      await new Promise((r) => setTimeout(r, Math.ceil((ahead - MAX_FUTURE_OFFSETS * offset) / 1000) + 1));
+    }
   }
 
   /** Pushes a write batch above the reads already served on its spans. */
   prepare(h: EvalHeader, reqs: readonly Request[], spans: readonly DeclaredSpan[], isWrite: boolean): EvalHeader {
     if (!isWrite || ReplicaConcurrency.skipTsCacheBump) return h;
+    // Only MVCC writes of clients move; admin, lease, resolution and record commands keep their timestamps.
+    if (!reqs.some((q) => PUSHED_KINDS.has(q.kind))) return h;
     const own = h.txn === undefined ? undefined : h.txn.id.toString('hex');
     let max: Timestamp | null = null;
     for (const s of spans) {
@@ -100,9 +143,31 @@ export class ReplicaConcurrency {
     const ts = tsNext(max);
     if (h.txn === undefined) return { ...h, timestamp: ts };
     for (const q of reqs) {
-      if (q.kind === 'endTxn' && q.commit) throw new TxnRetryError('RETRY_SERIALIZABLE', 'a write of the committing batch was pushed by the timestamp cache');
+      if (q.kind === 'endTxn' && q.commit) throw new TxnRetryError('RETRY_SERIALIZABLE', 'a write of the committing batch was pushed by the timestamp cache', ts);
+      // Nothing is read at a pushed timestamp the coordinator does not know of (a failed cput would report a value
+      // from its future; and it may lie beyond what horizon() covers): it refreshes first and retries.
+      if (!BLIND_KINDS.has(q.kind)) throw new TxnRetryError('RETRY_SERIALIZABLE', `a ${q.kind} was pushed by the timestamp cache`, ts);
     }
     return { ...h, timestamp: ts, txn: { ...h.txn, writeTimestamp: ts } };
+  }
+
+  /**
+   * Runs a write batch's evaluation. A failed conditional put still enters
+   * the timestamp cache. A non-transactional write that meets a newer version is evaluated again
+   * at the timestamp the error names (CockroachDB's server-side bump), so a
+   * pushed non-transactional write does not fail on its own push.
+   */
+  async retryNonTxnWriteTooOld<T>(h: EvalHeader, evaluate: (h: EvalHeader) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await evaluate(h);
+      } catch (e) {
+        // A failed conditional put has read its key: that read must hold against later writers (CockroachDB's updatesTSCacheOnErr).
+        if (e instanceof ConditionFailedError) this.tscache.add({ key: e.key, endKey: null }, h.timestamp, h.txn?.id.toString('hex'));
+        if (h.txn !== undefined || !(e instanceof WriteTooOldError) || attempt >= 3) throw e;
+        h = { ...h, timestamp: e.actualTimestamp };
+      }
+    }
   }
 
   /** After a successful evaluation: records reads; annotates push/query responses with waiters. */

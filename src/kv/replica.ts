@@ -301,6 +301,7 @@ export class Replica {
     await this.ensureLease();
     const isWrite = reqs.some(isWriteRequest);
     const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(ba.header.uncertaintyLimit === undefined ? {} : { uncertaintyLimit: ba.header.uncertaintyLimit }) };
+    await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
     const spans: DeclaredSpan[] = [];
     for (const q of reqs) lookupCommand(q.kind).declareKeys(h0, q, this.desc, spans);
     const guard = await this.latches.acquire(spans);
@@ -310,7 +311,6 @@ export class Replica {
       // A split may have shrunk the range while we waited.
       for (const q of reqs) this.checkKeys(q);
       const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
-      this.concurrency.checkRequestTimestamp(ts);
       const h = this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
       if (!isWrite) {
         const ec = this.evalContext(emptyStats(), {});
@@ -320,7 +320,7 @@ export class Replica {
         return { now: this.ctx.clock.now(), timestamp: ts, responses };
       }
       const lease = this.lease as Lease;
-      const res = await this.evaluateAndPropose(h, reqs, lease.sequence, undefined);
+      const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined));
       this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
       return res;
     } finally {

@@ -215,9 +215,16 @@ export class TransactionStatusError extends CairnError {
 
 export class TxnRetryError extends CairnError {
   override name = 'TxnRetryError';
-  constructor(readonly reason: RetryReason, detail: string) {
-    super('kv.txn_retry', `restart transaction: TransactionRetryWithProtoRefreshError: ${reason}: ${detail}`, { retryable: true, sqlState: '40001' });
+  /** `pushedTo`: where the transaction must move (travels in the message as "(ts=wall,logical)"; see retryTimestampOf). */
+  constructor(readonly reason: RetryReason, detail: string, pushedTo?: Timestamp) {
+    super('kv.txn_retry', `restart transaction: TransactionRetryWithProtoRefreshError: ${reason}: ${detail}${pushedTo === undefined ? '' : ` (ts=${pushedTo.wall},${pushedTo.logical})`}`, { retryable: true, sqlState: '40001' });
   }
+}
+
+/** The timestamp a TxnRetryError names (it crosses RPC as a generic error: code + message), if any. */
+export function retryTimestampOf(e: CairnError): Timestamp | null {
+  const m = /\(ts=(\d+),(\d+)\)$/.exec(e.message);
+  return m === null ? null : { wall: Number(m[1]), logical: Number(m[2]) };
 }
 
 export class RefreshFailedError extends CairnError {

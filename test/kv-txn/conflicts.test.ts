@@ -190,8 +190,6 @@ describe('refresh, uncertainty, write-too-old', () => {
 
   it('uncertainty: a value committed after the reader started, inside its window, moves the reader up (or restarts it)', async () => {
     const env = await startTxnCluster(start, { nodes: 1, maxOffsetMicros: 1_000_000, settings: { leaseDurationMicros: 6_000_000 } });
-    // Past the fresh replica's timestamp-cache horizon (now + max offset at its creation).
-    await new Promise((r) => setTimeout(r, 1_050));
     const db = env.dbs[0] as NonNullable<TxnEnv['dbs'][0]>;
     const t = db.newTxn();
     const t2 = db.newTxn();

@@ -25,6 +25,9 @@ export async function startTxnCluster(start: (o: TestClusterOptions) => Promise<
   const ds = Array.from({ length: c.size }, (_, i) => distSender(c, i));
   const dbs = ds.map((s, i) => new TxnDB({ sender: s, clock: c.node(i).clock, nodeId: i + 1, prng: new Prng(1000 + i) }));
   for (const k of opts.splits ?? []) await adminSplit(ds[0] as DistSender, k);
+  // Fresh replicas' timestamp caches start at now + 2 max offsets (concurrency-manager.ts): let the clocks pass it,
+  // so that the tests' writes land at their own timestamps.
+  await new Promise((r) => setTimeout(r, (2 * (opts.maxOffsetMicros ?? 100_000)) / 1000 + 30));
   return { c, ds, dbs };
 }
 

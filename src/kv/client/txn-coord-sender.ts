@@ -3,8 +3,9 @@
  * (CockroachDB's kvcoord.TxnCoordSender and its interceptors, folded into
  * one object), implementing sql/kv.ts's KVTxn over a Sender (DistSender).
  *
- *   run(batch) ─► segments (a new segment whenever a key would be written
- *                 twice: one sequence number per segment)
+ *   run(batch) ─► segments (runs of reads and runs of writes, in order; a new
+ *                 segment whenever a key would be written twice: one sequence
+ *                 number per segment)
  *              ─► seq-num allocator: txn.sequence = ++seq for a writing segment
  *              ─► send(ts = read ts = write ts, uncertaintyLimit, txn)
  *                   WriteIntentError    → TxnPusher (push / wait / recover / resolve), resend
@@ -25,6 +26,8 @@
  *                then made COMMITTED and the intents resolved asynchronously
  *                (IntentResolver). A part pushed above the staging ts →
  *                refresh and stage again higher.
+ *                A commit timestamp ahead of the clock is acknowledged after
+ *                the clock passes it (commit wait).
  *   read-only:   no record, no EndTxn; commit just stops.
  *   savepoints:  the sequence number; rollback adds (sp, now] to the
  *                ignored seqnum ranges, which reads, commits and resolution honour.
@@ -47,7 +50,7 @@ import { keyNext, ConditionFailedError, ReadWithinUncertaintyIntervalError, Writ
 import type { BatchResponse, KeyValue, Request, Response, ScanResponse } from '../api.js';
 import type { Sender } from '../kv-client.js';
 import { MAX_TXN_PRIORITY } from '../concurrency/push-policy.js';
-import { TransactionAbortedError, TxnRetryError, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
+import { TransactionAbortedError, TxnRetryError, retryTimestampOf, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
 import type { IntentResolver } from '../txn-intent-resolver.js';
 import type { TxnPusher } from '../txn-pusher.js';
 import { txnLiveness } from '../txn-record.js';
@@ -60,6 +63,7 @@ export interface TxnCoordContext {
   readonly pusher: TxnPusher;
   /** 16 random bytes. */
   newTxnId(): Buffer;
+  readonly sleep: (ms: number) => Promise<void>;
   /** Calls fn every ms until the returned stop is called (the heartbeat loop). */
   every(ms: number, fn: () => void): () => void;
   readonly metrics: TxnMetrics;
@@ -172,7 +176,22 @@ export class TxnCoordSender {
       return out;
     }
     for (const r of await this.runSegment(last, 'commit')) out.push(r);
+    await this.commitWait();
     return out;
+  }
+
+  /**
+   * Commit wait: a commit timestamp ahead of the clock (pushed by a fresh
+   * range's or a new lease's timestamp-cache horizon) is acknowledged only
+   * once the clock has passed it, so a transaction that starts after the
+   * acknowledgement reads at or above it (real-time order, DESIGN.md §6).
+   */
+  private async commitWait(): Promise<void> {
+    for (;;) {
+      const ahead = this.writeTs.wall - this.ctx.clock.now().wall;
+      if (ahead < 0) return;
+      await this.ctx.sleep(Math.ceil(ahead / 1000) + 1);
+    }
   }
 
   commit(): Promise<void> {
@@ -304,12 +323,14 @@ export class TxnCoordSender {
     }
     if (e instanceof WriteTooOldError) return this.refreshTo(tsMax(e.actualTimestamp, this.writeTs), 'RETRY_WRITE_TOO_OLD');
     if (e instanceof ReadWithinUncertaintyIntervalError) return this.refreshTo(tsNext(e.valueTimestamp), 'RETRY_UNCERTAINTY');
-    if (e instanceof CairnError && e.code === 'kv.txn_retry') return this.refreshTo(await this.pushedTimestamp(), 'RETRY_SERIALIZABLE');
+    if (e instanceof CairnError && e.code === 'kv.txn_retry') return this.refreshTo(await this.pushedTimestamp(e), 'RETRY_SERIALIZABLE');
     throw this.fail(e);
   }
 
   /** Where a commit refused as pushed must move: above the record's pushed timestamp and the clock. */
-  private async pushedTimestamp(): Promise<Timestamp> {
+  private async pushedTimestamp(e: CairnError): Promise<Timestamp> {
+    const named = retryTimestampOf(e);
+    if (named !== null) return tsMax(named, this.writeTs);
     let ts = tsNext(tsMax(this.ctx.clock.now(), this.writeTs));
     if (this.anchor !== null) {
       const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: this.anchor, txnId: this.id }] });
@@ -322,7 +343,11 @@ export class TxnCoordSender {
 
   /** Marks the txn after a failed send; returns the error to throw. */
   private fail(e: unknown): unknown {
-    if (e instanceof ConditionFailedError) return new KvConditionFailedError(e.key, e.actual);
+    if (e instanceof ConditionFailedError) {
+      // The failed cput read its key: a later refresh must validate that read.
+      this.readSpans.push({ key: e.key, endKey: null });
+      return new KvConditionFailedError(e.key, e.actual);
+    }
     if (e instanceof CairnError) {
       if (e.code === 'kv.txn_aborted') {
         this.state = 'aborted';
@@ -453,12 +478,20 @@ function lockSpanOf(q: KVRequest): LockSpan {
   return q.kind === 'delRange' ? { key: q.key, endKey: q.endKey } : { key: q.key, endKey: null };
 }
 
-/** Splits a batch so that no segment writes one key twice (one sequence number per segment). */
+/** Splits a batch into runs of reads and runs of writes, so that no segment writes one key twice (one sequence number per segment). */
 function segments(reqs: readonly KVRequest[]): KVRequest[][] {
   const out: KVRequest[][] = [[]];
   let written = new Set<string>();
   let ranged = false;
+  let writing: boolean | null = null;
   for (const q of reqs) {
+    // Reads and writes go in separate sends (in order): a write batch the timestamp cache pushes then never carries reads.
+    if (writing !== null && writing !== isWriteOp(q)) {
+      out.push([]);
+      written = new Set();
+      ranged = false;
+    }
+    writing = isWriteOp(q);
     if (isWriteOp(q)) {
       const k = q.key.toString('latin1');
       if (written.has(k) || ranged || (q.kind === 'delRange' && written.size > 0)) {

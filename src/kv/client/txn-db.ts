@@ -60,6 +60,7 @@ export class TxnDB {
         pusher: this.pusher,
         newTxnId: () => o.prng.bytes(16),
         every: o.every ?? defaultEvery,
+        sleep: o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
         metrics: this.metrics,
       },
       opts,

@@ -1,0 +1,358 @@
+/**
+ * kvnemesis-style randomized transactions (CockroachDB's kvnemesis, reduced):
+ *   generator  — random transactions of gets, scans, puts, deletes, cputs and
+ *                savepoints (rolled back or released), ending in commit,
+ *                commitInBatch or rollback; every written value is unique
+ *   applier    — concurrent workers on every node's TxnDB, retrying
+ *                retryable errors, logging exactly what the final attempt
+ *                read and wrote and the commit timestamp
+ *   nemesis    — splits, merges, lease transfers and replica moves running
+ *                concurrently (counted)
+ *   validator  — reads every version of every key (with its timestamp) from
+ *                the leaseholders' engines and checks: every visible value
+ *                was written by a committed (or ambiguous) transaction's final
+ *                attempt and not rolled back to a savepoint; each committed
+ *                transaction's writes sit exactly at its commit timestamp;
+ *                each committed transaction's reads equal the MVCC state at
+ *                its commit timestamp (its own earlier writes included) —
+ *                together: the committed history is serializable in
+ *                commit-timestamp order.
+ */
+import { CairnError } from '../../src/util/errors.js';
+import { compareTimestamps, formatTimestamp, tsEqual, tsLess, tsPrev, MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
+import { Prng } from '../../src/util/prng.js';
+import { mvccGet } from '../../storage/mvcc.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { adminSplit } from '../../src/kv/split.js';
+import { adminMerge } from '../../src/kv/merge.js';
+import { addVoter } from '../../src/kv/replica-change.js';
+import type { TxnDB } from '../../src/kv/client/txn-db.js';
+import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
+import type { DistSender } from '../../src/kv/dist-sender.js';
+import type { TestCluster } from '../support/test-cluster.js';
+import { descriptors } from '../kv-ranges/support.js';
+import { KVBatch } from '../../sql/kv.js';
+import { tkey } from './support.js';
+
+export interface Read {
+  readonly key: number;
+  readonly value: string | null;
+  /** Own value written earlier in the txn (then the read must see it), else undefined. */
+  readonly own: string | null | undefined;
+}
+export interface ScanRead {
+  readonly lo: number;
+  readonly hi: number;
+  readonly rows: readonly [number, string][];
+  readonly own: ReadonlyMap<number, string | null>;
+}
+export interface TxnLog {
+  readonly name: string;
+  status: 'committed' | 'aborted' | 'ambiguous';
+  commitTs: Timestamp | null;
+  reads: Read[];
+  scans: ScanRead[];
+  /** Final value per key (null: deleted). */
+  writes: Map<number, string | null>;
+  /** Values this txn wrote that must never be visible (earlier attempts, rolled-back savepoints, aborts). */
+  discarded: string[];
+}
+
+export interface NemesisOptions {
+  readonly seed: number;
+  readonly keys: number;
+  readonly workers: number;
+  readonly txnsPerWorker: number;
+  readonly nemesis: boolean;
+}
+
+export interface NemesisCounts {
+  splits: number;
+  merges: number;
+  leaseTransfers: number;
+  replicaMoves: number;
+  failedOps: number;
+}
+
+const val = (s: string): Buffer => Buffer.from(s);
+const keyIndex = (k: Buffer): number => Number(k.toString('latin1').slice(2));
+
+/** Runs one random transaction on db; returns its log. */
+async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promise<TxnLog> {
+  const log: TxnLog = { name, status: 'aborted', commitTs: null, reads: [], scans: [], writes: new Map(), discarded: [] };
+  const txn: TxnCoordSender = db.newTxn(rng.bool(0.1) ? { priority: rng.bool() ? 'high' : 'low' } : {});
+  const nops = 1 + rng.intn(6);
+  const planMax = Number(process.env.TXN_NEMESIS_OPMAX ?? 100);
+  const plan = Array.from({ length: nops }, () => rng.intn(planMax));
+  const keysOf = Array.from({ length: nops }, () => rng.intn(nkeys));
+  const ending = rng.intn(100);
+  for (let attempt = 0; attempt < 30; attempt++) {
+    const writes = new Map<number, string | null>();
+    const reads: Read[] = [];
+    const scans: ScanRead[] = [];
+    const written: string[] = [];
+    let sp: { token: unknown; writes: Map<number, string | null>; nWritten: number } | null = null;
+    let committedInBatch = false;
+    try {
+      for (let i = 0; i < nops; i++) {
+        const p = plan[i] as number;
+        const k = keysOf[i] as number;
+        const v = `${name}.${attempt}.${i}`;
+        const b = new KVBatch();
+        if (p < 30) {
+          b.get(tkey(k));
+          const r = await txn.run(b);
+          reads.push({ key: k, value: (r[0] as { value: Buffer | null }).value?.toString() ?? null, own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: txn.readTimestamp() } as Read);
+        } else if (p < 42) {
+          const hi = Math.min(nkeys, k + 1 + rng.intn(5));
+          b.scan(tkey(k), tkey(hi));
+          const r = await txn.run(b);
+          const own = new Map<number, string | null>();
+          for (const [wk, wv] of writes) if (wk >= k && wk < hi) own.set(wk, wv);
+          scans.push({ lo: k, hi, rows: (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => [keyIndex(kv.key), kv.value.toString()] as [number, string]), own });
+        } else if (p < 67) {
+          b.put(tkey(k), val(v));
+          written.push(v);
+          if (i === nops - 1 && ending >= 12 && ending % 2 === 0) {
+            // The last write rides with the commit (1PC on one range, else a parallel commit).
+            await txn.commitInBatch(b);
+            writes.set(k, v);
+            committedInBatch = true;
+            break;
+          }
+          await txn.run(b);
+          writes.set(k, v);
+        } else if (p < 77) {
+          b.del(tkey(k));
+          await txn.run(b);
+          writes.set(k, null);
+        } else if (p < 90) {
+          // cput against what this txn believes (its own write, else its last read, else absent)
+          const lastRead = [...reads].reverse().find((x) => x.key === k);
+          const expected = writes.has(k) ? (writes.get(k) as string | null) : (lastRead?.value ?? null);
+          b.cput(tkey(k), val(v), expected === null ? null : val(expected));
+          written.push(v);
+          try {
+            await txn.run(b);
+            reads.push({ key: k, value: expected, own: writes.has(k) ? (writes.get(k) as string | null) : undefined });
+            writes.set(k, v);
+          } catch (e) {
+            if (!(e instanceof CairnError && e.code === 'kv.condition_failed')) throw e;
+            const actual = (e as unknown as { actual: Buffer | null }).actual;
+            reads.push({ key: k, value: actual === null ? null : actual.toString(), own: writes.has(k) ? (writes.get(k) as string | null) : undefined });
+          }
+        } else if (sp === null) {
+          sp = { token: await txn.createSavepoint(), writes: new Map(writes), nWritten: written.length };
+        } else if (p < 95) {
+          await txn.rollbackToSavepoint(sp.token);
+          writes.clear();
+          for (const [a, c] of sp.writes) writes.set(a, c);
+          sp = null;
+        } else {
+          await txn.releaseSavepoint(sp.token);
+          sp = null;
+        }
+      }
+      if (ending < 12) {
+        await txn.rollback();
+        log.discarded.push(...written);
+        return log;
+      }
+      if (!committedInBatch) await txn.commit();
+      log.status = 'committed';
+      log.commitTs = txn.provisionalCommitTimestamp();
+      log.reads = reads;
+      log.scans = scans;
+      log.writes = writes;
+      // Values overwritten within the txn, or rolled back, never show.
+      const final = new Set([...writes.values()].filter((x): x is string => x !== null));
+      log.discarded.push(...written.filter((x) => !final.has(x)));
+      return log;
+    } catch (e) {
+      if (e instanceof CairnError && e.ambiguous) {
+        log.status = 'ambiguous';
+        log.writes = writes;
+        return log;
+      }
+      log.discarded.push(...written);
+      if (e instanceof CairnError && e.retryable) {
+        await txn.restart();
+        continue;
+      }
+      await txn.rollback();
+      throw e;
+    }
+  }
+  await txn.rollback();
+  return log;
+}
+
+async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number, stop: () => boolean, counts: NemesisCounts): Promise<void> {
+  while (!stop()) {
+    const op = rng.intn(4);
+    if (op === 1 && process.env.TXN_NEMESIS_MERGES === '0') continue;
+    try {
+      if (op === 0) {
+        if ((await adminSplit(ds, tkey(1 + rng.intn(nkeys - 1)))) !== null) counts.splits++;
+      } else if (op === 1) {
+        const ds_ = descriptors(c).filter((d) => compareBytes(d.startKey, tkey(0)) >= 0 && compareBytes(d.endKey, tkey(nkeys)) <= 0);
+        const d = ds_[rng.intn(Math.max(1, ds_.length))];
+        if (d !== undefined && (await adminMerge(ds, d.startKey)) !== null) counts.merges++;
+      } else if (op === 2) {
+        const descs = descriptors(c);
+        const d = descs[rng.intn(descs.length)];
+        if (d !== undefined) {
+          const lh = c.leaseholder(d.rangeId);
+          const voters = d.replicas.filter((r) => r.type === 0 && r.nodeId - 1 !== lh && c.isRunning(r.nodeId - 1));
+          const target = voters[rng.intn(Math.max(1, voters.length))];
+          if (lh >= 0 && target !== undefined) {
+            await c.store(lh).transferLease(d.rangeId, target.replicaId);
+            counts.leaseTransfers++;
+          }
+        }
+      } else if (c.size > 3) {
+        const descs = descriptors(c).filter((d) => compareBytes(d.startKey, tkey(0)) >= 0);
+        const d = descs[rng.intn(descs.length)];
+        if (d !== undefined) {
+          const lh = c.leaseholder(d.rangeId);
+          const inRange = new Set(d.replicas.map((r) => r.nodeId));
+          const out = Array.from({ length: c.size }, (_, j) => j + 1).filter((n) => !inRange.has(n));
+          const victims = d.replicas.filter((r) => r.nodeId - 1 !== lh && r.type === 0);
+          const add = out[rng.intn(Math.max(1, out.length))];
+          const rem = victims[rng.intn(Math.max(1, victims.length))];
+          if (add !== undefined && rem !== undefined) {
+            await addVoter(ds, d, { nodeId: add, storeId: add }, { nodeId: rem.nodeId, storeId: rem.storeId });
+            counts.replicaMoves++;
+          }
+        }
+      }
+    } catch {
+      counts.failedOps++;
+    }
+    await new Promise((r) => setTimeout(r, 20 + rng.intn(60)));
+  }
+}
+
+export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs: readonly TxnDB[], o: NemesisOptions): Promise<{ logs: TxnLog[]; counts: NemesisCounts }> {
+  const logs: TxnLog[] = [];
+  const counts: NemesisCounts = { splits: 0, merges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0 };
+  let done = false;
+  const nem = o.nemesis ? nemesisLoop(c, ds[0] as DistSender, new Prng(o.seed ^ 0x5a5a), o.keys, () => done, counts) : Promise.resolve();
+  await Promise.all(
+    Array.from({ length: o.workers }, async (_, w) => {
+      const rng = new Prng(o.seed * 1000 + w);
+      const db = dbs[w % dbs.length] as TxnDB;
+      for (let t = 0; t < o.txnsPerWorker; t++) logs.push(await runOne(db, rng, `w${w}t${t}`, o.keys));
+    }),
+  );
+  done = true;
+  await nem;
+  return { logs, counts };
+}
+
+/** Every version of every key, oldest first, read from the leaseholders' engines (after a final resolving scan). */
+export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Promise<Map<number, { ts: Timestamp; value: string | null }[]>> {
+  for (const d of dbs(db)) await d.resolver.drain();
+  // A final scan meets (and resolves) every intent left behind.
+  for (let attempt = 0; ; attempt++) {
+    const t = db.newTxn({ priority: 'high' });
+    try {
+      const b = new KVBatch();
+      b.scan(tkey(0), tkey(nkeys));
+      await t.run(b);
+      await t.commit();
+      break;
+    } catch (e) {
+      if (attempt > 20) throw e;
+      await t.rollback();
+    }
+  }
+  await db.resolver.drain();
+  const out = new Map<number, { ts: Timestamp; value: string | null }[]>();
+  const descs = descriptors(c);
+  for (let k = 0; k < nkeys; k++) {
+    const key = tkey(k);
+    const d = descs.find((x) => compareBytes(x.startKey, key) <= 0 && compareBytes(key, x.endKey) < 0);
+    if (d === undefined) throw new Error(`no range holds key ${k}`);
+    let lh = -1;
+    for (let i = 0; i < 200 && lh < 0; i++) {
+      lh = c.leaseholder(d.rangeId);
+      if (lh < 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    if (lh < 0) throw new Error(`no leaseholder for r${d.rangeId}`);
+    const eng = c.node(lh).engine;
+    const versions: { ts: Timestamp; value: string | null }[] = [];
+    let ts: Timestamp = MAX_TIMESTAMP;
+    for (;;) {
+      const r = await mvccGet(eng, key, ts, { inconsistent: true, tombstones: true });
+      if (r.value === null) break;
+      versions.push({ ts: r.value.ts, value: r.value.value === null ? null : r.value.value.toString() });
+      if (r.value.ts.wall === 0 && r.value.ts.logical === 0) break;
+      ts = tsPrev(r.value.ts);
+    }
+    out.set(k, versions.reverse());
+  }
+  return out;
+}
+
+function dbs(db: TxnDB): TxnDB[] {
+  return [db];
+}
+
+/** The checks of the header; returns the violations found (empty: valid). */
+export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Timestamp; value: string | null }[]>): string[] {
+  const errs: string[] = [];
+  const writer = new Map<string, TxnLog>();
+  const discarded = new Set<string>();
+  for (const l of logs) {
+    for (const v of l.discarded) discarded.add(v);
+    if (l.status !== 'aborted') for (const v of l.writes.values()) if (v !== null) writer.set(v, l);
+  }
+  // 1. Visible values come from committed (or ambiguous) final writes, at the commit timestamp.
+  for (const [k, versions] of history) {
+    for (const ver of versions) {
+      if (ver.value === null) continue;
+      if (discarded.has(ver.value)) errs.push(`key ${k}: discarded/aborted value ${ver.value} visible at ${formatTimestamp(ver.ts)}`);
+      const w = writer.get(ver.value);
+      if (w === undefined) {
+        if (!discarded.has(ver.value)) errs.push(`key ${k}: value ${ver.value} of no known final write`);
+        continue;
+      }
+      if (w.status === 'committed' && !tsEqual(w.commitTs as Timestamp, ver.ts)) errs.push(`key ${k}: ${w.name}'s value at ${formatTimestamp(ver.ts)}, commit ts ${formatTimestamp(w.commitTs as Timestamp)}`);
+    }
+  }
+  const at = (k: number, ts: Timestamp, strictly: boolean): string | null => {
+    let v: string | null = null;
+    for (const ver of history.get(k) ?? []) {
+      const c = compareTimestamps(ver.ts, ts);
+      if (c < 0 || (c === 0 && !strictly)) v = ver.value;
+    }
+    return v;
+  };
+  for (const l of logs) {
+    if (l.status !== 'committed') continue;
+    const C = l.commitTs as Timestamp;
+    // 2. Every committed write is there, at C.
+    for (const [k, v] of l.writes) {
+      const ver = (history.get(k) ?? []).find((x) => tsEqual(x.ts, C));
+      if (ver === undefined || ver.value !== v) errs.push(`${l.name}: write of key ${k} = ${v} missing at ${formatTimestamp(C)} (found ${ver === undefined ? 'nothing' : ver.value})`);
+    }
+    // 3. Reads equal the state at C (below C for keys the txn itself writes).
+    const expect = (k: number, own: string | null | undefined): string | null => (own !== undefined ? own : at(k, C, l.writes.has(k)));
+    for (const r of l.reads) {
+      const e = expect(r.key, r.own);
+      if (e !== r.value) errs.push(`${l.name}: read key ${r.key} = ${r.value}, but at its commit ts ${formatTimestamp(C)} the value is ${e}`);
+    }
+    for (const s of l.scans) {
+      const want: string[] = [];
+      for (let k = s.lo; k < s.hi; k++) {
+        const e = expect(k, s.own.has(k) ? (s.own.get(k) as string | null) : undefined);
+        if (e !== null) want.push(`${k}=${e}`);
+      }
+      const got = s.rows.map(([k, v]) => `${k}=${v}`);
+      if (want.join(',') !== got.join(',')) errs.push(`${l.name}: scan [${s.lo},${s.hi}) = {${got.join(',')}}, at ${formatTimestamp(C)} {${want.join(',')}}`);
+    }
+  }
+  void tsLess;
+  return errs;
+}

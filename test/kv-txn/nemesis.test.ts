@@ -1,0 +1,61 @@
+import { describe, it, expect, afterEach } from 'vitest';
+import { autoCloseClusters } from '../support/test-cluster.js';
+import { ReplicaConcurrency } from '../../src/kv/concurrency-manager.js';
+import { startTxnCluster, tkey } from './support.js';
+import { readHistory, runNemesis, validate } from './nemesis-support.js';
+
+const start = autoCloseClusters();
+afterEach(() => {
+  ReplicaConcurrency.skipTsCacheBump = false;
+});
+
+const SEED = Number(process.env.TXN_NEMESIS_SEED ?? Date.now() % 100_000);
+
+describe('kvnemesis-style randomized transactions', () => {
+  it('concurrent random transactions with splits, merges, lease transfers and replica moves are serializable', async () => {
+    console.log(`txn nemesis seed ${SEED} (TXN_NEMESIS_SEED=${SEED} replays the generator)`);
+    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(10), tkey(20)] });
+    // Replica moves (a 4th node) are off by default: an uninitialized replica added by a move currently trips
+    // raft's commitTo assertion on a heartbeat (replica-change layer, not the txn layer); TXN_NEMESIS_MOVES=1 enables them.
+    if (process.env.TXN_NEMESIS_MOVES === '1') await env.c.addNode();
+    const keys = 30;
+    const t0 = Date.now();
+    const { logs, counts } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED, keys, workers: 8, txnsPerWorker: 125, nemesis: process.env.TXN_NEMESIS_OFF !== '1' });
+    const history = await readHistory(env.c, env.dbs[0]!, keys);
+    const errs = validate(logs, history);
+    const committed = logs.filter((l) => l.status === 'committed').length;
+    const m = env.dbs.map((d) => d.metrics);
+    console.log(
+      `txn nemesis: ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
+        `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}`,
+    );
+    if (errs.length > 0 && process.env.TXN_DEBUG) {
+      const m = /^(w\d+t\d+): read key (\d+)/.exec(errs[0] as string);
+      if (m !== null) {
+        const l = logs.find((x) => x.name === m[1]);
+        console.log('violator', JSON.stringify({ name: l?.name, ts: l?.commitTs, reads: l?.reads, writes: [...(l?.writes ?? [])] }));
+        console.log('history', JSON.stringify(history.get(Number(m[2]))));
+        for (const h of history.get(Number(m[2])) ?? []) {
+          const w = logs.find((x) => [...x.writes.values()].includes(h.value));
+          if (w) console.log('writer', w.name, JSON.stringify(w.commitTs), JSON.stringify(w.reads), JSON.stringify([...w.writes]));
+        }
+      }
+    }
+    expect(errs.slice(0, 10)).toEqual([]);
+    expect(committed).toBeGreaterThan(logs.length / 2);
+    expect(counts.splits + counts.merges + counts.leaseTransfers).toBeGreaterThan(0);
+  }, 240_000);
+
+  it('catches a planted bug: writes not pushed above the timestamp cache', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    ReplicaConcurrency.skipTsCacheBump = true;
+    const keys = 6;
+    let errs: string[] = [];
+    for (let round = 0; round < 5 && errs.length === 0; round++) {
+      const { logs } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED + round, keys, workers: 8, txnsPerWorker: 60, nemesis: false });
+      errs = validate(logs, await readHistory(env.c, env.dbs[0]!, keys));
+    }
+    console.log(`planted bug found: ${errs[0]}`);
+    expect(errs.length).toBeGreaterThan(0);
+  }, 240_000);
+});
