@@ -95,6 +95,25 @@ async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntr
   }
 }
 
+/**
+ * Inserts already-built full rows (COPY FROM's batches): constraint checks,
+ * then one batch of primary cputs and index entries; 23505 on a duplicate.
+ */
+export async function insertRows(table: TableEntry, rows: readonly Row[], ctx: ExecCtx): Promise<void> {
+  const codec = table.codec;
+  const b = new KVBatch();
+  const ix = new IndexWrites(table);
+  const rowOfKey = new Map<string, Row>();
+  for (const r of rows) {
+    checkRow(table, r, ctx);
+    const key = codec.encodeKey(r);
+    rowOfKey.set(key.toString('latin1'), r);
+    b.cput(key, codec.encodeValue(r), null);
+    ix.insert(r);
+  }
+  await write(ctx, b, false, table, rowOfKey, ix);
+}
+
 export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
   const table = node.table;
   const codec = table.codec;
