@@ -49,7 +49,7 @@ import type { ColumnDescriptor, TxnStatus } from '../pgwire/backend.js';
 import { PgError } from '../pgwire/errors.js';
 import type { FormatCode } from '../pgwire/frontend.js';
 import type { BindParams, ExecuteResult, Portal, PreparedStatement, RowSink, SessionBackend, SimpleQuerySink } from '../pgwire/session-backend.js';
-import type { ParsedStatement, Statement, TransactionModes, Expr } from '../parser/ast.js';
+import type { ParsedStatement, Statement, TableName, TransactionModes, Expr } from '../parser/ast.js';
 import { formatExpr } from '../parser/format.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import type { StatementCache } from '../parser/statement-cache.js';
@@ -74,6 +74,7 @@ import type { EvalEnv, NodeServices } from '../sem/expr.js';
 import { SessionVars } from './session-vars.js';
 import { createIndex, dropIndex } from '../schema/index-ddl.js';
 import { alterTable, rename } from '../schema/alter-table.js';
+import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
 const MAX_AUTO_RETRIES = 100;
@@ -147,7 +148,7 @@ interface ExplicitTxn {
 }
 
 /** Statements that write (refused in a read-only transaction). */
-const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -733,6 +734,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         const r = await dropIndex(txn, this.database, ast);
         return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
       }
+      case 'Copy':
+        return util(await this.copy(txn, ast, sink));
       case 'AlterTable':
       case 'Rename': {
         const env = this.env(txn, []);
@@ -784,6 +787,63 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       default:
         throw unimplemented(statementTag(ast));
     }
+  }
+
+  /** COPY FROM STDIN / TO STDOUT (sql/exec/copy.ts). */
+  private async copy(txn: SqlTxn, ast: Extract<Statement, { kind: 'Copy' }>, sink: RowSink): Promise<UtilityResult> {
+    const o = copyOptions(ast.options);
+    const ctx: ExecCtx = { txn, env: this.env(txn, []), checkCancel: this.checkCancel };
+    if (ast.direction === 'from') {
+      if (ast.table === undefined) throw new SqlError('sql.syntax_error', '42601', 'COPY FROM needs a table');
+      const t = resolveTable({ snapshot: await this.snapshotFor(txn), database: this.database, paramTypes: [] }, ast.table);
+      const n = ast.columns.length > 0 ? ast.columns.length : t.desc.columns.filter((c) => !c.hidden).length;
+      try {
+        const count = await copyFrom(t, ast.columns, o, sink.copyIn(0, new Array<FormatCode>(n).fill(0)), ctx);
+        return { tag: `COPY ${count}`, columns: undefined, rows: [] };
+      } catch (e) {
+        // The input is consumed: a retryable error cannot be retried transparently.
+        if (isRetryableError(e)) throw new SqlError('sql.serialization_failure', '40001', (e as Error).message);
+        throw e;
+      }
+    }
+    const query: Statement =
+      ast.query ??
+      ({
+        kind: 'Select',
+        with: undefined,
+        body: {
+          kind: 'SelectClause',
+          distinct: false,
+          targets: (ast.columns.length > 0 ? ast.columns : ['*']).map((c) => ({ expr: { kind: 'ColumnRef', names: c === '*' ? [] : [c], star: c === '*' }, alias: undefined })),
+          from: [{ kind: 'TableRef', table: ast.table as TableName, alias: undefined }],
+          where: undefined,
+          groupBy: [],
+          having: undefined,
+          windows: [],
+        },
+        orderBy: [],
+        limit: undefined,
+        offset: undefined,
+        locking: [],
+        asOfSystemTime: undefined,
+      } as unknown as Statement);
+    if (query.kind !== 'Select') throw unimplemented(`COPY (${statementTag(query)}) TO`);
+    const plan = this.plan(query, await this.snapshotFor(txn), []);
+    const cols = toOutColumns(plan.result) ?? [];
+    sink.copyOut(0, new Array<FormatCode>(cols.length).fill(0));
+    if (o.header) await sink.copyData(Buffer.from(copyHeader(cols.map((c) => c.name), o)));
+    const it = open(plan.root, ctx);
+    let count = 0;
+    for (;;) {
+      const b = await it.next();
+      if (b === null) break;
+      let text = '';
+      for (const r of b) text += copyLine(encodeRow(r, cols, [0], this.textContext()), o);
+      count += b.length;
+      if (text !== '') await sink.copyData(Buffer.from(text, 'utf8'));
+    }
+    sink.copyDone();
+    return { tag: `COPY ${count}`, columns: undefined, rows: [] };
   }
 
   private requireRoot(what: string): void {
