@@ -31,7 +31,7 @@ export class ClockMonitor {
 
   constructor(
     private readonly toleranceMicros: number,
-    private readonly maxAgeMs = 10_000,
+    private readonly maxAgeMs = 5_000,
   ) {}
 
   recordMeasurement(peer: number, m: OffsetMeasurement, nowMs: number): void {

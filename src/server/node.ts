@@ -221,6 +221,7 @@ export class Node {
   /** Store loads reported by each node (this one's included), for the StorePool. */
   private readonly loads = new Map<number, StoreLoad>();
   private queues: ReplicaQueue[] = [];
+  private replicateQueue: ReplicaQueue | null = null;
   /** The cluster view the replicate queue allocates from (store-pool.ts). */
   storePool: NodeStorePool | null = null;
   /** SQL sessions are served (mountSqlLoop succeeded). */
@@ -596,7 +597,7 @@ export class Node {
       setInterval(() => {
         if (!this.clockHealthy) return;
         this.store?.tick();
-        for (const q of this.queues) q.tick();
+        for (const q of this.queues) if (q !== this.replicateQueue || this.poolComplete()) q.tick();
       }, this.settings.tickIntervalMs),
     );
     void this.gossipRound();
@@ -628,7 +629,21 @@ export class Node {
     };
     this.storePool = new NodeStorePool({ liveness: () => liveness.cached, loads: () => this.loads, nowMicros: () => this.clock.physicalNow() });
     const store = (): Store | null => (this.state === 'serving' ? this.store : null);
-    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), newReplicateQueue(store, ds, this.storePool, settings), newReplicaGCQueue(store, ds, settings)];
+    this.replicateQueue = newReplicateQueue(store, ds, this.storePool, settings);
+    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), this.replicateQueue, newReplicaGCQueue(store, ds, settings)];
+  }
+
+  /**
+   * The replicate queue acts only on a complete view: every node this node
+   * knows of has a liveness record and has reported its store load. A node
+   * missing from the pool would look like no store at all, and the
+   * allocator would take its replicas for ones to drop.
+   */
+  private poolComplete(): boolean {
+    const records = this.liveness?.cached;
+    if (records === undefined) return false;
+    for (const id of this.directory.nodeIds()) if (!records.has(id) || !this.loads.has(id)) return false;
+    return this.directory.nodeIds().length > 0;
   }
 
   /** A KV client routing through the DistSender (range cache, parallel multi-range batches). */

@@ -21,7 +21,7 @@
  * is not mounted yet.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -230,6 +230,7 @@ export class ProcessCluster {
       out += d.toString();
       if (out.length > 1 << 20) out = out.slice(-(1 << 19));
       n.output = out;
+      appendFileSync(n.spec.outFile, d); // kept with CAIRN_KEEP_TEST_DIRS=1 (a crash's stack lands here)
     };
     child.stdout?.on('data', append);
     child.stderr?.on('data', append);
