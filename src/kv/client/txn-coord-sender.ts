@@ -194,8 +194,10 @@ export class TxnCoordSender {
     }
   }
 
-  commit(): Promise<void> {
-    return this.commitInBatch({ requests: [] }).then(() => undefined);
+  /** Commits; a no-op on a transaction already committed (by commitInBatch). */
+  async commit(): Promise<void> {
+    if (this.state === 'committed') return;
+    await this.commitInBatch({ requests: [] });
   }
 
   async rollback(): Promise<void> {
