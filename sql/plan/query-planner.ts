@@ -334,6 +334,14 @@ function pushTarget(conj: Expr, leaves: ReadonlyMap<TableExpr, LeafInfo>, all: r
   return undefined;
 }
 
+/** The FROM list: comma-separated items are inner joins without a condition. */
+function planFromList(q: QueryCtx, from: readonly TableExpr[], pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
+  if (from.length === 0) return { node: { kind: 'values', rows: [[]], columns: [] }, columns: [] };
+  let rel = planFromItem(q, from[0] as TableExpr, pushed);
+  for (let i = 1; i < from.length; i++) rel = joinRels(q, 'inner', rel, planFromItem(q, from[i] as TableExpr, pushed), undefined);
+  return rel;
+}
+
 function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
   switch (t.kind) {
     case 'TableRef': {
@@ -587,13 +595,16 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       pushed.set(t, list);
     }
   }
-  let rel: Rel;
-  if (b.from.length === 0) rel = { node: { kind: 'values', rows: [[]], columns: [] }, columns: [] };
-  else {
-    rel = planFromItem(q, b.from[0] as TableExpr, pushed);
-    for (let i = 1; i < b.from.length; i++) rel = joinRels(q, 'inner', rel, planFromItem(q, b.from[i] as TableExpr, pushed), undefined);
-  }
+  let rel = planFromList(q, b.from, pushed);
   const singleTable = b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? rel.result : undefined;
+  // Correlated [NOT] EXISTS with equality correlations become semi / anti joins.
+  for (let i = 0; i < rest.length; i++) {
+    const semi = decorrelateExists(q, rel, rest[i] as Expr);
+    if (semi !== undefined) {
+      rel = semi;
+      rest.splice(i--, 1);
+    }
+  }
   let scope = new Scope(rel.columns);
   let c = compilerFor(q, scope);
   let node = rel.node;
@@ -1183,6 +1194,114 @@ function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlT
       return sawNull ? null : all;
     },
   };
+}
+
+/**
+ * `EXISTS (SELECT … FROM f WHERE inner AND i1 = o1 AND …)` where every
+ * conjunct reading the outer row is an equality between an inner-only and an
+ * outer-only expression → a semi join (anti join under NOT) of the outer
+ * relation with `SELECT i1, … FROM f WHERE inner`. Undefined when the
+ * subquery is not correlated (it is then run once) or not of that shape.
+ */
+function decorrelateExists(q: QueryCtx, outer: Rel, conj: Expr): Rel | undefined {
+  let negate = false;
+  let e = conj;
+  if (e.kind === 'BoolExpr' && e.op === 'not' && e.args.length === 1) {
+    negate = true;
+    e = e.args[0] as Expr;
+  }
+  if (e.kind !== 'SubLink' || e.type !== 'exists') return undefined;
+  const sq = e.query;
+  const body = sq.body;
+  if (sq.with !== undefined || body.kind !== 'SelectClause' || body.groupBy.length > 0 || body.having !== undefined || sq.limit !== undefined || sq.offset !== undefined || body.from.length === 0) return undefined;
+  if (body.targets.some((t) => exprHas(t.expr, isAgg))) return undefined;
+  let inner: Rel;
+  try {
+    inner = planFromList(withCtes(q, sq), body.from, new Map());
+  } catch {
+    return undefined;
+  }
+  const innerScope = new Scope(inner.columns);
+  const outerScope = new Scope(outer.columns);
+  const side = (x: Expr): 'inner' | 'outer' | 'mixed' | 'none' => {
+    let sawInner = false;
+    let sawOuter = false;
+    let bad = false;
+    walkExpr(x, (y) => {
+      if (y.kind === 'SubLink') bad = true;
+      if (y.kind !== 'ColumnRef' || y.star) return !bad;
+      try {
+        innerScope.resolve(y.names);
+        sawInner = true;
+      } catch {
+        try {
+          outerScope.resolve(y.names);
+          sawOuter = true;
+        } catch {
+          bad = true;
+        }
+      }
+      return !bad;
+    });
+    if (bad || (sawInner && sawOuter)) return 'mixed';
+    return sawInner ? 'inner' : sawOuter ? 'outer' : 'none';
+  };
+  const innerConj: Expr[] = [];
+  const innerKeys: Expr[] = [];
+  const outerKeys: Expr[] = [];
+  for (const w of conjuncts(body.where)) {
+    const sw = side(w);
+    if (sw === 'inner' || sw === 'none') {
+      innerConj.push(w);
+      continue;
+    }
+    if (w.kind !== 'BinaryOp' || w.op !== '=') return undefined;
+    const l = side(w.left);
+    const r = side(w.right);
+    if (l === 'inner' && r === 'outer') {
+      innerKeys.push(w.left);
+      outerKeys.push(w.right);
+    } else if (l === 'outer' && r === 'inner') {
+      innerKeys.push(w.right);
+      outerKeys.push(w.left);
+    } else return undefined;
+  }
+  if (innerKeys.length === 0) return undefined;
+  const right = planStatement(q, { ...sq, orderBy: [], body: { ...body, where: andAll(innerConj), targets: innerKeys.map((k) => ({ expr: k, alias: undefined })), distinct: false } });
+  const oc = compilerFor(q, outerScope);
+  const leftKeys: EvalFn[] = [];
+  const rightKeys: EvalFn[] = [];
+  const keyTypes: SqlType[] = [];
+  const leftCasts: HashJoinNode['leftCasts'][number][] = [];
+  const rightCasts: HashJoinNode['rightCasts'][number][] = [];
+  outerKeys.forEach((k, i) => {
+    const lt = oc.resolveUnknown(oc.compile(k));
+    const rt = (right.columns[i] as ScopeColumn).type;
+    const u = unifyTypes(lt.type, rt);
+    if (u === undefined) throw opError('=', rt, lt.type);
+    leftKeys.push(lt.fn);
+    rightKeys.push((row) => row[i] as Datum);
+    keyTypes.push(u);
+    leftCasts.push(caster(lt.type, u));
+    rightCasts.push(caster(rt, u));
+  });
+  const node: HashJoinNode = {
+    kind: 'hash-join',
+    type: negate ? 'anti' : 'semi',
+    left: outer.node,
+    right: right.node,
+    leftKeys,
+    rightKeys,
+    keyTypes,
+    leftCasts,
+    rightCasts,
+    on: undefined,
+    text: formatExpr(conj),
+    leftWidth: outer.columns.length,
+    rightWidth: right.columns.length,
+    columns: outer.columns,
+  };
+  return { node, columns: outer.columns, result: outer.result };
 }
 
 function compareOp(op: string): (c: number) => boolean {
