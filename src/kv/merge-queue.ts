@@ -4,7 +4,8 @@
  * right neighbour when
  *   - the neighbour is frozen (a merge whose driver died: roll it forward,
  *     merge.ts completeMerge — first priority), or
- *   - both are small (combined MVCC bytes below mergeMaxCombinedBytes), cold
+ *   - both are small (combined MVCC bytes below mergeMaxCombinedBytes and
+ *     below half of splitMaxRangeBytes, so a merge never feeds a split), cold
  *     (no command applied on either for coldMicros of the store's clock) and
  *     colocated (replicas on the same stores, all voters — the replicate
  *     queue does not relocate replicas for merges yet).
@@ -56,11 +57,13 @@ export function newMergeQueue(store: () => Store | null, ds: DistSender, setting
         const r = rightOf(s, l);
         if (r === undefined) return 0;
         if (isFrozen(r)) return 10;
-        if (settings.mergeMaxCombinedBytes <= 0) return 0;
+        // Never merge into something the split queue would split again.
+        const maxCombined = Math.min(settings.mergeMaxCombinedBytes, settings.splitMaxRangeBytes / 2);
+        if (maxCombined <= 0) return 0;
         const now = s.clock.now().wall;
         const lc = cold(l, now);
         const rc = cold(r, now);
-        return lc && rc && colocated(l, r) && rangeBytes(l) + rangeBytes(r) < settings.mergeMaxCombinedBytes ? 1 : 0;
+        return lc && rc && colocated(l, r) && rangeBytes(l) + rangeBytes(r) < maxCombined ? 1 : 0;
       },
       async process(l) {
         const s = store();

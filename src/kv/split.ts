@@ -23,7 +23,7 @@
  * conditional put against the value it read.
  *
  * A retried split (its first attempt's outcome unknown) that finds the range
- * already starting at `key` succeeds without doing anything.
+ * already starting at `key` (kv.already_split) succeeds without doing anything.
  *
  * Ownership: src/kv; all I/O through the injected Sender (a DistSender).
  */
@@ -112,25 +112,27 @@ export interface SplitHooks {
   readonly afterSplit?: (res: AdminSplitResponse) => Promise<void>;
 }
 
-/** Splits the range holding `key` at `key` (see the header); null when it already started there. */
+/**
+ * Splits the range holding `key` at `key` (see the header); null when a range
+ * already starts there. An ambiguous AdminSplit (an RPC lost after sending)
+ * is sent again: splitting is idempotent by key (the retry finds
+ * kv.already_split); meta2 is then left to the split queue's repair.
+ */
 export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}): Promise<AdminSplitResponse | null> {
   const newRangeId = await allocateRangeId(db);
   await hooks.afterAllocate?.(newRangeId);
   let res: AdminSplitResponse;
-  try {
-    [res] = (await send(db, [{ kind: 'adminSplit', key, newRangeId }])) as [AdminSplitResponse];
-  } catch (e) {
-    if (e instanceof CairnError && e.code === 'kv.invalid_split_key' && (await rangeStartsAt(db, key))) return null;
-    throw e;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      [res] = (await send(db, [{ kind: 'adminSplit', key, newRangeId }])) as [AdminSplitResponse];
+      break;
+    } catch (e) {
+      if (e instanceof CairnError && e.code === 'kv.already_split') return null;
+      if (!(e instanceof CairnError) || !e.ambiguous || attempt >= 3) throw e;
+    }
   }
   await hooks.afterSplit?.(res);
   await fixMeta2(db, res.left);
   await fixMeta2(db, res.right);
   return res;
-}
-
-/** Whether some range starts exactly at `key` (from meta2: the record of the range before it ends there). */
-async function rangeStartsAt(db: Sender, key: Buffer): Promise<boolean> {
-  const [g] = await send(db, [{ kind: 'get', key: meta2Key(key) }]);
-  return (g as GetResponse).value !== null;
 }

@@ -16,7 +16,7 @@ import { newMergeQueue } from '../../src/kv/merge-queue.js';
 import { newSplitQueue } from '../../src/kv/split-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { KvClient } from '../../src/kv/kv-client.js';
-import { checkConsistency, descriptors, repairUntil, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, expectAllKeys, descriptors, repairUntil, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -24,11 +24,6 @@ afterEach(async () => {
   cluster = null;
 });
 
-async function expectAllKeys(kv: KvClient, n: number): Promise<void> {
-  const rows = await kv.scan(SPAN_START, SPAN_END);
-  expect(rows.map((r) => r.key)).toEqual(Array.from({ length: n }, (_, i) => key(i)));
-  for (let i = 0; i < n; i += 13) expect(await kv.get(key(i))).toEqual(val(i));
-}
 
 const settings = { ...DEFAULT_RANGE_QUEUE_SETTINGS, mergeMaxCombinedBytes: 1 << 30 };
 

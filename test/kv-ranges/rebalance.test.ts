@@ -17,7 +17,7 @@ import { newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
 import { addVoter, removeVoter } from '../../src/kv/replica-change.js';
 import { KvClient } from '../../src/kv/kv-client.js';
 import type { ReplicaQueue } from '../../src/kv/queue.js';
-import { checkConsistency, descriptors, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, expectAllKeys, descriptors, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -25,10 +25,6 @@ afterEach(async () => {
   cluster = null;
 });
 
-async function expectAllKeys(kv: KvClient, n: number): Promise<void> {
-  const rows = await kv.scan(SPAN_START, SPAN_END);
-  expect(rows.map((r) => r.key)).toEqual(Array.from({ length: n }, (_, i) => key(i)));
-}
 
 describe('replication changes', () => {
   it('adds a voter through learner + snapshot, swaps voters through a joint configuration, removes one', async () => {

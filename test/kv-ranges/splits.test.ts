@@ -13,7 +13,7 @@ import { adminSplit } from '../../src/kv/split.js';
 import { newSplitQueue, rangeBytes } from '../../src/kv/split-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { KvClient } from '../../src/kv/kv-client.js';
-import { checkConsistency, descriptors, repairUntil, distSender, key, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, expectAllKeys, descriptors, repairUntil, distSender, key, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -23,12 +23,6 @@ afterEach(async () => {
 
 const bigVal = (i: number): Buffer => Buffer.alloc(240, 97 + (i % 26));
 
-async function expectAllKeys(kv: KvClient, n: number, value: (i: number) => Buffer): Promise<void> {
-  const rows = await kv.scan(SPAN_START, SPAN_END);
-  expect(rows.map((r) => r.key)).toEqual(Array.from({ length: n }, (_, i) => key(i)));
-  rows.forEach((r, i) => expect(r.value.equals(value(i))).toBe(true));
-  for (let i = 0; i < n; i += 17) expect((await kv.get(key(i)))?.equals(value(i))).toBe(true);
-}
 
 describe('splits', () => {
   it('size-based: the split queue splits a few KiB ranges into ≥ 200 ranges; scans stay complete and ordered', async () => {

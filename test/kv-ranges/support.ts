@@ -14,6 +14,14 @@ export const val = (i: number): Buffer => Buffer.from(`value-${i}`);
 export const SPAN_START = Buffer.from('\x90', 'latin1');
 export const SPAN_END = Buffer.from('\x91', 'latin1');
 
+/** Every key 0…n-1 of the test span is there, once, in order, with `value(i)`; a sample of point reads agrees. */
+export async function expectAllKeys(kv: KvClient, n: number, value: (i: number) => Buffer = val): Promise<void> {
+  const rows = await kv.scan(SPAN_START, SPAN_END);
+  expect(rows.map((r) => r.key)).toEqual(Array.from({ length: n }, (_, i) => key(i)));
+  rows.forEach((r, i) => expect(r.value.equals(value(i))).toBe(true));
+  for (let i = 0; i < n; i += 13) expect((await kv.get(key(i)))?.equals(value(i))).toBe(true);
+}
+
 /** A DistSender entering the cluster through node i. */
 export function distSender(c: TestCluster, i = 0, timeoutMs = 10_000): DistSender {
   const rpc = c.node(i).rpc;

@@ -18,14 +18,14 @@ import { CairnError } from '../../util/errors.js';
 import { MAX_TIMESTAMP } from '../../util/hlc.js';
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeIdReplicatedSpan, rangeLeaseKey, rangeLocalSpan } from '../../../storage/keys.js';
+import { meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeIdReplicatedSpan, rangeLeaseKey } from '../../../storage/keys.js';
 import { addStats } from '../../../storage/mvcc-stats.js';
 import { mvccDelete, mvccGet, mvccPut } from '../../../storage/mvcc.js';
 import { decodeAppliedState, decodeLease, encodeRangeDescriptor } from '../api-codec.js';
 import type { AdminMergeRequest, RangeDescriptor } from '../api.js';
 import { FROZEN_REPLICA_ID } from '../merge-trigger.js';
 import { encodeRangeTrigger } from '../split-trigger-codec.js';
-import { holdsMeta2 } from './cmd-admin-split.js';
+import { declareWholeRange, holdsMeta2 } from './cmd-admin-split.js';
 import { registerCommand } from './command.js';
 
 function storesOf(d: RangeDescriptor): string {
@@ -39,9 +39,7 @@ registerCommand<AdminMergeRequest>({
   kind: 'adminMerge',
   isWrite: true,
   declareKeys(_h, _req, desc, out) {
-    out.push({ key: desc.startKey, endKey: desc.endKey, write: true });
-    const local = rangeLocalSpan(desc.startKey, desc.endKey);
-    out.push({ key: local.key, endKey: local.endKey, write: true });
+    declareWholeRange(desc, out);
   },
   async evaluate(ctx, rw, h, req) {
     const l = ctx.desc;

@@ -9,7 +9,8 @@
  * request to the range waits, and re-checks its keys against the shrunken
  * descriptor after the split). The right half's MVCC stats are recounted from
  * the engine (its user data and range-local keys); the left's delta is minus
- * that. Refused (kv.invalid_split_key): keys outside (start, end), local keys,
+ * that. A key the range already starts at: kv.already_split (a retried split
+ * finds its own work done). Refused (kv.invalid_split_key): keys outside (start, end), local keys,
  * keys below META2_MAX (meta2 and meta1 stay in the first range).
  * Spans: the whole range (global and range-local), write.
  */
@@ -23,24 +24,30 @@ import { encodeAppliedState, encodeLease, encodeRangeDescriptor } from '../api-c
 import type { AdminSplitRequest, RangeDescriptor } from '../api.js';
 import { RAFT_INITIAL_LOG_INDEX, RAFT_INITIAL_LOG_TERM } from '../bootstrap.js';
 import { encodeRangeTrigger } from '../split-trigger-codec.js';
-import { registerCommand } from './command.js';
+import { registerCommand, type DeclaredSpan } from './command.js';
 
 /** Whether a range's span holds the meta2 records (then a split writes them in the same batch). */
 export function holdsMeta2(desc: RangeDescriptor): boolean {
   return compareBytes(desc.startKey, META2_PREFIX) <= 0 && compareBytes(desc.endKey, META2_MAX) >= 0;
 }
 
+/** The latches of a descriptor-changing command: the whole range, global and range-local keys, write. */
+export function declareWholeRange(desc: RangeDescriptor, out: DeclaredSpan[]): void {
+  out.push({ key: desc.startKey, endKey: desc.endKey, write: true });
+  const local = rangeLocalSpan(desc.startKey, desc.endKey);
+  out.push({ key: local.key, endKey: local.endKey, write: true });
+}
+
 registerCommand<AdminSplitRequest>({
   kind: 'adminSplit',
   isWrite: true,
   declareKeys(_h, _req, desc, out) {
-    out.push({ key: desc.startKey, endKey: desc.endKey, write: true });
-    const local = rangeLocalSpan(desc.startKey, desc.endKey);
-    out.push({ key: local.key, endKey: local.endKey, write: true });
+    declareWholeRange(desc, out);
   },
   async evaluate(ctx, rw, h, req) {
     const d = ctx.desc;
     const key = req.key;
+    if (compareBytes(key, d.startKey) === 0) throw new CairnError('kv.already_split', `kv: r${d.rangeId} already starts at ${key.toString('hex')}`);
     if (!isValidSplitKey(key) || compareBytes(key, META2_MAX) < 0 || compareBytes(key, d.startKey) <= 0 || compareBytes(key, d.endKey) >= 0) {
       throw new CairnError('kv.invalid_split_key', `kv: cannot split r${d.rangeId} at ${key.toString('hex')}`);
     }

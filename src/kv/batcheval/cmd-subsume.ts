@@ -15,20 +15,19 @@ import { CairnError } from '../../util/errors.js';
 import { MAX_TIMESTAMP } from '../../util/hlc.js';
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { rangeLeaseKey, rangeLocalSpan } from '../../../storage/keys.js';
+import { rangeLeaseKey } from '../../../storage/keys.js';
 import { encodeLease } from '../api-codec.js';
 import type { Lease, SubsumeRequest } from '../api.js';
 import { FROZEN_REPLICA_ID } from '../merge-trigger.js';
 import { encodeRangeTrigger } from '../split-trigger-codec.js';
+import { declareWholeRange } from './cmd-admin-split.js';
 import { registerCommand } from './command.js';
 
 registerCommand<SubsumeRequest>({
   kind: 'subsume',
   isWrite: true,
   declareKeys(h, _req, desc, out) {
-    out.push({ key: desc.startKey, endKey: desc.endKey, write: true });
-    const local = rangeLocalSpan(desc.startKey, desc.endKey);
-    out.push({ key: local.key, endKey: local.endKey, write: true });
+    declareWholeRange(desc, out);
     out.push({ key: rangeLeaseKey(h.rangeId), endKey: null, write: true });
   },
   evaluate(ctx, rw, h, req) {
