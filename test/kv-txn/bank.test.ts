@@ -34,7 +34,7 @@ describe('bank', () => {
     const readAll = async (db: TxnDB): Promise<number[]> => {
       return db.runTxn(async (t) => {
         const r = await t.run(batch((b) => b.scan(tkey(0), tkey(N))));
-        const rows = (r[0] as { rows: { key: Buffer; value: Buffer }[] }).rows;
+        const rows = (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows;
         return rows.map((kv) => dec(kv.value));
       });
     };

@@ -1,0 +1,157 @@
+/**
+ * bench:txn — transaction throughput and latency on a 3-node in-process
+ * cluster (real Raft and RPC over loopback TCP, memory engines), 64
+ * concurrent clients spread over the nodes' TxnDBs (src/kv/client).
+ *
+ *   2 writes, 2 ranges     parallel commit (STAGING + both writes in one round)
+ *   2 writes, 1 range      one-phase commit
+ *   RMW uniform            get + put of one key, uniform over 100,000 keys
+ *   RMW zipfian θ=0.99     the same on a zipfian hot set (YCSB's generator)
+ * Prints txns/s, p50/p99 latency and the retry rate (restarts per commit);
+ * the zipfian/uniform ratio is the contention check (issue 5: ≥ 50 %).
+ * Never asserted in `npm test`. Usage: npm run bench:txn [-- seconds-per-case]
+ */
+import { Prng } from '../src/util/prng.js';
+import { CairnError } from '../src/util/errors.js';
+import { adminSplit } from '../src/kv/split.js';
+import { TxnDB } from '../src/kv/client/txn-db.js';
+import { TestCluster } from '../test/support/test-cluster.js';
+import { distSender } from '../test/kv-ranges/support.js';
+import { KVBatch } from '../sql/kv.js';
+
+const KEYS = 100_000;
+const CLIENTS = 64;
+const key = (i: number): Buffer => Buffer.from(`\x90b${String(i).padStart(6, '0')}`, 'latin1');
+
+/** YCSB's zipfian generator (Gray et al.), θ = 0.99 over n items, scrambled so hot keys spread over the keyspace. */
+class Zipf {
+  private readonly zetan: number;
+  private readonly alpha: number;
+  private readonly eta: number;
+  constructor(
+    private readonly n: number,
+    private readonly theta: number,
+    private readonly rng: Prng,
+  ) {
+    let z = 0;
+    for (let i = 1; i <= n; i++) z += 1 / Math.pow(i, theta);
+    this.zetan = z;
+    const zeta2 = 1 + 1 / Math.pow(2, theta);
+    this.alpha = 1 / (1 - theta);
+    this.eta = (1 - Math.pow(2 / n, 1 - theta)) / (1 - zeta2 / z);
+  }
+  next(): number {
+    const u = this.rng.float();
+    const uz = u * this.zetan;
+    let r: number;
+    if (uz < 1) r = 0;
+    else if (uz < 1 + Math.pow(0.5, this.theta)) r = 1;
+    else r = Math.floor(this.n * Math.pow(this.eta * u - this.eta + 1, this.alpha));
+    return Number((BigInt(r) * 2654435761n) % BigInt(this.n));
+  }
+}
+
+interface Result {
+  readonly name: string;
+  readonly tps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly retryRate: number;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? 0;
+}
+
+async function runCase(name: string, dbs: TxnDB[], seconds: number, body: (db: TxnDB, rng: Prng) => Promise<void>): Promise<Result> {
+  const lat: number[] = [];
+  const restarts0 = dbs.reduce((a, d) => a + d.metrics.restarts, 0);
+  let done = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      const rng = new Prng(c + 1);
+      const db = dbs[c % dbs.length] as TxnDB;
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        try {
+          await body(db, rng);
+          lat.push(performance.now() - t0);
+          done++;
+        } catch (e) {
+          if (!(e instanceof CairnError)) throw e;
+        }
+      }
+    }),
+  );
+  const restarts = dbs.reduce((a, d) => a + d.metrics.restarts, 0) - restarts0;
+  return { name, tps: done / seconds, p50: pct(lat, 0.5), p99: pct(lat, 0.99), retryRate: done === 0 ? 0 : restarts / done };
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(process.argv[2] ?? 8);
+  const c = await TestCluster.start({ nodes: 3 });
+  c.startTicker();
+  const ds = Array.from({ length: 3 }, (_, i) => distSender(c, i));
+  const dbs = ds.map((s, i) => new TxnDB({ sender: s, clock: c.node(i).clock, nodeId: i + 1, prng: new Prng(50 + i) }));
+  for (let s = 1; s < 8; s++) await adminSplit(ds[0] as (typeof ds)[0], key((s * KEYS) / 8));
+  await new Promise((r) => setTimeout(r, 300));
+  const val = Buffer.alloc(64, 1);
+  const results: Result[] = [];
+  results.push(
+    await runCase('2 writes, 2 ranges (parallel commit)', dbs, seconds, async (db, rng) => {
+      const a = rng.intn(KEYS / 8);
+      await db.runTxn(async (t) => {
+        await t.commitInBatch(batchOf([key(a), key(a + KEYS / 2)], val));
+      });
+    }),
+  );
+  results.push(
+    await runCase('2 writes, 1 range (1PC)', dbs, seconds, async (db, rng) => {
+      const a = rng.intn(KEYS / 8 - 1);
+      await db.runTxn(async (t) => {
+        await t.commitInBatch(batchOf([key(a), key(a + 1)], val));
+      });
+    }),
+  );
+  const rmw = (pick: (rng: Prng) => number) => async (db: TxnDB, rng: Prng) => {
+    const k = key(pick(rng));
+    await db.runTxn(async (t) => {
+      const b = new KVBatch();
+      b.get(k);
+      const r = await t.run(b);
+      const v = (r[0] as { value: Buffer | null }).value;
+      const n = v === null ? 0 : v.readUInt32LE(0);
+      const out = Buffer.alloc(64);
+      out.writeUInt32LE(n + 1, 0);
+      await t.commitInBatch(batchOf([k], out));
+    });
+  };
+  const uniform = await runCase('RMW uniform (100k keys)', dbs, seconds, rmw((rng) => rng.intn(KEYS)));
+  results.push(uniform);
+  const zipfs = new Map<Prng, Zipf>();
+  const zipf = await runCase('RMW zipfian θ=0.99 (100k keys)', dbs, seconds, rmw((rng) => {
+    let z = zipfs.get(rng);
+    if (z === undefined) zipfs.set(rng, (z = new Zipf(KEYS, 0.99, rng)));
+    return z.next();
+  }));
+  results.push(zipf);
+  for (const r of results) console.log(`${r.name.padEnd(36)} ${r.tps.toFixed(0).padStart(7)} txns/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   retries/commit ${r.retryRate.toFixed(3)}`);
+  console.log(`zipfian / uniform throughput: ${((100 * zipf.tps) / Math.max(1, uniform.tps)).toFixed(0)} % (goal ≥ 50 %)`);
+  await c.close();
+}
+
+function batchOf(keys: Buffer[], v: Buffer): KVBatch {
+  const b = new KVBatch();
+  for (const k of keys) b.put(k, v);
+  return b;
+}
+
+void main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);
