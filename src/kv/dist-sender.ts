@@ -22,7 +22,9 @@
  *   every replica failed    → evict the descriptor, back off (injected sleep),
  *                             look the range up again and re-divide
  *   RangeKeyMismatch        → evict, insert the descriptors the error carries,
- *                             re-divide the part (it may now span ranges)
+ *                             re-divide the part (it may now span ranges);
+ *                             unless the replica's descriptor is older than
+ *                             ours (it lags): then the next replica
  *   ambiguous (AmbiguousResultError, an RPC lost after sending)
  *                           → returned as ambiguous, never retried
  * A part still failing after maxAttempts re-divisions returns its last error.
@@ -405,7 +407,11 @@ export class DistSender implements Sender {
           }
           continue;
         }
-        if (!retryElsewhere(e)) throw e;
+        // A replica behind our descriptor (it has not applied the split or
+        // merge we know of) says "mismatch" for keys its range now owns: ask
+        // another replica instead of discarding the newer descriptor.
+        const lagging = e instanceof RangeKeyMismatchError && desc !== null && e.descriptors.length > 0 && e.descriptors.every((d) => d.rangeId === desc.rangeId && d.generation < desc.generation);
+        if (!lagging && !retryElsewhere(e)) throw e;
         this.cache.clearLeaseholder(rangeId, nodeId);
       }
     }
