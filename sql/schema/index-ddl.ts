@@ -13,8 +13,10 @@
  * of every write, write_only ones get all writes but are never read, and only
  * public indexes are chosen by the planner.
  *
- * What runs today: CREATE INDEX executes inside the statement's transaction
- * (implicit or explicit). It writes the descriptor with the new index and
+ * CREATE INDEX as its own (implicit) transaction goes through the online
+ * path (index-backfill.ts): write_only committed, backfill in chunk
+ * transactions while writes continue, then public. Inside BEGIN … COMMIT
+ * it executes in the user's transaction instead: it writes the descriptor with the new index and
  * backfills it from the primary index in that same transaction, in chunks
  * of BACKFILL_CHUNK rows, then marks it public before commit — so the whole
  * state walk happens atomically and no other transaction observes the
@@ -137,7 +139,12 @@ export async function backfillIndex(txn: SqlTxn, desc: TableDesc, ix: IndexDesc)
   }, BACKFILL_CHUNK);
 }
 
-export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexStatement): Promise<DdlResult> {
+/**
+ * CREATE INDEX. `online`: only add the index as write_only (the caller
+ * commits, then runs index-backfill.ts backfillOnline on `pending`);
+ * otherwise backfill in `txn` and publish at once.
+ */
+export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexStatement, online = false): Promise<DdlResult & { pending?: { tableId: number; indexId: number } }> {
   if (s.where !== undefined) throw unimplemented('partial indexes');
   const snap = await loadSnapshot(txn.kv);
   txn.markSchemaChecked();
@@ -153,6 +160,13 @@ export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexS
   const ix = buildIndexDesc(t.desc, name, s.unique, s.columns, s.storing);
   const writeOnly: TableDesc = { ...t.desc, version: t.desc.version + 1, indexes: [...t.desc.indexes, { ...ix, state: 'write_only' }], nextIndexId: ix.id + 1 };
   new IndexCodec(writeOnly, ix, new RowCodec(writeOnly)); // key types must have a key encoding (0A000)
+  if (online) {
+    const b = new KVBatch();
+    putDescriptor(b, writeOnly, snap.version);
+    await txn.run(b);
+    txn.schemaDirty = true;
+    return { tag: 'CREATE INDEX', notices: [], pending: { tableId: t.desc.id, indexId: ix.id } };
+  }
   await backfillIndex(txn, writeOnly, ix);
   const b = new KVBatch();
   putDescriptor(b, { ...writeOnly, indexes: [...t.desc.indexes, ix] }, snap.version);
