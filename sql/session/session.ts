@@ -73,6 +73,7 @@ import { resolveTimeZone } from '../types/datetime.js';
 import type { EvalEnv, NodeServices } from '../sem/expr.js';
 import { SessionVars } from './session-vars.js';
 import { createIndex, dropIndex } from '../schema/index-ddl.js';
+import { backfillOnline } from '../schema/index-backfill.js';
 import { alterTable, rename } from '../schema/alter-table.js';
 import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
@@ -727,8 +728,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'CreateTable':
         return util(await createTable(txn, this.database, ast));
       case 'CreateIndex': {
-        const r = await createIndex(txn, this.database, ast);
-        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        // Alone in its transaction: build the index online (write_only, backfill in chunks, public).
+        const r = await createIndex(txn, this.database, ast, implicit);
+        if (r.pending === undefined) return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        await txn.commit();
+        this.deps.catalog.invalidate();
+        await backfillOnline(this.deps.db, r.pending.tableId, r.pending.indexId);
+        const done = util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        return { result: done.result, committed: true };
       }
       case 'DropIndex': {
         const r = await dropIndex(txn, this.database, ast);
