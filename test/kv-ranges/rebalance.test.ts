@@ -14,10 +14,12 @@ import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { LocalStorePool } from '../../src/kv/rebalance.js';
 import { newReplicateQueue, decommissionProgress } from '../../src/kv/replicate-queue.js';
 import { newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
-import { addVoter, removeVoter } from '../../src/kv/replica-change.js';
+import { addVoter, changeReplicas, removeVoter, waitForLearner } from '../../src/kv/replica-change.js';
+import { ChangeReplicasOp } from '../../src/kv/api.js';
+import { newSplitQueue } from '../../src/kv/split-queue.js';
 import { KvClient } from '../../src/kv/kv-client.js';
 import type { ReplicaQueue } from '../../src/kv/queue.js';
-import { checkConsistency, expectAllKeys, descriptors, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
+import { checkConsistency, expectAllKeys, repairUntil, descriptors, distSender, getAfter, key, putAt, val, SPAN_END, SPAN_START } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -58,6 +60,46 @@ describe('replication changes', () => {
     expect(await getAfter(c, distSender(c, 4), key(150), ts)).toEqual(Buffer.from('after'));
     await checkConsistency(c, kv, 300);
   }, 60_000);
+
+  it('a change driver dying in a joint configuration: after a full restart the replicate queue leaves it (incoming voter in, outgoing out)', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3, engine: 'level' }));
+    c.startTicker();
+    let ds = distSender(c, 0);
+    await new KvClient(ds).batch(Array.from({ length: 50 }, (_, i) => ({ kind: 'put' as const, key: key(i), value: val(i) })));
+    await adminSplit(ds, key(25));
+    await c.addNode();
+    await c.addNode();
+    const r2 = () => descriptors(c).find((d) => d.rangeId !== 1)!;
+    await c.waitFor(() => c.leaseholder(r2().rangeId) >= 0, 10_000, 'r2 lease');
+    // Dies after the learner step: a learner on n4 is left.
+    let d = await changeReplicas(ds, r2(), ChangeReplicasOp.AddLearners, [{ nodeId: 4, storeId: 4 }], []);
+    await waitForLearner(ds, d, { nodeId: 4, storeId: 4 });
+    // …and then, in a second change, after entering a joint config (n4 in, a non-leaseholder out).
+    await c.waitFor(() => c.leaseholder(d.rangeId) >= 0, 10_000, 'r2 lease');
+    const lh = c.leaseholder(d.rangeId) + 1;
+    const out = d.replicas.find((r) => r.type === 0 && r.nodeId !== lh)!;
+    d = await changeReplicas(ds, d, ChangeReplicasOp.ChangeVoters, [{ nodeId: 4, storeId: 4 }], [{ nodeId: out.nodeId, storeId: out.storeId }]);
+    expect(d.replicas.some((r) => r.type === 2) && d.replicas.some((r) => r.type === 3)).toBe(true);
+    for (let i = 0; i < 5; i++) await c.stopNode(i);
+    for (let i = 0; i < 5; i++) await c.restartNode(i);
+    ds = distSender(c, 0);
+    const pool = new LocalStorePool(() => Array.from({ length: c.size }, (_, i) => ({ nodeId: i + 1, storeId: i + 1, store: c.isRunning(i) ? c.store(i) : null })));
+    const queues = Array.from({ length: 5 }, (_, i) => newReplicateQueue(() => c.store(i), distSender(c, i), pool, DEFAULT_RANGE_QUEUE_SETTINGS, { learnerWaitMs: 5000 }));
+    for (let round = 0; round < 100 && r2().replicas.some((r) => r.type !== 0); round++) {
+      for (const q of queues) await q.runOnce();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const fin = r2();
+    expect(fin.replicas.every((r) => r.type === 0)).toBe(true);
+    expect(fin.replicas.map((r) => r.nodeId)).toContain(4);
+    expect(fin.replicas.map((r) => r.nodeId)).not.toContain(out.nodeId);
+    const kv = new KvClient(ds);
+    await repairUntil(c, () => new KvClient(distSender(c, 0)), async () => {
+      for (let i = 0; i < 5; i++) await newSplitQueue(() => c.store(i), distSender(c, i), DEFAULT_RANGE_QUEUE_SETTINGS).runOnce();
+    });
+    await expectAllKeys(kv, 50);
+    await checkConsistency(c, kv, 700);
+  }, 90_000);
 
   it('a 4th node joins and gets replicas and leases; decommissioning moves them back; a dead node is replaced', async () => {
     const c = (cluster = await TestCluster.start({ nodes: 3 }));
