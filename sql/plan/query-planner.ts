@@ -310,7 +310,7 @@ function leafSelect(t: Extract<TableExpr, { kind: 'TableRef' }>, where: readonly
 
 /** The leaf a conjunct only reads (every column reference resolves there), if any. */
 function pushTarget(conj: Expr, leaves: ReadonlyMap<TableExpr, LeafInfo>, all: readonly LeafInfo[]): TableExpr | undefined {
-  if (exprHas(conj, (x) => isSpecial(x) || x.kind === 'Param' || (x.kind === 'FuncCall' && /^(random|nextval|gen_random_uuid|unique_rowid)$/.test(x.name[x.name.length - 1] as string)))) return undefined;
+  if (exprHas(conj, (x) => isSpecial(x) || (x.kind === 'FuncCall' && /^(random|nextval|gen_random_uuid|unique_rowid)$/.test(x.name[x.name.length - 1] as string)))) return undefined;
   let target: LeafInfo | undefined;
   let ok = true;
   let refs = 0;
