@@ -41,6 +41,7 @@ import { datatypeMismatch } from '../types/type-error.js';
 import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
 import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell, WindowFuncSpec } from './query-nodes.js';
 import { outputName as coreOutputName, planSelect, type PlanContext } from './planner.js';
+import { isVirtualTable, virtualTable } from '../vtable/virtual-tables.js';
 
 /** WITH RECURSIVE iterations before the query fails with 54001. */
 export const MAX_RECURSIVE_ITERATIONS = 10000;
@@ -72,6 +73,7 @@ export function needsQueryPlanner(s: SelectStatement): boolean {
   if (b.kind !== 'SelectClause') return false;
   if (b.groupBy.length > 0 || b.having !== undefined || b.distinct !== false || b.windows.length > 0) return true;
   if (b.from.length > 1 || b.from.some((f) => f.kind !== 'TableRef')) return true;
+  if (b.from.some((f) => f.kind === 'TableRef' && isVirtualTable(f.table))) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && f.alias !== undefined && f.alias.columns.length > 0)) return true;
   return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, isSpecial)) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
 }
@@ -285,6 +287,7 @@ function pushTargets(q: QueryCtx, items: readonly TableExpr[], out: Map<TableExp
 function leafInfo(q: QueryCtx, t: Extract<TableExpr, { kind: 'TableRef' }>): LeafInfo | undefined {
   if (t.table.schema === undefined && q.ctes.has(t.table.name)) return undefined;
   if (t.alias !== undefined && t.alias.columns.length > 0) return undefined;
+  if (isVirtualTable(t.table)) return undefined;
   let names: Set<string>;
   try {
     const p = planSelect(q.ctx, leafSelect(t, [], []));
@@ -348,6 +351,12 @@ function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, 
       const name = t.table.name;
       const cte = t.table.schema === undefined ? q.ctes.get(name) : undefined;
       if (cte !== undefined) return planCteRef(q, name, cte, t.alias?.name ?? name, t.alias?.columns ?? []);
+      const vt = virtualTable(t.table, { snapshot: q.ctx.snapshot, database: q.ctx.database, user: 'root' });
+      if (vt !== undefined) {
+        const alias = t.alias?.name ?? name;
+        const columns = renameColumns(vt.columns.map((c) => ({ ...c, table: alias })), t.alias?.columns ?? [], alias);
+        return { node: { kind: 'values', rows: vt.rows.map((r) => r.map((d) => () => d)), columns }, columns };
+      }
       const p = planSelect(q.ctx, leafSelect(t, pushed.get(t) ?? [], q.lock === 'exclusive' ? [{ strength: 'update', of: [], wait: 'block' }] : []));
       const alias = t.alias?.name ?? name;
       const result = p.result as ResultColumn[];
