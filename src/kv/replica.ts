@@ -84,6 +84,7 @@ import { ReplicaConcurrency } from './concurrency-manager.js';
 import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } from './replica-lease.js';
 import { ReplicaRaftStorage } from './raft-storage.js';
 import { computeRangeChecksum } from './replica-consistency.js';
+import { canary } from './canary.js';
 import type { KvSettings } from './settings.js';
 
 /** What a replica needs from its store. */
@@ -298,20 +299,23 @@ export class Replica {
       const now = this.ctx.clock.now();
       return { now, timestamp: now, responses: [{ kind: 'leaseInfo', lease: this.lease }] };
     }
-    await this.ensureLease();
     const isWrite = reqs.some(isWriteRequest);
-    const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(ba.header.uncertaintyLimit === undefined ? {} : { uncertaintyLimit: ba.header.uncertaintyLimit }) };
+    // Canary expired-lease-reads: a replica that held the lease keeps serving reads without checking it is still valid.
+    const staleReads = canary.expiredLeaseReads && !isWrite && this.lease?.replica.replicaId === this.replicaId;
+    if (!staleReads) await this.ensureLease();
+    const limit = canary.skipUncertaintyRestart ? undefined : ba.header.uncertaintyLimit;
+    const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) };
     await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
     const spans: DeclaredSpan[] = [];
     for (const q of reqs) lookupCommand(q.kind).declareKeys(h0, q, this.desc, spans);
     const guard = await this.latches.acquire(spans);
     try {
       const now = this.ctx.clock.now();
-      if (!this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
+      if (!staleReads && !this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
       // A split may have shrunk the range while we waited.
       for (const q of reqs) this.checkKeys(q);
       const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
-      const h = this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
+      const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
       if (!isWrite) {
         const ec = this.evalContext(emptyStats(), {});
         const responses: Response[] = [];
@@ -379,6 +383,8 @@ export class Replica {
       this.proposals.set(cmd.cmdId, p);
       this.ctx.metrics.proposals++;
       this.ctx.enqueueReady(this);
+      // Canary ack-before-quorum: answer the write now, before Raft commits and applies it.
+      if (canary.ackBeforeQuorum && !isLeaseRequest) resolve({ now: this.ctx.clock.now(), timestamp: h.timestamp, responses });
     });
   }
 
