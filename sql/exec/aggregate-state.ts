@@ -17,6 +17,8 @@ import { compareDatums, rowKey } from '../types/compare.js';
 import { castDatum } from '../types/cast.js';
 import { evalBinary } from '../types/arith.js';
 import { Decimal } from '../types/decimal.js';
+import { Jsonb, type JsonValue } from '../types/datum.js';
+import { toJsonValue } from '../sem/array-jsonb.js';
 import { T, type SqlType } from '../types/type.js';
 import type { AggSpec } from '../plan/query-nodes.js';
 import { rowBytes, type QueryMemory } from './memory-budget.js';
@@ -32,7 +34,7 @@ export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
   const st: Acc = { count: 0, value: null, items: [] };
   const seen = spec.distinct ? new Set<string>() : undefined;
   const step = stepFn(spec, st);
-  const collect = spec.order.length > 0 || spec.name === 'array_agg' || spec.name === 'string_agg';
+  const collect = spec.order.length > 0 || spec.name === 'array_agg' || spec.name === 'string_agg' || spec.name === 'jsonb_agg' || spec.name === 'json_agg';
   const args = spec.args;
   const filter = spec.filter;
   return {
@@ -44,7 +46,7 @@ export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
       }
       const vals: Datum[] = new Array(args.length);
       for (let i = 0; i < args.length; i++) vals[i] = (args[i] as EvalFn)(row, env);
-      if (vals[0] === null && spec.name !== 'array_agg') return;
+      if (vals[0] === null && spec.name !== 'array_agg' && spec.name !== 'jsonb_agg' && spec.name !== 'json_agg') return;
       if (seen !== undefined) {
         const k = rowKey(vals, spec.argTypes);
         if (seen.has(k)) return;
@@ -146,7 +148,11 @@ function stepFn(spec: AggSpec, st: Acc): (vals: Datum[]) => void {
       };
     case 'jsonb_agg':
     case 'json_agg':
-      throw new Error(`exec: ${spec.name} is rejected by the planner`);
+      return (v) => {
+        if (st.value === null) st.value = [];
+        (st.value as JsonValue[] as unknown as Datum[]).push(toJsonValue(v[0] as Datum, at) as unknown as Datum);
+        st.count++;
+      };
     default:
       throw new Error(`exec: unknown aggregate ${spec.name as string}`);
   }
@@ -168,6 +174,12 @@ function finish(spec: AggSpec, st: Acc): Datum {
       if (at.family === 'int') return evalBinary('/', Decimal.fromInt(st.value as bigint), T.numeric, Decimal.fromInt(st.count), T.numeric);
       if (at.family === 'numeric') return evalBinary('/', st.value, T.numeric, Decimal.fromInt(st.count), T.numeric);
       return evalBinary('/', st.value, at, BigInt(st.count), T.int8);
+    }
+    case 'jsonb_agg':
+    case 'json_agg': {
+      if (st.value === null) return null;
+      const j = Jsonb.from(st.value as unknown as JsonValue[]);
+      return spec.name === 'json_agg' ? j.toString() : j;
     }
     default:
       return st.value === null ? null : rt.family === at.family || spec.name === 'array_agg' || spec.name === 'string_agg' || rt.family === 'bool' ? st.value : castDatum(st.value, at, rt);

@@ -26,7 +26,8 @@
  * one window node per distinct window definition (default frame only).
  *
  * Not supported (0A000 naming it): window frames, LATERAL, correlated
- * subqueries, ARRAY(subquery), json(b)_agg, aggregates in WHERE (42803).
+ * subqueries (other than [NOT] EXISTS with equality correlations),
+ * ARRAY(subquery); aggregates in WHERE are 42803.
  */
 import { formatExpr, formatWindowDef } from '../parser/format.js';
 import { mapExpr, walkExpr } from '../parser/walk.js';
@@ -1055,7 +1056,6 @@ function rewriteForAgg(e: Expr, rw: AggRewrite, inScope?: Scope): Expr {
 
 function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
   const name = f.name[0] as AggName;
-  if (name === 'jsonb_agg' || name === 'json_agg') throw unimplemented(`aggregate function ${name}`);
   const text = formatExpr(f);
   const filter = f.filter !== undefined ? c.compileBool(f.filter, 'FILTER').fn : undefined;
   const order = f.orderBy.map((o) => {
@@ -1103,6 +1103,12 @@ function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
       break;
     case 'array_agg':
       resultType = arrayOf(at);
+      break;
+    case 'jsonb_agg':
+      resultType = T.jsonb;
+      break;
+    case 'json_agg':
+      resultType = T.json;
       break;
     default:
       throw unimplemented(`aggregate function ${name as string}`);
