@@ -31,6 +31,7 @@ import { castContext, castDatum, checkInt, compareAcross, compareDatums, datumFr
 
 const CAST_RANK = { implicit: 0, assignment: 1, explicit: 2 } as const;
 import { lookupBuiltin } from './builtins.js';
+import { CONTAINER_OPS, compileArrayExpr, compileArrayOp, compileContainerFunction, compileContainerOp, compileSubscript } from './array-jsonb.js';
 import { binaryOpType, evalBinary, type BinaryOp as BinaryArithOp } from '../types/arith.js';
 
 export interface ScopeColumn {
@@ -445,9 +446,9 @@ export class ExprCompiler {
         if (this.subLinks !== undefined) return this.subLinks(e, hint);
         throw unimplemented('subqueries');
       case 'ArrayOp':
-        throw unimplemented('ANY/ALL over arrays');
+        return compileArrayOp(this, e);
       case 'Array':
-        throw unimplemented('arrays');
+        return compileArrayExpr(this, e, hint);
       case 'Row':
         throw unimplemented('row values');
       case 'Coalesce': {
@@ -493,7 +494,7 @@ export class ExprCompiler {
         } };
       }
       case 'Subscript':
-        throw unimplemented('subscripts');
+        return compileSubscript(this, e);
       case 'Collate':
         throw unimplemented('COLLATE');
       case 'SqlValueFunction':
@@ -619,6 +620,7 @@ export class ExprCompiler {
   }
 
   private binary(op: string, le: Expr, re: Expr): Typed {
+    if (CONTAINER_OPS.has(op)) return compileContainerOp(this, op, le, re);
     let [l, r] = this.pairLoose(le, re);
     if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') return this.comparison(op, l, r);
     if (op === '||') {
@@ -689,7 +691,7 @@ export class ExprCompiler {
     if (e.over !== undefined) throw unimplemented('window functions');
     if (e.star || e.distinct || AGGREGATES.has(name)) throw unimplemented(`aggregate functions (${name})`);
     if (e.filter !== undefined || e.orderBy.length > 0) throw unimplemented(`aggregate functions (${name})`);
-    return lookupBuiltin(this, name, e.args);
+    return compileContainerFunction(this, name, e.args) ?? lookupBuiltin(this, name, e.args);
   }
 }
 
