@@ -1,0 +1,138 @@
+/**
+ * sql/sem/catalog-builtins.ts — the system-catalog functions drivers, ORMs and
+ * psql call (issue 7 part 3, tools): format_type, pg_table_is_visible,
+ * pg_type_is_visible, pg_get_userbyid, obj_description, col_description,
+ * pg_get_expr, pg_backend_pid, pg_encoding_to_char, current_schemas,
+ * has_*_privilege, set_config, array_to_string, quote_ident.
+ *
+ * lookupBuiltin (builtins.ts) asks here first for names it does not know, and
+ * strips a `pg_catalog.` qualifier. Results follow PostgreSQL 15 for the
+ * objects Cairn has: every relation is in `public` (visible), every role may
+ * do everything (root is the only superuser; privileges are not modelled),
+ * comments do not exist (NULL), and pg_attrdef.adbin holds the DEFAULT text
+ * so pg_get_expr returns it as-is.
+ *
+ * Ownership: issue 7 part 3. No I/O; no catalog access at evaluation time.
+ */
+import type { Expr } from '../parser/ast.js';
+import { T, arrayOf, formatType, typeFromOid, type SqlType } from '../types/type.js';
+import { datumToText, type Datum } from './datum.js';
+import type { EvalFn, ExprCompiler, Typed } from './expr.js';
+
+/** The pid pg_backend_pid() reports (Cairn sessions have no OS process). */
+export const BACKEND_PID = 4242;
+
+function compileArgs(c: ExprCompiler, exprs: readonly Expr[], hints: readonly (SqlType | undefined)[]): Typed[] {
+  return exprs.map((e, i) => c.resolveUnknown(c.compile(e, hints[i])));
+}
+
+function constant(type: SqlType, value: Datum): Typed {
+  return { type, fn: () => value };
+}
+
+/** format_type(oid, typmod): the type's SQL name with its modifier; NULL oid → NULL; unknown oid → ???. */
+export function formatTypeOid(oid: number, typmod: number | null): string {
+  const t = typeFromOid(oid);
+  if (t === undefined) return '???';
+  return formatType({ ...t, typmod: typmod ?? -1 });
+}
+
+function strict1(type: SqlType, a: EvalFn, f: (v: Exclude<Datum, null>) => Datum): Typed {
+  return { type, fn: (row, env) => {
+    const v = a(row, env);
+    return v === null ? null : f(v);
+  } };
+}
+
+/** A catalog builtin named `name` (without `pg_catalog.`), or undefined when it is not one. */
+export function lookupCatalogBuiltin(c: ExprCompiler, name: string, exprs: readonly Expr[]): Typed | undefined {
+  switch (name) {
+    case 'format_type': {
+      if (exprs.length !== 2) return undefined;
+      const [o, m] = compileArgs(c, exprs, [T.oid, T.int4]) as [Typed, Typed];
+      return { type: T.text, fn: (row, env) => {
+        const oid = o.fn(row, env);
+        if (oid === null) return null;
+        const mod = m.fn(row, env);
+        return formatTypeOid(Number(oid), mod === null ? null : Number(mod));
+      } };
+    }
+    case 'pg_table_is_visible':
+    case 'pg_type_is_visible':
+    case 'pg_function_is_visible': {
+      if (exprs.length !== 1) return undefined;
+      const [o] = compileArgs(c, exprs, [T.oid]) as [Typed];
+      return strict1(T.bool, o.fn, () => true);
+    }
+    case 'pg_get_userbyid': {
+      if (exprs.length !== 1) return undefined;
+      const [o] = compileArgs(c, exprs, [T.oid]) as [Typed];
+      return strict1(T.name, o.fn, (v) => (Number(v) === 10 ? 'root' : `unknown (OID=${String(v)})`));
+    }
+    case 'obj_description':
+    case 'col_description':
+    case 'shobj_description': {
+      compileArgs(c, exprs, [T.oid, name === 'col_description' ? T.int4 : T.name]);
+      return constant(T.text, null);
+    }
+    case 'pg_get_expr': {
+      if (exprs.length < 2 || exprs.length > 3) return undefined;
+      const [e] = compileArgs(c, exprs, [T.text, T.oid, T.bool]) as [Typed];
+      return strict1(T.text, e.fn, (v) => v);
+    }
+    case 'pg_backend_pid':
+      if (exprs.length !== 0) return undefined;
+      return constant(T.int4, BACKEND_PID);
+    case 'pg_encoding_to_char': {
+      if (exprs.length !== 1) return undefined;
+      const [e] = compileArgs(c, exprs, [T.int4]) as [Typed];
+      return strict1(T.name, e.fn, (v) => (Number(v) === 6 ? 'UTF8' : Number(v) === 0 ? 'SQL_ASCII' : ''));
+    }
+    case 'current_schemas': {
+      if (exprs.length !== 1) return undefined;
+      const [e] = compileArgs(c, exprs, [T.bool]) as [Typed];
+      return strict1(arrayOf(T.name), e.fn, (v) => (v === true ? ['pg_catalog', 'public'] : ['public']));
+    }
+    case 'has_table_privilege':
+    case 'has_schema_privilege':
+    case 'has_database_privilege':
+    case 'has_column_privilege':
+    case 'has_sequence_privilege':
+    case 'has_function_privilege': {
+      if (exprs.length < 2 || exprs.length > 4) return undefined;
+      const a = compileArgs(c, exprs, exprs.map(() => T.text));
+      return { type: T.bool, fn: (row, env) => (a.some((x) => x.fn(row, env) === null) ? null : true) };
+    }
+    case 'set_config': {
+      if (exprs.length !== 3) return undefined;
+      const [, v] = compileArgs(c, exprs, [T.text, T.text, T.bool]) as [Typed, Typed, Typed];
+      return { type: T.text, fn: (row, env) => v.fn(row, env) };
+    }
+    case 'quote_ident': {
+      if (exprs.length !== 1) return undefined;
+      const [e] = compileArgs(c, exprs, [T.text]) as [Typed];
+      return strict1(T.text, e.fn, (v) => (/^[a-z_][a-z0-9_$]*$/.test(v as string) ? (v as string) : `"${(v as string).replace(/"/g, '""')}"`));
+    }
+    case 'array_to_string': {
+      if (exprs.length < 2 || exprs.length > 3) return undefined;
+      const [arr, sep, nul] = compileArgs(c, exprs, [undefined, T.text, T.text]) as [Typed, Typed, Typed | undefined];
+      const elem = arr.type.arrayElem;
+      if (elem === undefined) return undefined;
+      return { type: T.text, fn: (row, env) => {
+        const a = arr.fn(row, env);
+        const s = sep.fn(row, env);
+        if (a === null || s === null) return null;
+        const n = nul === undefined ? null : nul.fn(row, env);
+        const parts: string[] = [];
+        for (const x of a as readonly Datum[]) {
+          if (x === null) {
+            if (n !== null) parts.push(n as string);
+          } else parts.push(datumToText(x, elem));
+        }
+        return parts.join(s as string);
+      } };
+    }
+    default:
+      return undefined;
+  }
+}
