@@ -17,6 +17,7 @@ import { SqlError } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
 import { T, baseType, formatType, Oid, type SqlType } from '../types/type.js';
 import { divisionByZero, outOfRange } from '../types/type-error.js';
+import { lookupCatalogBuiltin } from './catalog-builtins.js';
 import { checkInt, datumToText, type Datum } from './datum.js';
 import type { EvalEnv, EvalFn, ExprCompiler, Typed } from './expr.js';
 
@@ -372,8 +373,12 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
         return (b < 0n ? b + 2n ** 64n : b).toString(16);
       });
     }
-    default:
+    default: {
+      if (name.startsWith('pg_catalog.')) return lookupBuiltin(c, name.slice('pg_catalog.'.length), exprs);
+      const cat = lookupCatalogBuiltin(c, name, exprs);
+      if (cat !== undefined) return cat;
       throw noFunction(name, exprs.map((e) => c.resolveUnknown(c.compile(e))));
+    }
   }
 }
 
