@@ -99,6 +99,12 @@ const TEXT_ESCAPES: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r
 
 /** Splits one text-format line into fields (NULL as null), undoing backslash escapes. */
 function textFields(line: string, o: CopyOptions): (string | null)[] {
+  // Fast path: no escapes, so fields are plain slices.
+  if (line.indexOf('\\') < 0) {
+    const parts: (string | null)[] = line.split(o.delimiter);
+    for (let i = 0; i < parts.length; i++) if (parts[i] === o.nullString) parts[i] = null;
+    return parts;
+  }
   const out: (string | null)[] = [];
   let cur = '';
   let raw = '';
