@@ -15,6 +15,7 @@
  * Ownership: issue 7 part 3. No I/O; no catalog access at evaluation time.
  */
 import type { Expr } from '../parser/ast.js';
+import { SqlError } from '../parser/sql-error.js';
 import { T, arrayOf, formatType, typeFromOid, type SqlType } from '../types/type.js';
 import { datumToText, type Datum } from './datum.js';
 import type { EvalFn, ExprCompiler, Typed } from './expr.js';
@@ -135,4 +136,36 @@ export function lookupCatalogBuiltin(c: ExprCompiler, name: string, exprs: reado
     default:
       return undefined;
   }
+}
+
+/** The POSIX regular-expression match operators psql's backslash commands use. */
+export const REGEX_OPS: ReadonlySet<string> = new Set(['~', '!~', '~*', '!~*', 'pg_catalog.~', 'pg_catalog.!~', 'pg_catalog.~*', 'pg_catalog.!~*']);
+
+/**
+ * `text ~ pattern` and friends. Patterns are translated as-is to JavaScript
+ * RegExp (the subset psql and ORMs send — anchors, groups, classes, `|` — means
+ * the same); a pattern RegExp rejects is 2201B like PostgreSQL's invalid regex.
+ */
+export function compileRegexOp(c: ExprCompiler, op: string, le: Expr, re: Expr): Typed {
+  const bare = op.startsWith('pg_catalog.') ? op.slice('pg_catalog.'.length) : op;
+  const [l, r] = compileArgs(c, [le, re], [T.text, T.text]) as [Typed, Typed];
+  const negate = bare.startsWith('!');
+  const flags = bare.endsWith('*') ? 'iu' : 'u';
+  let lastSrc: string | undefined;
+  let lastRe: RegExp | undefined;
+  return { type: T.bool, fn: (row, env) => {
+    const a = l.fn(row, env);
+    if (a === null) return null;
+    const p = r.fn(row, env);
+    if (p === null) return null;
+    if (p !== lastSrc || lastRe === undefined) {
+      try {
+        lastRe = new RegExp(p as string, flags);
+      } catch {
+        throw new SqlError('sql.invalid_regular_expression', '2201B', `invalid regular expression: ${p as string}`);
+      }
+      lastSrc = p as string;
+    }
+    return lastRe.test(datumToText(a, l.type)) !== negate;
+  } };
 }

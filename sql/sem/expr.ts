@@ -31,6 +31,7 @@ import { castContext, castDatum, checkInt, compareAcross, compareDatums, datumFr
 
 const CAST_RANK = { implicit: 0, assignment: 1, explicit: 2 } as const;
 import { lookupBuiltin } from './builtins.js';
+import { REGEX_OPS, compileRegexOp } from './catalog-builtins.js';
 import { CONTAINER_OPS, compileArrayExpr, compileArrayOp, compileContainerFunction, compileContainerOp, compileSubscript } from './array-jsonb.js';
 import { binaryOpType, evalBinary, type BinaryOp as BinaryArithOp } from '../types/arith.js';
 
@@ -621,6 +622,7 @@ export class ExprCompiler {
 
   private binary(op: string, le: Expr, re: Expr): Typed {
     if (CONTAINER_OPS.has(op)) return compileContainerOp(this, op, le, re);
+    if (REGEX_OPS.has(op)) return compileRegexOp(this, op, le, re);
     let [l, r] = this.pairLoose(le, re);
     if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') return this.comparison(op, l, r);
     if (op === '||') {
