@@ -99,7 +99,22 @@ export interface DatabaseDesc {
   readonly version: number;
 }
 
-export type Descriptor = TableDesc | DatabaseDesc;
+/**
+ * A view (sql/schema/view-ddl.ts): its defining query as SQL text, expanded
+ * into every statement that names it (as a subquery in FROM), and the
+ * names/types of its output columns fixed at creation.
+ */
+export interface ViewDesc {
+  readonly kind: 'view';
+  readonly id: number;
+  readonly name: string;
+  readonly parentId: number;
+  readonly version: number;
+  readonly query: string;
+  readonly columns: readonly { readonly name: string; readonly type: ColumnType }[];
+}
+
+export type Descriptor = TableDesc | DatabaseDesc | ViewDesc;
 
 const FORMAT_V1 = 0x01;
 

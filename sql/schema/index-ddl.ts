@@ -35,7 +35,7 @@ import { KVBatch } from '../kv.js';
 import type { CreateIndexStatement, DropIndexStatement, IndexElem, TableName } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { SCHEMA_VERSION_KEY, loadSnapshot, type CatalogSnapshot, type TableEntry } from '../catalog/catalog.js';
-import { encodeDescriptor, encodeUint, type IndexDesc, type TableDesc } from '../catalog/descriptor.js';
+import { encodeDescriptor, encodeUint, type IndexDesc, type TableDesc, type ViewDesc } from '../catalog/descriptor.js';
 import { RowCodec } from '../rowenc/row-codec.js';
 import { IndexCodec } from '../rowenc/index-codec.js';
 import { datumToText, type Datum } from '../sem/datum.js';
@@ -102,7 +102,7 @@ export function buildIndexDesc(desc: TableDesc, name: string, unique: boolean, e
 }
 
 /** Puts a changed descriptor (version + 1) and bumps the schema version, in `b`. */
-export function putDescriptor(b: KVBatch, d: TableDesc, snapshotVersion: number): void {
+export function putDescriptor(b: KVBatch, d: TableDesc | ViewDesc, snapshotVersion: number): void {
   b.put(descriptorKey(d.id), encodeDescriptor(d));
   b.put(SCHEMA_VERSION_KEY, encodeUint(snapshotVersion + 1));
 }
