@@ -45,6 +45,7 @@ import {
   type DatabaseDesc,
   type Descriptor,
   type TableDesc,
+  type ViewDesc,
 } from './descriptor.js';
 
 export const SCHEMA_VERSION_KEY: Buffer = descriptorKey(SCHEMA_VERSION_ID);
@@ -61,6 +62,7 @@ export class CatalogSnapshot {
   private readonly dbs = new Map<string, DatabaseDesc>();
   private readonly tables = new Map<string, TableEntry>();
   private readonly byId = new Map<number, Descriptor>();
+  private readonly views = new Map<string, ViewDesc>();
 
   constructor(
     readonly version: number,
@@ -71,6 +73,10 @@ export class CatalogSnapshot {
       if (d.kind === 'database') this.dbs.set(d.name, d);
     }
     for (const d of descs) {
+      if (d.kind === 'view') {
+        this.views.set(`${d.parentId}/${d.name}`, d);
+        continue;
+      }
       if (d.kind !== 'table') continue;
       const db = this.byId.get(d.parentId);
       if (db === undefined || db.kind !== 'database') continue;
@@ -84,6 +90,16 @@ export class CatalogSnapshot {
   table(dbId: number, name: string): TableEntry | undefined {
     return this.tables.get(`${dbId}/${name}`);
   }
+  /** A view by name (sql/schema/view-ddl.ts). */
+  view(dbId: number, name: string): ViewDesc | undefined {
+    return this.views.get(`${dbId}/${name}`);
+  }
+
+  /** Whether any view exists (statements then go through view expansion). */
+  get hasViews(): boolean {
+    return this.views.size > 0;
+  }
+
   databases(): DatabaseDesc[] {
     return [...this.dbs.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
   }
