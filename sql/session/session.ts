@@ -75,6 +75,7 @@ import { SessionVars } from './session-vars.js';
 import { createIndex, dropIndex } from '../schema/index-ddl.js';
 import { backfillOnline } from '../schema/index-backfill.js';
 import { alterTable, rename } from '../schema/alter-table.js';
+import { createView, dropViews, expandViews } from '../schema/view-ddl.js';
 import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
@@ -149,7 +150,7 @@ interface ExplicitTxn {
 }
 
 /** Statements that write (refused in a read-only transaction). */
-const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateView', 'DropView', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -623,7 +624,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
   }
 
-  private plan(ast: Statement, snap: CatalogSnapshot, types: (SqlType | undefined)[]): QueryPlan {
+  private plan(ast0: Statement, snap: CatalogSnapshot, types: (SqlType | undefined)[]): QueryPlan {
+    const ast = expandViews(ast0, snap, this.database);
     const ctx: PlanContext = { snapshot: snap, database: this.database, paramTypes: types };
     switch (ast.kind) {
       case 'Select':
@@ -743,6 +745,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       }
       case 'Copy':
         return util(await this.copy(txn, ast, sink));
+      case 'CreateView':
+      case 'DropView': {
+        const r =
+          ast.kind === 'DropView'
+            ? await dropViews(txn, this.database, ast)
+            : await createView(txn, this.database, ast, (q, snap) => (this.plan(q, snap, []).result ?? []).map((c) => ({ name: c.name, type: c.type })));
+        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+      }
       case 'AlterTable':
       case 'Rename': {
         const env = this.env(txn, []);
