@@ -67,7 +67,7 @@ describe('catalog for tools', () => {
       "SELECT c.relname, a.attname, a.attnum, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull, a.atthasdef FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1, 3",
       "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
       "SELECT tc.table_name, tc.constraint_type, kcu.column_name FROM information_schema.table_constraints tc JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name WHERE tc.table_schema = 'public' ORDER BY 1, 3",
-      "SELECT c.relname, i.indisprimary, i.indisunique FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid ORDER BY 1",
+      "SELECT c.relname, i.indisprimary, i.indisunique FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY 1",
       "SELECT t.typname, t.typlen FROM pg_catalog.pg_type t WHERE t.typname IN ('int4', 'text', 'jsonb', 'numeric', '_int4') ORDER BY 1",
       "SELECT pg_catalog.pg_table_is_visible(c.oid) AS v, pg_catalog.obj_description(c.oid, 'pg_class') AS d FROM pg_catalog.pg_class c WHERE c.relname = 'accounts'",
       "SELECT current_schema(), current_schemas(false), pg_encoding_to_char(6), quote_ident('Mixed'), array_to_string(ARRAY[1, NULL, 3], ',', '*'), 'abc' ~ '^a', 'abc' !~* '^A'",
