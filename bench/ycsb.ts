@@ -1,32 +1,28 @@
 /**
- * `npm run bench:ycsb`: YCSB A–F with the workload tool (src/workload)
- * against PostgreSQL and, when given, a running Cairn cluster; prints the
- * figures and writes bench/results/<date>.json, .md (tables) and .svg (a
- * chart of throughput and p99 per workload and target).
+ * `npm run bench:ycsb`: YCSB A–F with the workload tool (src/workload) on a
+ * 3-node local Cairn cluster (replication factor 3) that this script starts
+ * itself, side by side with a throwaway PostgreSQL 15 (synchronous_commit=on,
+ * fsync=on), both loaded by the same tool with the same record count and run
+ * with the same concurrency. Writes bench/results/<date>.json, .md (a table
+ * per workload: ops/s, p50/p95/p99 over all op types, ratio, CPU seconds of
+ * the servers and of this client, resident memory per node) and .svg
+ * (throughput and p99 per workload and target).
  *
- *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16]
+ *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16,64]
  *        [--duration 10s] [--workloads ABCDEF] [--method prepare]
- *        [--no-postgres] [--cairn-url URL…] [--splits 12] [--out bench/results]
+ *        [--cairn-only | --skip-postgres] [--skip-cairn]
+ *        [--cairn-url URL…] [--splits 12] [--out bench/results]
  *
- * PostgreSQL: a throwaway server (test/support/postgres.ts) in a temporary
- * data directory with fsync=on and synchronous_commit=on; Debian's
- * `postgresql` package is installed with apt-get when no server binaries are
- * found (needs root).
- *
- * Cairn: pass the SQL URLs of a running cluster with --cairn-url. Starting a
- * 3-node cluster from this script waits for the cluster tooling (src/server,
- * `npm run cluster`); until then the Cairn column is absent unless URLs are
- * given.
- *
- * Each target is loaded once (recording the load phase: rows/s over time and
- * the ratio of the last 10 % of rows to the first 10 %), then the workloads
- * run in the order given, on the same data (D and E add rows).
+ * Order: one target at a time (the machine's cores are shared): start,
+ * load (recording rows/s over time and the last-10 %/first-10 % ratio), then
+ * for each concurrency every workload in the order given on the same data (D
+ * and E add rows), then stop. --cairn-url measures a running cluster instead
+ * of starting one (no server CPU/memory then). Every process started here is
+ * stopped in `finally`, also on failure.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { findPostgresBinDir, startPostgres, type PostgresServer } from '../test/support/postgres.js';
 import {
   initYcsb,
   parseDuration,
@@ -39,177 +35,222 @@ import {
   type YcsbInitResult,
   type YcsbRunResult,
 } from '../src/workload/index.js';
+import { startCairn, startPostgresTarget, type BenchTarget } from './support/cluster.js';
+import { cpuMeter } from './support/proc-stats.js';
+import { barPanel, mdTable, mergedPercentiles, ratio, svgDocument, type Percentiles } from './support/report.js';
 
-interface TargetResult {
+export interface WorkloadMeasurement extends Percentiles {
+  readonly workload: WorkloadName;
+  readonly concurrency: number;
+  readonly opsPerSec: number;
+  readonly errors: number;
+  readonly retries: number;
+  readonly errorsBySqlState: Record<string, number>;
+  readonly serverCpuSec: number | null;
+  readonly clientCpuSec: number;
+  readonly rssMiB: number[];
+  readonly run: YcsbRunResult;
+}
+
+export interface TargetResult {
   readonly target: string;
   readonly server: string;
   readonly load: YcsbInitResult;
-  readonly runs: Partial<Record<WorkloadName, YcsbRunResult>>;
+  readonly loadCpu: { serverCpuSec: number; clientCpuSec: number } | null;
+  readonly runs: WorkloadMeasurement[];
+}
+
+export interface YcsbBenchOptions {
+  readonly records: number;
+  readonly concurrency: readonly number[];
+  readonly durationMs: number;
+  readonly workloads: readonly WorkloadName[];
+  readonly method: QueryMethod;
+  readonly splits: number;
+  readonly cairn: boolean;
+  readonly postgres: boolean;
+  readonly cairnUrls?: readonly string[];
+  readonly out: string;
+  readonly log?: (s: string) => void;
 }
 
 const quiet: Output = { write: () => undefined };
 
-function ensurePostgresInstalled(): void {
-  if (findPostgresBinDir() !== undefined) return;
-  process.stdout.write('PostgreSQL not found: installing Debian\'s postgresql package\n');
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'postgresql'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+function p(x: number): string {
+  return Math.round(x).toLocaleString('en-US');
 }
 
-async function measure(
-  target: string,
-  urls: string[],
-  o: { records: number; concurrency: number; durationMs: number; workloads: WorkloadName[]; method: QueryMethod; splits: number },
-): Promise<TargetResult> {
-  process.stdout.write(`\n== ${target}: loading ${o.records.toLocaleString('en-US')} records\n`);
+async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>, o: YcsbBenchOptions, measured: boolean): Promise<TargetResult> {
+  const log = o.log ?? ((s: string) => void process.stdout.write(s));
+  log(`\n== ${t.name}: loading ${p(o.records)} records\n`);
+  const lm = cpuMeter(t.pids);
   const load = await initYcsb(
-    { urls, drop: true, insertCount: o.records, concurrency: Math.min(o.concurrency, 8), batchSize: 200, splits: target === 'cairn' ? o.splits : 0 },
-    { output: { write: (s) => void process.stdout.write(s), isTTY: process.stdout.isTTY === true } },
+    { urls: [...t.urls], drop: true, insertCount: o.records, concurrency: Math.min(Math.max(...o.concurrency), 8), batchSize: 200, splits: t.name === 'cairn' ? o.splits : 0 },
+    { output: quiet },
   );
-  const runs: Partial<Record<WorkloadName, YcsbRunResult>> = {};
-  for (const w of o.workloads) {
-    const r = await runYcsb(
-      { urls, workload: w, concurrency: o.concurrency, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true },
-      { output: quiet },
-    );
-    runs[w] = r;
-    const p99 = Math.max(...Object.values(r.ops).map((t) => t?.p99Ms ?? 0));
-    process.stdout.write(
-      `${target} ${w}: ${Math.round(r.total.opsPerSec).toLocaleString('en-US').padStart(7)} ops/s  p99 ${p99.toFixed(1)} ms  errors ${r.total.errors}  retries ${r.total.retries}\n`,
-    );
+  const loadCpu = measured ? lm.stop() : null;
+  log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}\n`);
+  const runs: WorkloadMeasurement[] = [];
+  for (const c of o.concurrency) {
+    for (const w of o.workloads) {
+      const m = cpuMeter(t.pids);
+      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true }, { output: quiet });
+      const cpu = m.stop();
+      const pct = mergedPercentiles(Object.values(run.ops).flatMap((x) => (x === undefined || x.count === 0 ? [] : [x.histogram])));
+      const r: WorkloadMeasurement = {
+        workload: w,
+        concurrency: c,
+        opsPerSec: Math.round(run.total.opsPerSec),
+        ...pct,
+        errors: run.total.errors,
+        retries: run.total.retries,
+        errorsBySqlState: run.errorsBySqlState,
+        serverCpuSec: measured ? cpu.serverCpuSec : null,
+        clientCpuSec: cpu.clientCpuSec,
+        rssMiB: measured ? t.rssMiB() : [],
+        run,
+      };
+      runs.push(r);
+      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s\n`);
+    }
   }
-  return { target, server: load.server, load, runs };
+  return { target: t.name, server: load.server, load, loadCpu, runs };
 }
 
-function markdown(results: TargetResult[], workloads: WorkloadName[], meta: Record<string, unknown>): string {
-  const lines: string[] = [`# YCSB ${String(meta['date'])}`, '', '```', JSON.stringify(meta, null, 2), '```', ''];
-  lines.push('## Throughput (ops/s) and p99 latency (ms, worst op type)', '');
-  lines.push(`| workload | ${results.map((r) => `${r.target} ops/s | ${r.target} p99`).join(' | ')} |`);
-  lines.push(`|---|${results.map(() => '---:|---:').join('|')}|`);
-  for (const w of workloads) {
-    const cells = results.map((r) => {
-      const run = r.runs[w];
-      if (run === undefined) return '– | –';
-      const p99 = Math.max(...Object.values(run.ops).map((t) => t?.p99Ms ?? 0));
-      return `${Math.round(run.total.opsPerSec)} | ${p99.toFixed(1)}`;
-    });
-    lines.push(`| ${w} | ${cells.join(' | ')} |`);
+function find(r: TargetResult | undefined, w: WorkloadName, c: number): WorkloadMeasurement | undefined {
+  return r?.runs.find((x) => x.workload === w && x.concurrency === c);
+}
+
+export function markdown(results: readonly TargetResult[], o: YcsbBenchOptions, meta: Record<string, unknown>): string {
+  const cairn = results.find((r) => r.target === 'cairn');
+  const pg = results.find((r) => r.target === 'postgres');
+  const out: string[] = [`# YCSB ${String(meta['date'])}`, '', '```', JSON.stringify(meta, null, 2), '```', ''];
+  out.push('Latencies in ms over all op types of the workload; CPU in seconds over the measured run (servers: all node processes / all postgres processes; client: this bench process); RSS in MiB per node (PostgreSQL: sum over its processes, shared buffers counted once per process).', '');
+  for (const c of o.concurrency) {
+    for (const w of o.workloads) {
+      out.push(`## Workload ${w}, ${c} clients`, '');
+      const rows = results.map((r) => {
+        const m = find(r, w, c);
+        if (m === undefined) return [r.target, '–', '–', '–', '–', '–', '–', '–', '–', '–'];
+        return [r.target, m.opsPerSec, m.p50Ms, m.p95Ms, m.p99Ms, m.errors, m.retries, m.serverCpuSec ?? '–', m.clientCpuSec, m.rssMiB.join(' / ') || '–'];
+      });
+      out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'client CPU s', 'RSS MiB'], rows));
+      if (cairn !== undefined && pg !== undefined) out.push(`Cairn / PostgreSQL throughput: ${ratio(find(cairn, w, c)?.opsPerSec, find(pg, w, c)?.opsPerSec)}`, '');
+    }
   }
-  lines.push('', '## Load phase', '', '| target | rows | rows/s | first 10 % rows/s | last 10 % rows/s | last/first |', '|---|---:|---:|---:|---:|---:|');
+  out.push('## Load phase', '');
+  out.push(
+    mdTable(
+      ['target', 'rows', 'seconds', 'rows/s', 'first 10 % rows/s', 'last 10 % rows/s', 'last/first', 'server CPU s', 'client CPU s'],
+      results.map((r) => [r.target, r.load.rows, r.load.elapsedSec.toFixed(1), p(r.load.rowsPerSec), p(r.load.firstTenthRowsPerSec), p(r.load.lastTenthRowsPerSec), r.load.lastToFirstRatio.toFixed(2), r.loadCpu?.serverCpuSec ?? '–', r.loadCpu?.clientCpuSec ?? '–']),
+    ),
+  );
   for (const r of results) {
-    const l = r.load;
-    lines.push(
-      `| ${r.target} | ${l.rows} | ${Math.round(l.rowsPerSec)} | ${Math.round(l.firstTenthRowsPerSec)} | ${Math.round(l.lastTenthRowsPerSec)} | ${l.lastToFirstRatio.toFixed(2)} |`,
-    );
+    out.push(`Load rows/s over time (${r.target}): ${r.load.series.map((s) => Math.round(s.rowsPerSec)).join(' ')}`, '');
   }
-  lines.push('', '## Per operation type', '', '| target | workload | op | ops/s | p50 | p95 | p99 | max | errors | retries |', '|---|---|---|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of results) {
-    for (const w of workloads) {
-      const run = r.runs[w];
-      if (run === undefined) continue;
-      for (const [op, t] of Object.entries(run.ops)) {
-        if (t === undefined) continue;
-        lines.push(`| ${r.target} | ${w} | ${op} | ${Math.round(t.opsPerSec)} | ${t.p50Ms} | ${t.p95Ms} | ${t.p99Ms} | ${t.maxMs} | ${t.errors} | ${t.retries} |`);
+  out.push('## Summary (ops/s; ratio Cairn / PostgreSQL)', '');
+  out.push(
+    mdTable(
+      ['workload', 'clients', 'cairn', 'postgres', 'ratio', 'cairn p99', 'postgres p99'],
+      o.concurrency.flatMap((c) => o.workloads.map((w) => [w, c, find(cairn, w, c)?.opsPerSec ?? '–', find(pg, w, c)?.opsPerSec ?? '–', ratio(find(cairn, w, c)?.opsPerSec, find(pg, w, c)?.opsPerSec), find(cairn, w, c)?.p99Ms ?? '–', find(pg, w, c)?.p99Ms ?? '–'])),
+    ),
+  );
+  return out.join('\n') + '\n';
+}
+
+export function svgChart(results: readonly TargetResult[], o: YcsbBenchOptions): string {
+  const groups = o.concurrency.flatMap((c) => o.workloads.map((w) => ({ w, c, label: o.concurrency.length > 1 ? `${w}/${c}` : w })));
+  const series = results.map((r) => r.target);
+  const W = Math.max(420, groups.length * 60);
+  const H = 260;
+  const at = (g: number, s: number): WorkloadMeasurement | undefined => {
+    const gr = groups[g];
+    return gr === undefined ? undefined : find(results[s], gr.w, gr.c);
+  };
+  const labels = groups.map((g) => g.label);
+  return svgDocument(
+    [
+      barPanel(0, W, H, 'throughput (ops/s)', labels, series, (g, s) => at(g, s)?.opsPerSec, 'ops/s'),
+      barPanel(W + 20, W, H, 'p99 latency (ms)', labels, series, (g, s) => at(g, s)?.p99Ms, 'ms'),
+    ],
+    W,
+    H,
+    series,
+  );
+}
+
+/** Runs the whole bench; returns the results and the files written. */
+export async function runYcsbBench(o: YcsbBenchOptions): Promise<{ results: TargetResult[]; files: string[] }> {
+  const results: TargetResult[] = [];
+  const targets: { name: string; version?: string }[] = [];
+  if (o.cairn) {
+    if (o.cairnUrls !== undefined && o.cairnUrls.length > 0) {
+      results.push(await measure({ name: 'cairn', urls: o.cairnUrls, pids: () => [], rssMiB: () => [] }, o, false));
+      targets.push({ name: 'cairn (external)' });
+    } else {
+      const t = await startCairn(3);
+      try {
+        results.push(await measure(t, o, true));
+        targets.push({ name: 'cairn: 3 nodes, replication factor 3' });
+      } finally {
+        await t.stop();
       }
     }
   }
-  return lines.join('\n') + '\n';
-}
-
-const COLORS = ['#4e79a7', '#e15759', '#59a14f', '#f28e2b'];
-
-/** Two grouped bar charts side by side: ops/s and p99 per workload, one bar per target. */
-function svgChart(results: TargetResult[], workloads: WorkloadName[]): string {
-  const panelW = 420;
-  const panelH = 260;
-  const pad = 40;
-  const parts: string[] = [];
-  const panel = (x0: number, title: string, value: (r: YcsbRunResult) => number, unit: string): void => {
-    const values = results.flatMap((t) => workloads.map((w) => (t.runs[w] ? value(t.runs[w]!) : 0)));
-    const max = Math.max(1, ...values);
-    parts.push(`<text x="${x0 + panelW / 2}" y="20" text-anchor="middle" font-size="14">${title}</text>`);
-    parts.push(`<line x1="${x0 + pad}" y1="${panelH}" x2="${x0 + panelW - 10}" y2="${panelH}" stroke="#333"/>`);
-    const groupW = (panelW - pad - 10) / workloads.length;
-    const barW = (groupW * 0.8) / Math.max(1, results.length);
-    workloads.forEach((w, wi) => {
-      const gx = x0 + pad + wi * groupW + groupW * 0.1;
-      parts.push(`<text x="${gx + groupW * 0.4}" y="${panelH + 16}" text-anchor="middle" font-size="12">${w}</text>`);
-      results.forEach((t, ti) => {
-        const run = t.runs[w];
-        if (run === undefined) return;
-        const v = value(run);
-        const h = ((panelH - 40) * v) / max;
-        const x = gx + ti * barW;
-        parts.push(`<rect x="${x.toFixed(1)}" y="${(panelH - h).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[ti % COLORS.length]}"><title>${t.target} ${w}: ${v.toFixed(1)} ${unit}</title></rect>`);
-      });
-    });
-    parts.push(`<text x="${x0 + pad - 4}" y="44" text-anchor="end" font-size="10">${Math.round(max)}</text>`);
-  };
-  panel(0, 'throughput (ops/s)', (r) => r.total.opsPerSec, 'ops/s');
-  panel(panelW + 20, 'p99 latency (ms, worst op type)', (r) => Math.max(...Object.values(r.ops).map((t) => t?.p99Ms ?? 0)), 'ms');
-  results.forEach((t, ti) => {
-    parts.push(`<rect x="${10 + ti * 140}" y="${panelH + 30}" width="12" height="12" fill="${COLORS[ti % COLORS.length]}"/>`);
-    parts.push(`<text x="${28 + ti * 140}" y="${panelH + 41}" font-size="12">${t.target}</text>`);
-  });
-  const w = panelW * 2 + 20;
-  const h = panelH + 50;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif">\n<rect width="${w}" height="${h}" fill="white"/>\n${parts.join('\n')}\n</svg>\n`;
+  if (o.postgres) {
+    const t = await startPostgresTarget();
+    try {
+      results.push(await measure(t, o, true));
+      targets.push({ name: 'postgres', version: t.version });
+    } finally {
+      await t.stop();
+    }
+  }
+  const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
+  const { log: _log, ...cfg } = o;
+  const meta = { date, ...cfg, node: process.version, targets };
+  mkdirSync(o.out, { recursive: true });
+  const base = join(o.out, date);
+  const slim = results.map((r) => ({ ...r, runs: r.runs.map(({ run, ...m }) => ({ ...m, ops: run.ops, reconnects: run.reconnects, elapsedSec: run.elapsedSec })) }));
+  writeFileSync(`${base}.json`, JSON.stringify({ meta, results: slim }, null, 2) + '\n');
+  writeFileSync(`${base}.md`, markdown(results, o, meta));
+  writeFileSync(`${base}.svg`, svgChart(results, o));
+  return { results, files: [`${base}.json`, `${base}.md`, `${base}.svg`] };
 }
 
 async function main(): Promise<void> {
   const program = new Command('bench-ycsb')
     .option('--records <n>', 'records to load', (v) => Number(v), 100_000)
-    .option('--concurrency <c>', 'clients', (v) => Number(v), 16)
+    .option('--concurrency <list>', 'clients, comma-separated (each is a full pass)', (v) => v.split(',').map(Number), [16])
     .option('--duration <d>', 'per workload', parseDuration, 10_000)
     .option('--workloads <list>', 'which workloads, e.g. ABCDEF', 'ABCDEF')
     .option('--method <m>', 'prepare, noprepare or simple', parseMethod, 'prepare' as QueryMethod)
-    .option('--no-postgres', 'skip PostgreSQL')
-    .option('--cairn-url <urls...>', 'SQL URLs of a running Cairn cluster')
-    .option('--splits <n>', 'ranges to split usertable into on Cairn', (v) => Number(v), 12)
+    .option('--cairn-only', 'skip PostgreSQL')
+    .option('--skip-postgres', 'skip PostgreSQL (same as --cairn-only)')
+    .option('--skip-cairn', 'measure only PostgreSQL')
+    .option('--cairn-url <urls...>', 'SQL URLs of a running Cairn cluster instead of starting one')
+    .option('--splits <n>', 'ranges to split usertable into on Cairn (ALTER TABLE … SPLIT AT; 0: none — not served by the node yet)', (v) => Number(v), 0)
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
-  const o = program.opts<{
-    records: number;
-    concurrency: number;
-    duration: number;
-    workloads: string;
-    method: QueryMethod;
-    postgres: boolean;
-    cairnUrl?: string[];
-    splits: number;
-    out: string;
-  }>();
-  const workloads = [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName);
-  const cfg = { records: o.records, concurrency: o.concurrency, durationMs: o.duration, workloads, method: o.method, splits: o.splits };
-  const results: TargetResult[] = [];
-
-  if (o.cairnUrl !== undefined && o.cairnUrl.length > 0) results.push(await measure('cairn', o.cairnUrl, cfg));
-  if (o.postgres) {
-    ensurePostgresInstalled();
-    let pg: PostgresServer | undefined;
-    try {
-      pg = await startPostgres();
-      results.push(await measure('postgres', [pg.url], cfg));
-    } finally {
-      await pg?.stop();
-    }
-  }
-  if (results.length === 0) {
-    process.stdout.write('nothing measured (pass --cairn-url or drop --no-postgres)\n');
-    return;
-  }
-
-  const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  const meta = { date, ...cfg, node: process.version, targets: results.map((r) => ({ target: r.target, server: r.server })) };
-  mkdirSync(o.out, { recursive: true });
-  const base = join(o.out, date);
-  writeFileSync(`${base}.json`, JSON.stringify({ meta, results }, null, 2) + '\n');
-  writeFileSync(`${base}.md`, markdown(results, workloads, meta));
-  writeFileSync(`${base}.svg`, svgChart(results, workloads));
-  process.stdout.write(`\nwrote ${base}.json, .md and .svg\n`);
+  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; out: string }>();
+  const { files } = await runYcsbBench({
+    records: o.records,
+    concurrency: o.concurrency.filter((c) => Number.isInteger(c) && c > 0),
+    durationMs: o.duration,
+    workloads: [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName),
+    method: o.method,
+    splits: o.splits,
+    cairn: o.skipCairn !== true,
+    postgres: o.cairnOnly !== true && o.skipPostgres !== true,
+    ...(o.cairnUrl !== undefined ? { cairnUrls: o.cairnUrl } : {}),
+    out: o.out,
+  });
+  process.stdout.write(`\nwrote ${files.join(', ')}\n`);
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exitCode = 1;
-});
+if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * CPU and memory of the processes a bench started, read from /proc (Linux):
+ * CPU seconds (user + system) from /proc/<pid>/stat fields 14–15 in clock
+ * ticks, resident memory from /proc/<pid>/status VmRSS. PostgreSQL runs as a
+ * postmaster plus one backend per connection: its processes are the
+ * postmaster (first line of <dataDir>/postmaster.pid) and its children.
+ *
+ * Backends that exit are reaped by the postmaster, whose cutime/cstime
+ * (fields 16–17) then carry their CPU; a process's own CPU is fields 14–15;
+ * so the postmaster's four fields plus its live children's own two cover all
+ * of PostgreSQL's CPU. Cairn nodes have no children (cutime 0).
+ *
+ * Ownership: read-only; no process is touched.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Linux's USER_HZ (sysconf(_SC_CLK_TCK)), 100 on every mainstream build. */
+const CLOCK_TICKS = 100;
+
+/** The fields after the parenthesised command name of /proc/<pid>/stat (field 3 at index 0), or undefined once the process is gone. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * utime + stime of a process in seconds, plus cutime + cstime (the CPU of
+ * children it has waited for: a postmaster's exited backends), 0 once it has
+ * exited.
+ */
+export function cpuSeconds(pid: number): number {
+  const f = statFields(pid);
+  if (f === undefined) return 0;
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLOCK_TICKS;
+}
+
+/** Resident memory in bytes (0 once the process has exited). */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0 : Number(m[1]) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** The direct children of a process. */
+export function childPids(parent: number): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const f = statFields(Number(e));
+    if (f !== undefined && Number(f[1]) === parent) out.push(Number(e));
+  }
+  return out;
+}
+
+/** The postmaster of a PostgreSQL data directory and its live children (backends, walwriter, …). */
+export function postgresPids(dataDir: string): number[] {
+  const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return [postmaster, ...childPids(postmaster)];
+}
+
+/** CPU seconds of this process (the bench client), user + system. */
+export function selfCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** Sum of CPU seconds over pids (processes gone count 0). */
+export function totalCpuSeconds(pids: readonly number[]): number {
+  let s = 0;
+  for (const p of pids) s += cpuSeconds(p);
+  return s;
+}
+
+/**
+ * A CPU meter over an interval: `const m = cpuMeter(() => pids)`, run, then
+ * `m.stop()` gives server and client CPU seconds used meanwhile. The pid list
+ * is read at both ends (PostgreSQL backends appear when clients connect); a
+ * process absent at the start counts from zero.
+ */
+export function cpuMeter(pids: () => readonly number[]): { stop(): { serverCpuSec: number; clientCpuSec: number } } {
+  const start = new Map<number, number>();
+  for (const p of pids()) start.set(p, cpuSeconds(p));
+  const client0 = selfCpuSeconds();
+  return {
+    stop() {
+      let server = 0;
+      for (const p of new Set([...pids(), ...start.keys()])) server += Math.max(0, cpuSeconds(p) - (start.get(p) ?? 0));
+      return { serverCpuSec: round2(server), clientCpuSec: round2(selfCpuSeconds() - client0) };
+    },
+  };
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
