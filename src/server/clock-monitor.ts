@@ -3,8 +3,15 @@
  * the bound"; CockroachDB's RemoteClockMonitor.VerifyClockOffset).
  *
  * Evidence per peer, the latest wins:
- *   ok   a ping measured |offset| + uncertainty ≤ tolerance (80 % of the max offset)
- *   bad  a ping measured more; or a message between us was refused with
+ *   ok   a ping did not show the offset surely at or beyond the tolerance (80 %
+ *        of the max offset): |offset| − uncertainty < tolerance. An ambiguous
+ *        measurement (the tolerance inside offset ± uncertainty) counts as ok,
+ *        as in CockroachDB's RemoteOffset.isHealthy: a skew below the max offset
+ *        — the 0.8× jump of the jepsen clock-safe nemesis, measured as 400 ms
+ *        ± a busy event loop's round trip — must not stop anybody, while a
+ *        skew beyond the max offset is still surely beyond the tolerance
+ *        (for any round trip shorter than twice the excess)
+ *   bad  a ping showed |offset| − uncertainty ≥ tolerance; or a message between us was refused with
  *        hlc.clock_offset (either side: the peer refused our request because our
  *        clock is ahead, or we refused its answer because its clock is ahead)
  *   —    the peer did not answer for another reason: nothing new; its last
@@ -35,7 +42,7 @@ export class ClockMonitor {
   ) {}
 
   recordMeasurement(peer: number, m: OffsetMeasurement, nowMs: number): void {
-    this.peers.set(peer, { evidence: Math.abs(m.offsetMicros) + m.uncertaintyMicros <= this.toleranceMicros ? 'ok' : 'bad', atMs: nowMs });
+    this.peers.set(peer, { evidence: Math.abs(m.offsetMicros) - m.uncertaintyMicros < this.toleranceMicros ? 'ok' : 'bad', atMs: nowMs });
   }
 
   /** A message to or from the peer was refused for clock offset. */
