@@ -1113,6 +1113,8 @@ export class Converter {
   private aExpr(a: A_Expr): Expr {
     const opName = (): string => {
       const parts = strs(a.name);
+      // OPERATOR(pg_catalog.op) (psql's backslash commands) is the built-in op.
+      if (parts.length === 2 && parts[0] === 'pg_catalog') return parts[1] as string;
       if (parts.length !== 1) throw unimplemented('OPERATOR(schema.op)');
       return parts[0] as string;
     };
