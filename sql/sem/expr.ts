@@ -87,6 +87,20 @@ export interface EvalEnv {
   database: string;
   /** A session variable's value (current_setting); throws 42704 for an unknown name. */
   setting(name: string): string;
+  /** nextval/currval/setval (sql/schema/sequences.ts); absent: sequences unavailable. */
+  readonly sequences?: SequenceAccess;
+}
+
+/**
+ * Sequence functions for a session. Evaluation is synchronous, so a call
+ * that needs the KV layer (an exhausted cached block, setval) throws the
+ * session's "needs I/O" error; the session does the I/O and re-runs the
+ * statement (sql/schema/sequences.ts).
+ */
+export interface SequenceAccess {
+  nextval(name: string): bigint;
+  currval(name: string): bigint;
+  setval(name: string, value: bigint, isCalled: boolean): bigint;
 }
 
 export type EvalFn = (row: readonly Datum[], env: EvalEnv) => Datum;
@@ -496,8 +510,12 @@ export class ExprCompiler {
       }
       case 'Subscript':
         return compileSubscript(this, e);
-      case 'Collate':
-        throw unimplemented('COLLATE');
+      case 'Collate': {
+        // Cairn compares strings by code point: the C collation, which is also every database's default.
+        const coll = e.collation[e.collation.length - 1];
+        if (coll === 'default' || coll === 'C' || coll === 'POSIX') return this.compile(e.arg, hint);
+        throw unimplemented(`COLLATE "${coll ?? ''}"`);
+      }
       case 'SqlValueFunction':
         switch (e.name) {
           case 'current_timestamp':
@@ -585,6 +603,9 @@ export class ExprCompiler {
       l = this.coerce(l, T.text, 'implicit');
       r = this.coerce(r, T.text, 'implicit');
     }
+    // PostgreSQL casts int → oid implicitly (catalog queries compare oid columns with 0).
+    if (l.type.family === 'oid' && r.type.family === 'int') r = this.coerce(r, l.type, 'explicit');
+    else if (r.type.family === 'oid' && l.type.family === 'int') l = this.coerce(l, r.type, 'explicit');
     const cmp = this.comparator(l.type, r.type, op);
     const lf = l.fn;
     const rf = r.fn;
