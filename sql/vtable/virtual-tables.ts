@@ -136,7 +136,7 @@ const PG_CATALOG: Record<string, VTable> = {
   },
   pg_database: {
     columns: [['oid', OIDT], ['datname', NAME], ['datdba', OIDT], ['encoding', INT4], ['datlocprovider', CHAR], ['datistemplate', BOOL], ['datallowconn', BOOL], ['datconnlimit', INT4], ['datcollate', TEXT], ['datctype', TEXT], ['daticulocale', TEXT], ['datacl', TEXT_ARR], ['dattablespace', OIDT]],
-    rows: (ctx) => ctx.snapshot.databases().filter((d) => d.id >= 50).map((d) => [d.id, d.name, ROOT_ROLE_OID, 6, 'c', false, true, -1, 'C.UTF-8', 'C.UTF-8', null, null, 1663]),
+    rows: (ctx) => ctx.snapshot.databases().filter((d) => d.id >= 50).map((d) => [d.id, d.name, ROOT_ROLE_OID, 6, 'c', false, true, -1, 'C', 'C', null, null, 1663]),
   },
   pg_class: {
     columns: [['oid', OIDT], ['relname', NAME], ['relnamespace', OIDT], ['reltype', OIDT], ['relowner', OIDT], ['relam', OIDT], ['relfilenode', OIDT], ['reltablespace', OIDT], ['reltuples', T.float4], ['relhasindex', BOOL], ['relisshared', BOOL], ['relpersistence', CHAR], ['relkind', CHAR], ['relnatts', INT2], ['relchecks', INT2], ['relhasrules', BOOL], ['relhastriggers', BOOL], ['relhassubclass', BOOL], ['relrowsecurity', BOOL], ['relforcerowsecurity', BOOL], ['relispopulated', BOOL], ['relreplident', CHAR], ['relispartition', BOOL], ['reloptions', TEXT_ARR], ['relacl', TEXT_ARR], ['relpages', INT4], ['relallvisible', INT4], ['reltoastrelid', OIDT], ['relpartbound', TEXT], ['relofftype', OIDT], ['reloftype', OIDT]],
