@@ -7,7 +7,7 @@
  *               [--max-offset=500ms] [--cache=128MiB] [--log-level=info]
  *               [--log-file=PATH|-] [--join-timeout=0] [--liveness-ttl=4.5s]
  *               [--raft-tick=100ms] [--lease-duration=6s] [--local-address=IP]
- *               [--range-max-bytes=64MiB] [--dead-node-timeout=5m]
+ *               [--range-max-bytes=64MiB] [--dead-node-timeout=5m] [--range-queues=on|off]
  *   cairn start-single-node …same flags without --join (initialises itself)
  *   cairn init --host=HOST:PORT            initialise a new cluster, exactly once
  *   cairn node status [--ranges] [--host=HOST:PORT] [--format=table|json]
@@ -99,6 +99,7 @@ interface StartFlags {
   readonly localAddress?: string;
   readonly rangeMaxBytes?: string;
   readonly deadNodeTimeout?: number;
+  readonly rangeQueues?: string;
 }
 
 function addStartOptions(cmd: Command, withJoin: boolean): Command {
@@ -118,7 +119,8 @@ function addStartOptions(cmd: Command, withJoin: boolean): Command {
     .option('--lease-duration <duration>', 'range lease duration', argOf((v) => parseDurationMs('--lease-duration', v)), DEFAULT_NODE_CONFIG.leaseDurationMs)
     .option('--local-address <ip>', 'bind outgoing RPC connections to this address (per-node loopback aliases)')
     .option('--range-max-bytes <size>', 'ranges larger than this split (e.g. 64MiB)')
-    .option('--dead-node-timeout <duration>', 'replicas of a node not live this long are replaced', argOf((v) => parseDurationMs('--dead-node-timeout', v)));
+    .option('--dead-node-timeout <duration>', 'replicas of a node not live this long are replaced', argOf((v) => parseDurationMs('--dead-node-timeout', v)))
+    .addOption(new Option('--range-queues <on|off>', 'run the split, merge, replicate and replica-GC queues').choices(['on', 'off']).default('on'));
   if (withJoin) {
     cmd
       .option('--join <addrs>', 'comma-separated RPC addresses of nodes to join', argOf(parseJoinList))
@@ -162,6 +164,7 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     ...(flags.localAddress === undefined ? {} : { localAddress: flags.localAddress }),
     ...(flags.rangeMaxBytes === undefined ? {} : { rangeMaxBytes: parseBytes('--range-max-bytes', flags.rangeMaxBytes, 0) }),
     ...(flags.deadNodeTimeout === undefined ? {} : { deadNodeTimeoutMs: flags.deadNodeTimeout }),
+    rangeQueues: flags.rangeQueues !== 'off',
   };
   if (!singleNode && config.join.length === 0) {
     throw new ServerError('server.bad_flag', 'no --join addresses: give the RPC addresses of the cluster\'s nodes (use start-single-node for a one-node cluster)');

@@ -97,6 +97,8 @@ export interface NodeConfig {
   readonly rangeMaxBytes?: number;
   /** A node not live for this long has its replicas replaced (default 5 minutes). */
   readonly deadNodeTimeoutMs?: number;
+  /** Run the split/merge/replicate/GC queues (default true; false for tests that must pin replicas). */
+  readonly rangeQueues?: boolean;
 }
 
 export const DEFAULT_NODE_CONFIG = {

@@ -597,7 +597,7 @@ export class Node {
       setInterval(() => {
         if (!this.clockHealthy) return;
         this.store?.tick();
-        for (const q of this.queues) if (q !== this.replicateQueue || this.poolComplete()) q.tick();
+        if (this.config.rangeQueues !== false) for (const q of this.queues) if (q !== this.replicateQueue || this.poolComplete()) q.tick();
       }, this.settings.tickIntervalMs),
     );
     void this.gossipRound();
