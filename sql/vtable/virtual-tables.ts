@@ -89,8 +89,15 @@ function publicIndexes(d: TableDesc): IndexDesc[] {
   return all.filter((i) => i.keyColumnIds.every((id) => attnum(d, id) > 0));
 }
 
-function primaryName(d: TableDesc): string {
-  return d.primaryIndex.name;
+/**
+ * Whether an index backs a PRIMARY KEY / UNIQUE constraint (pg_constraint,
+ * table_constraints). Descriptors do not record whether a unique index came
+ * from a UNIQUE constraint or from CREATE UNIQUE INDEX; PostgreSQL names the
+ * former `<table>_<cols>_key`, so a unique index with a `_key` name counts as
+ * a constraint (a deviation only for explicitly named ones).
+ */
+function isConstraintIndex(d: TableDesc, ix: IndexDesc): boolean {
+  return ix.id === d.primaryIndex.id || (ix.unique && ix.name.endsWith('_key'));
 }
 
 function typeCategory(t: SqlType): string {
@@ -211,7 +218,7 @@ const PG_CATALOG: Record<string, VTable> = {
         const rel = tableOid(d);
         for (const ix of publicIndexes(d)) {
           const primary = ix.id === d.primaryIndex.id;
-          if (!primary && !ix.unique) continue;
+          if (!isConstraintIndex(d, ix)) continue;
           out.push([indexOid(d, ix) + 0, ix.name, PUBLIC_NAMESPACE_OID, primary ? 'p' : 'u', false, false, true, rel, 0, indexOid(d, ix), 0, 0, ' ', ' ', ' ', true, 0, true, ix.keyColumnIds.map((id) => attnum(d, id)), null, null]);
         }
         d.checks.forEach((ck, i) => out.push([rel + 500 + i, ck.name, PUBLIC_NAMESPACE_OID, 'c', false, false, true, rel, 0, 0, 0, 0, ' ', ' ', ' ', true, 0, false, null, null, ck.expr]));
@@ -364,7 +371,7 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
         const rows: Datum[][] = [];
         for (const ix of publicIndexes(d)) {
           const primary = ix.id === d.primaryIndex.id;
-          if (primary || ix.unique) rows.push([ctx.database, 'public', ix.name, ctx.database, 'public', d.name, primary ? 'PRIMARY KEY' : 'UNIQUE', 'NO', 'NO', 'YES', primary ? null : 'YES']);
+          if (isConstraintIndex(d, ix)) rows.push([ctx.database, 'public', ix.name, ctx.database, 'public', d.name, primary ? 'PRIMARY KEY' : 'UNIQUE', 'NO', 'NO', 'YES', primary ? null : 'YES']);
         }
         for (const ck of d.checks) rows.push([ctx.database, 'public', ck.name, ctx.database, 'public', d.name, 'CHECK', 'NO', 'NO', 'YES', null]);
         return rows;
@@ -376,7 +383,7 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
       userTables(ctx).flatMap((t) => {
         const d = t.desc;
         return publicIndexes(d)
-          .filter((ix) => ix.unique || ix.id === d.primaryIndex.id)
+          .filter((ix) => isConstraintIndex(d, ix))
           .flatMap((ix) => ix.keyColumnIds.map((id, i) => [ctx.database, 'public', ix.name, ctx.database, 'public', d.name, d.columns.find((c) => c.id === id)?.name ?? null, i + 1, null]));
       }),
   },

@@ -12,7 +12,9 @@ import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 
 const SCHEMA = [
   'CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(12,2) DEFAULT 0, code VARCHAR(8))',
-  'CREATE TABLE events (id BIGINT PRIMARY KEY, at TIMESTAMPTZ, payload JSONB)',
+  'CREATE TABLE events (id BIGINT PRIMARY KEY, at TIMESTAMPTZ, payload JSONB, ref TEXT UNIQUE)',
+  'CREATE INDEX accounts_owner_idx ON accounts (owner)',
+  'CREATE UNIQUE INDEX events_at_uniq ON events (at)',
 ];
 
 /** Runs psql asynchronously (the Cairn server lives in this process). */
@@ -54,12 +56,22 @@ describe('catalog for tools', () => {
     await Promise.all([cairn?.stop(), pgs?.stop()]);
   });
 
-  for (const cmd of ['\\dt', '\\dn']) {
+  for (const cmd of ['\\dt', '\\dn', '\\di']) {
     it(`psql ${cmd} prints what PostgreSQL prints`, async () => {
       const [a, b] = await Promise.all([psql(cairnUrl, cmd), psql(pgs.url, cmd)]);
       expect(withoutOwner(a)).toEqual(withoutOwner(b));
     });
   }
+
+  it('psql \\l prints PostgreSQL\'s columns and the same row for database postgres', async () => {
+    const [a, b] = await Promise.all([psql(cairnUrl, '\\l'), psql(pgs.url, '\\l')]);
+    const ca = withoutOwner(a);
+    const cb = withoutOwner(b);
+    expect(ca[0]).toEqual(cb[0]);
+    const row = (rows: string[][]): string[] | undefined => rows.find((r) => r[0] === 'postgres');
+    expect(row(ca)).toEqual(row(cb));
+    expect(ca.some((r) => r[0] === 'defaultdb')).toBe(true);
+  });
 
   it('information_schema.columns and pg_attribute agree with PostgreSQL', async () => {
     const queries = [
