@@ -42,10 +42,16 @@ function isIdentChar(c: string): boolean {
 }
 
 export class StatementSplitter {
-  /** Text of the statement being built (everything since the last `;`). */
-  private buf = '';
-  /** Offset in buf up to which the lexer has run. */
-  private pos = 0;
+  /**
+   * The statement being built is parts.join('') + tail: parts is text the
+   * lexer has run over, tail a short unscanned remainder (a `$tag`, `-`, `/`
+   * or quote waiting for its next character). Keeping scanned text in pieces
+   * makes a statement typed or piped in many lines cost linear time.
+   */
+  private parts: string[] = [];
+  private tail = '';
+  /** The last two characters scanned (lookbehind for E'' and `$` in identifiers). */
+  private before = '';
   private state: LexState = 'normal';
   private blockDepth = 0;
   private dollarTag = '';
@@ -54,11 +60,13 @@ export class StatementSplitter {
 
   /** Adds text; returns the statements it completes, in order. */
   push(text: string): string[] {
-    this.buf += text;
+    const buf = this.tail + text;
     const out: string[] = [];
-    const buf = this.buf;
+    const before = this.before;
+    /** The character k positions before offset i of buf (looking into earlier pushes). */
+    const back = (i: number, k: number): string => (i - k >= 0 ? (buf[i - k] as string) : (before[before.length + i - k] ?? ''));
     let start = 0;
-    let i = this.pos;
+    let i = 0;
     const n = buf.length;
     // A construct whose decision needs a character we do not have yet stops
     // the scan at `i` (the unread tail stays in buf for the next push).
@@ -68,13 +76,15 @@ export class StatementSplitter {
         case 'normal': {
           const next = i + 1 < n ? buf[i + 1] : undefined;
           if (c === ';') {
-            if (this.significant) out.push(buf.slice(start, i).trim());
+            if (this.significant) out.push((this.parts.join('') + buf.slice(start, i)).trim());
+            this.parts = [];
             start = i + 1;
             this.significant = false;
             i++;
           } else if (c === '\'') {
-            const prev = i > start ? (buf[i - 1] as string) : '';
-            const prev2 = i - 1 > start ? (buf[i - 2] as string) : '';
+            // (a `;` before the E is not an identifier character: looking past it is harmless)
+            const prev = back(i, 1);
+            const prev2 = back(i, 2);
             this.state = (prev === 'e' || prev === 'E') && !isIdentChar(prev2) ? 'estring' : 'string';
             this.significant = true;
             i++;
@@ -96,8 +106,7 @@ export class StatementSplitter {
               i++;
             }
           } else if (c === '$') {
-            const prev = i > start ? (buf[i - 1] as string) : '';
-            if (isIdentChar(prev)) {
+            if (isIdentChar(back(i, 1))) {
               i++;
               continue;
             }
@@ -181,14 +190,15 @@ export class StatementSplitter {
         }
       }
     }
-    this.buf = buf.slice(start);
-    this.pos = i - start;
+    if (i > start) this.parts.push(buf.slice(start, i));
+    this.tail = buf.slice(i);
+    this.before = (before + buf.slice(Math.max(0, i - 2), i)).slice(-2);
     return out;
   }
 
   /** The text of the unfinished statement (may be only whitespace/comments). */
   pending(): string {
-    return this.buf;
+    return this.parts.join('') + this.tail;
   }
 
   /** True when no unfinished statement holds anything but whitespace/comments. */
@@ -203,8 +213,9 @@ export class StatementSplitter {
 
   /** Forgets the unfinished statement (Ctrl-C, \r). */
   reset(): void {
-    this.buf = '';
-    this.pos = 0;
+    this.parts = [];
+    this.tail = '';
+    this.before = '';
     this.state = 'normal';
     this.blockDepth = 0;
     this.dollarTag = '';
@@ -216,7 +227,7 @@ export class StatementSplitter {
    * whitespace and comments, is returned as a last statement.
    */
   flush(): string[] {
-    const rest = this.buf;
+    const rest = this.pending();
     const significant = this.significant || this.incompleteToken();
     this.reset();
     return significant && rest.trim() !== '' ? [rest.trim()] : [];
@@ -225,7 +236,7 @@ export class StatementSplitter {
   /** An open quote, or an unscanned tail (a `$`, `-` or `/` awaiting its next character). */
   private incompleteToken(): boolean {
     if (this.state !== 'normal') return this.state !== 'line' && this.state !== 'block';
-    return this.pos < this.buf.length;
+    return this.tail !== '';
   }
 }
 

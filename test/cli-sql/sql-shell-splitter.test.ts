@@ -52,6 +52,18 @@ describe('StatementSplitter incremental use', () => {
     expect(s.flush()).toEqual([]);
   });
 
+  it('a statement fed in 50k lines costs linear time (no rescan or copy of the text so far)', { timeout: 20_000 }, () => {
+    // Quadratic handling (re-flattening the growing statement on every push) takes minutes here.
+    const s = new StatementSplitter();
+    const line = "(1, 'a;b', E'x\\'y', $$z;$$), -- c;\n";
+    expect(s.push('INSERT INTO t VALUES\n')).toEqual([]);
+    let early = 0;
+    for (let i = 0; i < 50_000; i++) early += s.push(line).length;
+    expect(early).toBe(0);
+    const [stmt] = s.push('(2);');
+    expect(stmt?.length).toBe('INSERT INTO t VALUES\n'.length + line.length * 50_000 + '(2)'.length);
+  });
+
   it('reset forgets the unfinished statement', () => {
     const s = new StatementSplitter();
     s.push('SELECT $$ unfinished');
