@@ -81,6 +81,12 @@ export function lookupCatalogBuiltin(c: ExprCompiler, name: string, exprs: reado
       const [e] = compileArgs(c, exprs, [T.text, T.oid, T.bool]) as [Typed];
       return strict1(T.text, e.fn, (v) => v);
     }
+    case 'pg_get_serial_sequence': {
+      // Cairn has no owned sequences behind SERIAL columns yet: NULL, as PostgreSQL answers for a plain column.
+      if (exprs.length !== 2) return undefined;
+      compileArgs(c, exprs, [T.text, T.text]);
+      return constant(T.text, null);
+    }
     case 'pg_backend_pid':
       if (exprs.length !== 0) return undefined;
       return constant(T.int4, BACKEND_PID);
