@@ -73,8 +73,13 @@ export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
 }
 
 function compareItems(spec: AggSpec, a: readonly Datum[], b: readonly Datum[]): number {
-  for (let i = 0; i < spec.order.length; i++) {
-    const o = spec.order[i] as AggSpec['order'][number];
+  return compareSortKeys(spec.order, a, b);
+}
+
+/** Compares two rows of sort-key values under ORDER BY items (NULLS FIRST/LAST, DESC). */
+export function compareSortKeys(order: AggSpec['order'], a: readonly Datum[], b: readonly Datum[]): number {
+  for (let i = 0; i < order.length; i++) {
+    const o = order[i] as AggSpec['order'][number];
     const x = a[i] as Datum;
     const y = b[i] as Datum;
     if (x === null || y === null) {

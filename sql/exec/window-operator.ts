@@ -15,7 +15,7 @@ import type { WindowFuncSpec, WindowNode } from '../plan/query-nodes.js';
 import type { ExecCtx, Row, RowIter } from './operators.js';
 import { queryMemory } from './memory-budget.js';
 import { drain } from './query-operators.js';
-import { newAggState } from './aggregate-state.js';
+import { compareSortKeys, newAggState } from './aggregate-state.js';
 
 export class WindowIter implements RowIter {
   private done = false;
@@ -64,18 +64,7 @@ export class WindowIter implements RowIter {
 }
 
 function compareKeys(node: WindowNode, a: readonly Datum[], b: readonly Datum[]): number {
-  for (let i = 0; i < node.order.length; i++) {
-    const o = node.order[i] as WindowNode['order'][number];
-    const x = a[i] as Datum;
-    const y = b[i] as Datum;
-    if (x === null || y === null) {
-      if (x === y) continue;
-      return (x === null) === o.nullsFirst ? -1 : 1;
-    }
-    const c = o.cmp(x, y);
-    if (c !== 0) return o.desc ? -c : c;
-  }
-  return 0;
+  return compareSortKeys(node.order, a, b);
 }
 
 function evalFunc(f: WindowFuncSpec, rows: readonly Row[], peerStart: readonly number[], peerEnd: readonly number[], env: EvalEnv, mem: ReturnType<typeof queryMemory>): Datum[] {

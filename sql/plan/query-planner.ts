@@ -36,12 +36,13 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { ExprCompiler, Scope, opError, unifyTypes, type EvalEnv, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
 import type { Datum } from '../sem/datum.js';
 import { castDatum } from '../types/cast.js';
-import { compareDatums, datumKey } from '../types/compare.js';
+import { datumKey } from '../types/compare.js';
+import { compareTest } from '../sem/array-jsonb.js';
 import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
 import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell, WindowFuncSpec } from './query-nodes.js';
-import { outputName as coreOutputName, planSelect, type PlanContext } from './planner.js';
+import { compileLimit, outputName as coreOutputName, planSelect, sortKey, type PlanContext } from './planner.js';
 import { isVirtualTable, virtualTable } from '../vtable/virtual-tables.js';
 
 /** WITH RECURSIVE iterations before the query fails with 54001. */
@@ -228,25 +229,6 @@ function limitNode(c: ExprCompiler, node: PlanNode, s: SelectStatement, columns:
   const offset = compileLimit(c, s.offset, 'OFFSET');
   if (limit === undefined && offset === undefined) return node;
   return { kind: 'limit', input: node, limit, offset, columns };
-}
-
-function compileLimit(c: ExprCompiler, e: Expr | undefined, what: string): EvalFn | undefined {
-  if (e === undefined) return undefined;
-  const t = c.compile(e, T.int8);
-  if (t.type.family !== 'int') throw datatypeMismatch(`argument of ${what} must be type bigint, not type ${formatType(t.type)}`);
-  const f = c.coerce(t, T.int8, 'implicit').fn;
-  return (row, env) => {
-    const v = f(row, env);
-    if (v !== null && (v as bigint) < 0n) throw new SqlError('sql.invalid_row_count', what === 'LIMIT' ? '2201W' : '2201X', `${what} must not be negative`);
-    return v;
-  };
-}
-
-function sortKey(c: ExprCompiler, e: Expr, o: SortBy): SortKey {
-  const t = c.resolveUnknown(c.compile(e));
-  const desc = o.dir === 'desc';
-  const nullsFirst = o.nulls === 'default' ? desc : o.nulls === 'first';
-  return { fn: t.fn, desc, nullsFirst, cmp: c.comparator(t.type, t.type, 'ORDER BY'), text: `${formatExpr(e)}${desc ? ' DESC' : ''}` };
 }
 
 // ---- FROM ------------------------------------------------------------------------------
@@ -1186,7 +1168,7 @@ function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlT
     };
   }
   const cmp = outer.comparator(tt, ct, op);
-  const test1 = compareOp(op);
+  const test1 = compareTest(op);
   const all = e.type === 'all';
   return {
     type: T.bool,
@@ -1319,24 +1301,3 @@ function decorrelateExists(q: QueryCtx, outer: Rel, conj: Expr): Rel | undefined
   return { node, columns: outer.columns, result: outer.result };
 }
 
-function compareOp(op: string): (c: number) => boolean {
-  switch (op) {
-    case '=':
-      return (c) => c === 0;
-    case '<>':
-    case '!=':
-      return (c) => c !== 0;
-    case '<':
-      return (c) => c < 0;
-    case '<=':
-      return (c) => c <= 0;
-    case '>':
-      return (c) => c > 0;
-    case '>=':
-      return (c) => c >= 0;
-    default:
-      throw unimplemented(`operator ${op} with ANY/ALL`);
-  }
-}
-
-void compareDatums;

@@ -96,7 +96,8 @@ export function compileArrayOp(c: ExprCompiler, e: ArrayOp): Typed {
   };
 }
 
-function compareTest(op: string): (c: number) => boolean {
+/** The test of a comparison operator on a comparator's result (ANY / ALL). */
+export function compareTest(op: string): (c: number) => boolean {
   switch (op) {
     case '=':
       return (c) => c === 0;
