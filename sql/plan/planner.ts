@@ -347,7 +347,7 @@ function compileTargets(c: ExprCompiler, scope: Scope, targets: readonly SelectT
   return { exprs, cols, text };
 }
 
-function compileLimit(c: ExprCompiler, e: Expr | undefined, what: string): EvalFn | undefined {
+export function compileLimit(c: ExprCompiler, e: Expr | undefined, what: string): EvalFn | undefined {
   if (e === undefined) return undefined;
   const t = c.compile(e, T.int8);
   if (t.type.family !== 'int') throw datatypeMismatch(`argument of ${what} must be type bigint, not type ${formatType(t.type)}`);
@@ -519,7 +519,7 @@ export function planSelect(ctx: PlanContext, s: SelectStatement): QueryPlan {
   return { root: project, result: proj.cols, tag: 'SELECT', schemaVersion: ctx.snapshot.version, writes: false };
 }
 
-function sortKey(c: ExprCompiler, e: Expr, o: SortBy): SortKey {
+export function sortKey(c: ExprCompiler, e: Expr, o: SortBy): SortKey {
   const t = c.resolveUnknown(c.compile(e));
   const desc = o.dir === 'desc';
   const nullsFirst = o.nulls === 'default' ? desc : o.nulls === 'first';
