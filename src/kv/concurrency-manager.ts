@@ -160,7 +160,14 @@ export class ReplicaConcurrency {
   async retryNonTxnWriteTooOld<T>(h: EvalHeader, evaluate: (h: EvalHeader) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await evaluate(h);
+        const res = await evaluate(h);
+        // Server-side commit wait: a non-transactional write pushed ahead of the clock is acknowledged once the clock passes it.
+        if (h.txn === undefined) {
+          for (let ahead = h.timestamp.wall - this.clock.now().wall; ahead >= 0; ahead = h.timestamp.wall - this.clock.now().wall) {
+            await new Promise((r) => setTimeout(r, Math.ceil(ahead / 1000) + 1));
+          }
+        }
+        return res;
       } catch (e) {
         // A failed conditional put has read its key: that read must hold against later writers (CockroachDB's updatesTSCacheOnErr).
         if (e instanceof ConditionFailedError) this.tscache.add({ key: e.key, endKey: null }, h.timestamp, h.txn?.id.toString('hex'));

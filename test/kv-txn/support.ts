@@ -1,5 +1,6 @@
 /** Shared helpers for the transaction tests: a cluster with a TxnDB per node, keys, splits. */
 import { Prng } from '../../src/util/prng.js';
+import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
@@ -25,6 +26,8 @@ export async function startTxnCluster(start: (o: TestClusterOptions) => Promise<
   const ds = Array.from({ length: c.size }, (_, i) => distSender(c, i));
   const dbs = ds.map((s, i) => new TxnDB({ sender: s, clock: c.node(i).clock, nodeId: i + 1, prng: new Prng(1000 + i) }));
   for (const k of opts.splits ?? []) await adminSplit(ds[0] as DistSender, k);
+  // Acquire every range's lease now (a new lease's timestamp cache starts 2 max offsets ahead).
+  for (const k of [tkey(0), ...(opts.splits ?? [])]) await (ds[0] as DistSender).send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: k }] });
   // Fresh replicas' timestamp caches start at now + 2 max offsets (concurrency-manager.ts): let the clocks pass it,
   // so that the tests' writes land at their own timestamps.
   await new Promise((r) => setTimeout(r, (2 * (opts.maxOffsetMicros ?? 100_000)) / 1000 + 30));

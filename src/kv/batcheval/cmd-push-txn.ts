@@ -27,7 +27,9 @@ registerCommand<PushTxnRequest>({
   evaluate(ctx, rw, h, req) {
     const p = req.pushee;
     const { record, versionTs } = loadTxnRecord(rw, req.key, p.id);
-    const cur: TxnRecord = record ?? {
+    // A restarted pushee's intents carry a later epoch than its record: the record takes it, so the pushed-timestamp
+    // resolution of those intents applies (it skips intents of an epoch above the update's).
+    const cur: TxnRecord = record !== null ? (record.epoch < p.epoch && record.status !== 'committed' ? { ...record, epoch: p.epoch } : record) : {
       id: p.id,
       key: req.key,
       epoch: p.epoch,
