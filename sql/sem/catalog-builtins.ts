@@ -20,6 +20,16 @@ import { T, arrayOf, formatType, typeFromOid, type SqlType } from '../types/type
 import { datumToText, type Datum } from './datum.js';
 import type { EvalFn, ExprCompiler, Typed } from './expr.js';
 
+/**
+ * pg_get_indexdef / pg_get_constraintdef texts by OID. Evaluation has no
+ * catalog access, so sql/vtable publishes the texts of the current
+ * database's objects here whenever a statement reads a virtual table (every
+ * tool query calling these functions reads pg_index / pg_constraint /
+ * pg_class in the same statement). OIDs are never reused (they derive from
+ * descriptor ids), so an entry is never wrong for another object.
+ */
+export const catalogTexts = { indexDefs: new Map<number, string>(), constraintDefs: new Map<number, string>() };
+
 /** The pid pg_backend_pid() reports (Cairn sessions have no OS process). */
 export const BACKEND_PID = 4242;
 
@@ -80,6 +90,13 @@ export function lookupCatalogBuiltin(c: ExprCompiler, name: string, exprs: reado
       if (exprs.length < 2 || exprs.length > 3) return undefined;
       const [e] = compileArgs(c, exprs, [T.text, T.oid, T.bool]) as [Typed];
       return strict1(T.text, e.fn, (v) => v);
+    }
+    case 'pg_get_indexdef':
+    case 'pg_get_constraintdef': {
+      if (exprs.length < 1 || exprs.length > 3) return undefined;
+      const [o] = compileArgs(c, exprs, [T.oid, name === 'pg_get_indexdef' ? T.int4 : T.bool, T.bool]) as [Typed];
+      const texts = name === 'pg_get_indexdef' ? catalogTexts.indexDefs : catalogTexts.constraintDefs;
+      return strict1(T.text, o.fn, (v) => texts.get(Number(v)) ?? null);
     }
     case 'pg_get_serial_sequence': {
       // Cairn has no owned sequences behind SERIAL columns yet: NULL, as PostgreSQL answers for a plain column.

@@ -27,6 +27,7 @@ import type { ColumnDesc, IndexDesc, TableDesc } from '../catalog/descriptor.js'
 import type { TableName } from '../parser/ast.js';
 import type { Datum } from '../sem/datum.js';
 import type { ScopeColumn } from '../sem/expr.js';
+import { catalogTexts } from '../sem/catalog-builtins.js';
 import { T, Oid, arrayOf, formatType, typeFromOid, typlen, typname, stringLength, numericPrecisionScale, type SqlType } from '../types/type.js';
 
 export const PG_CATALOG_NAMESPACE_OID = 11;
@@ -257,6 +258,7 @@ const PG_CATALOG: Record<string, VTable> = {
   pg_inherits: { columns: [['inhrelid', OIDT], ['inhparent', OIDT], ['inhseqno', INT4], ['inhdetachpending', BOOL]], rows: () => [] },
   pg_tablespace: { columns: [['oid', OIDT], ['spcname', NAME], ['spcowner', OIDT], ['spcacl', TEXT_ARR], ['spcoptions', TEXT_ARR]], rows: () => [[1663, 'pg_default', ROOT_ROLE_OID, null, null]] },
   pg_collation: { columns: [['oid', OIDT], ['collname', NAME], ['collnamespace', OIDT], ['collprovider', CHAR], ['collisdeterministic', BOOL], ['collencoding', INT4], ['collcollate', TEXT], ['collctype', TEXT]], rows: () => [[100, 'default', PG_CATALOG_NAMESPACE_OID, 'd', true, -1, null, null], [950, 'C', PG_CATALOG_NAMESPACE_OID, 'c', true, -1, 'C', 'C']] },
+  pg_range: { columns: [['rngtypid', OIDT], ['rngsubtype', OIDT], ['rngmultitypid', OIDT], ['rngcollation', OIDT], ['rngsubopc', OIDT], ['rngcanonical', OIDT], ['rngsubdiff', OIDT]], rows: () => [] },
   pg_enum: { columns: [['oid', OIDT], ['enumtypid', OIDT], ['enumsortorder', T.float4], ['enumlabel', NAME]], rows: () => [] },
   pg_extension: { columns: [['oid', OIDT], ['extname', NAME], ['extowner', OIDT], ['extnamespace', OIDT], ['extrelocatable', BOOL], ['extversion', TEXT]], rows: () => [[13500, 'plpgsql', ROOT_ROLE_OID, PG_CATALOG_NAMESPACE_OID, false, '1.0']] },
   pg_trigger: { columns: [['oid', OIDT], ['tgrelid', OIDT], ['tgparentid', OIDT], ['tgname', NAME], ['tgfoid', OIDT], ['tgtype', INT2], ['tgenabled', CHAR], ['tgisinternal', BOOL], ['tgconstrrelid', OIDT], ['tgconstrindid', OIDT], ['tgconstraint', OIDT]], rows: () => [] },
@@ -317,6 +319,24 @@ export function indexDef(d: TableDesc, ix: IndexDesc): string {
   const include = ix.storeColumnIds.length > 0 ? ` INCLUDE (${ix.storeColumnIds.map((id) => quoteIdent(d.columns.find((x) => x.id === id)?.name ?? '?')).join(', ')})` : '';
   const unique = ix.unique || ix.id === d.primaryIndex.id ? 'UNIQUE ' : '';
   return `CREATE ${unique}INDEX ${quoteIdent(ix.name)} ON public.${quoteIdent(d.name)} USING btree (${cols.join(', ')})${include}`;
+}
+
+/** pg_get_constraintdef text: PRIMARY KEY (a, b) / UNIQUE (a) / CHECK ((expr)). */
+function constraintDef(d: TableDesc, ix: IndexDesc): string {
+  const cols = ix.keyColumnIds.map((id) => quoteIdent(d.columns.find((x) => x.id === id)?.name ?? '?')).join(', ');
+  return `${ix.id === d.primaryIndex.id ? 'PRIMARY KEY' : 'UNIQUE'} (${cols})`;
+}
+
+/** Publishes the index / constraint definitions of the current database for pg_get_indexdef / pg_get_constraintdef. */
+function publishDefinitions(ctx: VTableContext): void {
+  for (const t of userTables(ctx)) {
+    const d = t.desc;
+    for (const ix of publicIndexes(d)) {
+      catalogTexts.indexDefs.set(indexOid(d, ix), indexDef(d, ix));
+      if (isConstraintIndex(d, ix)) catalogTexts.constraintDefs.set(indexOid(d, ix), constraintDef(d, ix));
+    }
+    d.checks.forEach((ck, i) => catalogTexts.constraintDefs.set(tableOid(d) + 500 + i, `CHECK ((${ck.expr}))`));
+  }
 }
 
 /** quote_ident: double-quotes unless the name is a lower-case identifier. */
@@ -426,6 +446,7 @@ export function virtualTable(name: TableName, ctx: VTableContext): { columns: Sc
   const v = lookup(name);
   if (v === undefined) return undefined;
   const columns = v.columns.map(([n, type]) => ({ name: n, table: name.name, type, hidden: false }));
+  publishDefinitions(ctx);
   return { columns, rows: v.rows(ctx) };
 }
 
