@@ -114,7 +114,26 @@ export interface ViewDesc {
   readonly columns: readonly { readonly name: string; readonly type: ColumnType }[];
 }
 
-export type Descriptor = TableDesc | DatabaseDesc | ViewDesc;
+/**
+ * A sequence (sql/schema/sequences.ts). Its next value lives under
+ * /Table/<id>/1 as an 8-byte big-endian two's-complement int64: the value
+ * the next nextval() hands out (before the bounds check). Bigint options are
+ * stored as decimal strings (JSON has no int64).
+ */
+export interface SequenceDesc {
+  readonly kind: 'sequence';
+  readonly id: number;
+  readonly name: string;
+  readonly parentId: number;
+  readonly version: number;
+  readonly start: string;
+  readonly increment: string;
+  readonly minValue: string;
+  readonly maxValue: string;
+  readonly cycle: boolean;
+}
+
+export type Descriptor = TableDesc | DatabaseDesc | ViewDesc | SequenceDesc;
 
 const FORMAT_V1 = 0x01;
 

@@ -9,7 +9,7 @@ import { startPostgres } from '../support/postgres.js';
 import { runSltFile } from '../sql/slt-runner.js';
 
 const DIR = join(import.meta.dirname, '../../sql/testdata/logic');
-const FILES = ['index.slt', 'alter.slt', 'view.slt'];
+const FILES = ['index.slt', 'alter.slt', 'view.slt', 'sequence.slt'];
 
 describe('schema logic files agree with PostgreSQL 15', () => {
   for (const file of FILES) {
