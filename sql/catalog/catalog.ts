@@ -45,6 +45,7 @@ import {
   type DatabaseDesc,
   type Descriptor,
   type TableDesc,
+  type SequenceDesc,
   type ViewDesc,
 } from './descriptor.js';
 
@@ -63,6 +64,7 @@ export class CatalogSnapshot {
   private readonly tables = new Map<string, TableEntry>();
   private readonly byId = new Map<number, Descriptor>();
   private readonly views = new Map<string, ViewDesc>();
+  private readonly sequences = new Map<string, SequenceDesc>();
 
   constructor(
     readonly version: number,
@@ -75,6 +77,10 @@ export class CatalogSnapshot {
     for (const d of descs) {
       if (d.kind === 'view') {
         this.views.set(`${d.parentId}/${d.name}`, d);
+        continue;
+      }
+      if (d.kind === 'sequence') {
+        this.sequences.set(`${d.parentId}/${d.name}`, d);
         continue;
       }
       if (d.kind !== 'table') continue;
@@ -93,6 +99,11 @@ export class CatalogSnapshot {
   /** A view by name (sql/schema/view-ddl.ts). */
   view(dbId: number, name: string): ViewDesc | undefined {
     return this.views.get(`${dbId}/${name}`);
+  }
+
+  /** A sequence by name (sql/schema/sequences.ts). */
+  sequence(dbId: number, name: string): SequenceDesc | undefined {
+    return this.sequences.get(`${dbId}/${name}`);
   }
 
   /** Whether any view exists (statements then go through view expansion). */
