@@ -340,6 +340,34 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
     case 'uuid_generate_v4':
       args(c, name, exprs, []);
       return { type: T.uuid, fn: (_r, env) => env.node.randomUUID() };
+    case 'nextval':
+    case 'currval': {
+      const a = args(c, name, exprs, ['text']);
+      const f = (a[0] as Typed).fn;
+      const next = name === 'nextval';
+      return {
+        type: T.int8,
+        fn: (r, env) => {
+          const n = f(r, env);
+          if (n === null) return null;
+          if (env.sequences === undefined) throw new SqlError('sql.feature_not_supported', '0A000', `${name}() is not available here`);
+          return next ? env.sequences.nextval(n as string) : env.sequences.currval(n as string);
+        },
+      };
+    }
+    case 'setval': {
+      const a = exprs.length === 3 ? args(c, name, exprs, ['text', 'int', 'any']) : args(c, name, exprs, ['text', 'int']);
+      const fs = a.map((x, i) => c.coerce(x, i === 0 ? T.text : i === 1 ? T.int8 : T.bool, 'implicit').fn);
+      return {
+        type: T.int8,
+        fn: (r, env) => {
+          const vs = fs.map((g) => g(r, env));
+          if (vs.some((v) => v === null)) return null;
+          if (env.sequences === undefined) throw new SqlError('sql.feature_not_supported', '0A000', 'setval() is not available here');
+          return env.sequences.setval(vs[0] as string, BigInt(vs[1] as number | bigint), vs.length < 3 || vs[2] === true);
+        },
+      };
+    }
     case 'unique_rowid':
       args(c, name, exprs, []);
       return { type: T.int8, fn: (_r, env) => env.node.uniqueRowid() };
