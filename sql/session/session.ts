@@ -76,6 +76,7 @@ import { createIndex, dropIndex } from '../schema/index-ddl.js';
 import { backfillOnline } from '../schema/index-backfill.js';
 import { alterTable, rename } from '../schema/alter-table.js';
 import { createView, dropViews, expandViews } from '../schema/view-ddl.js';
+import { SessionSequences, createSequence, dropSequences } from '../schema/sequences.js';
 import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
@@ -150,7 +151,7 @@ interface ExplicitTxn {
 }
 
 /** Statements that write (refused in a read-only transaction). */
-const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateView', 'DropView', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateView', 'DropView', 'CreateSequence', 'DropSequence', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -243,7 +244,11 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     params: ReadonlyMap<string, string>,
   ) {
     this.vars = new SessionVars(params);
+    this.seqs = new SessionSequences(deps.db, () => this.database);
   }
+
+  /** nextval/currval/setval state of this session (sql/schema/sequences.ts). */
+  private readonly seqs: SessionSequences;
 
   parameterStatus(): Iterable<readonly [string, string]> {
     return [
@@ -540,7 +545,12 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           if (this.txn !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
           opts = { readOnly: true, asOf: asOfTimestamp(ast.asOfSystemTime, this.deps.db.now()) };
         }
-        return this.inTxn(sink, (txn, implicit) => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), opts, WRITES.has(ast.kind));
+        return this.inTxn(
+          sink,
+          (txn, implicit) => this.seqs.run(() => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), () => sink.canRewind(), () => sink.rewind()),
+          opts,
+          WRITES.has(ast.kind),
+        );
     }
   }
 
@@ -649,6 +659,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       txnTime: ts.wall - PG_EPOCH_MICROS,
       stmtTime: now.wall - PG_EPOCH_MICROS,
       node: this.deps.node,
+      sequences: this.seqs,
       user: this.user,
       database: this.database,
       setting: (name) => (name.toLowerCase() === 'database' ? this.database : this.vars.get(name)),
@@ -745,6 +756,11 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       }
       case 'Copy':
         return util(await this.copy(txn, ast, sink));
+      case 'CreateSequence':
+      case 'DropSequence': {
+        const r = ast.kind === 'CreateSequence' ? await createSequence(txn, this.database, ast) : await dropSequences(txn, this.database, ast);
+        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+      }
       case 'CreateView':
       case 'DropView': {
         const r =
