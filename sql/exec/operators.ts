@@ -23,6 +23,7 @@ import type { EvalEnv, EvalFn } from '../sem/expr.js';
 import type { FilterNode, LimitNode, PlanNode, ProjectNode, ScanNode, SortNode, ValuesNode } from '../plan/plan-node.js';
 import type { SqlTxn } from './sql-txn.js';
 import { openQueryNode } from './query-operators.js';
+import { queryMemory, rowBytes } from './memory-budget.js';
 
 export type Row = Datum[];
 
@@ -304,10 +305,17 @@ class SortIter implements RowIter {
     const lim = this.node.limit?.(NO_ROW, env) ?? null;
     const k = lim === null ? Infinity : Number(lim);
     let all: { row: Row; keys: Datum[] }[] = [];
+    const mem = queryMemory(env);
     for (;;) {
       const b = await this.input.next();
       if (b === null) break;
-      for (const row of b) all.push({ row, keys: keys.map((key) => key.fn(row, env)) });
+      let bytes = 0;
+      for (const row of b) {
+        all.push({ row, keys: keys.map((key) => key.fn(row, env)) });
+        bytes += rowBytes(row);
+      }
+      // Top-K keeps at most 2K + 128 rows; only a full sort grows with its input.
+      if (k === Infinity) mem.grow(bytes, 'sort');
       if (all.length > 2 * k + 128) all = all.sort(cmp).slice(0, k);
       this.ctx.checkCancel();
     }
