@@ -228,6 +228,16 @@ function limitNode(c: ExprCompiler, node: PlanNode, s: SelectStatement, columns:
   const limit = compileLimit(c, s.limit, 'LIMIT');
   const offset = compileLimit(c, s.offset, 'OFFSET');
   if (limit === undefined && offset === undefined) return node;
+  if (limit !== undefined && node.kind === 'sort') {
+    // Top-K: the sort keeps only LIMIT + OFFSET rows.
+    const off = offset;
+    const pushed: EvalFn = (row, env) => {
+      const l = limit(row, env);
+      if (l === null) return null;
+      return (l as bigint) + (off === undefined ? 0n : ((off(row, env) as bigint | null) ?? 0n));
+    };
+    node = { ...node, limit: pushed };
+  }
   return { kind: 'limit', input: node, limit, offset, columns };
 }
 
