@@ -512,8 +512,28 @@ export class Converter {
         else throw unimplemented(`join type ${jt}`);
         return { kind: 'Join', type, left: this.tableExpr(j.larg), right: this.tableExpr(j.rarg), natural, on, using, alias: alias(j.alias) };
       }
-      case 'RangeFunction':
-        throw unimplemented('function in FROM');
+      case 'RangeFunction': {
+        // A scalar function in FROM (`SELECT * FROM current_schema()`, as TypeORM sends) is
+        // the one-row subquery `(SELECT f(…) AS f) AS f`; set-returning functions stay 0A000.
+        const rf = body<{ functions?: { List?: { items?: (Node | null)[] } }[]; alias?: PgAlias; ordinality?: boolean; lateral?: boolean; coldeflist?: unknown }>(n, tag);
+        const fnode = rf.functions?.length === 1 && rf.ordinality !== true && rf.coldeflist === undefined ? rf.functions[0]?.List?.items?.[0] : undefined;
+        const call = fnode === undefined || fnode === null ? undefined : this.expr(fnode);
+        const fname = call?.kind === 'FuncCall' ? call.name[call.name.length - 1] : call?.kind === 'SqlValueFunction' ? call.name : undefined;
+        if (call === undefined || fname === undefined || !SCALAR_FROM_FUNCTIONS.has(fname)) throw unimplemented('function in FROM');
+        const a = alias(rf.alias);
+        const column = a?.columns[0] ?? (a !== undefined ? a.name : fname);
+        const query: SelectStatement = {
+          kind: 'Select',
+          with: undefined,
+          body: { kind: 'SelectClause', distinct: false, targets: [{ expr: call, alias: column }], from: [], where: undefined, groupBy: [], having: undefined, windows: [] },
+          orderBy: [],
+          limit: undefined,
+          offset: undefined,
+          locking: [],
+          asOfSystemTime: undefined,
+        };
+        return { kind: 'SubqueryRef', query, alias: { name: a?.name ?? fname, columns: [] }, lateral: false };
+      }
       default:
         throw unimplemented(`FROM item ${tag}`);
     }
@@ -1313,6 +1333,9 @@ export function nameFromParts(parts: readonly string[]): TableName {
   const n = parts.length;
   return { name: parts[n - 1] as string, schema: n >= 2 ? parts[n - 2] : undefined, catalog: n === 3 ? parts[0] : undefined };
 }
+
+/** Scalar functions a FROM clause may call (each yields one row, one column). */
+const SCALAR_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['current_schema', 'current_database', 'current_user', 'session_user', 'version', 'current_setting', 'pg_backend_pid']);
 
 function alias(a: PgAlias | undefined): Alias | undefined {
   if (a === undefined) return undefined;
