@@ -1,0 +1,69 @@
+// test/compat/orm/typeorm.mjs — TypeORM on Cairn (issue 7 part 3): synchronize
+// creates the schema from EntitySchemas (reading information_schema /
+// pg_catalog first), repository CRUD, a join through the query builder, and
+// transactions (one committed, one rolled back).
+// Usage: node test/compat/orm/typeorm.mjs <postgres-url>; exits non-zero on failure.
+import assert from 'node:assert/strict';
+import 'reflect-metadata';
+import { DataSource, EntitySchema } from 'typeorm';
+
+const url = process.argv[2];
+assert.ok(url, 'usage: typeorm.mjs <url>');
+
+const fk = process.env.TYPEORM_FK === '1';
+const User = new EntitySchema({
+  name: 'ToUser',
+  tableName: 'to_users',
+  columns: {
+    id: { type: 'int', primary: true },
+    email: { type: 'varchar', length: 120 },
+    active: { type: 'boolean', default: true },
+  },
+});
+const Order = new EntitySchema({
+  name: 'ToOrder',
+  tableName: 'to_orders',
+  columns: {
+    id: { type: 'int', primary: true },
+    userId: { type: 'int', name: 'user_id' },
+    total: { type: 'numeric', precision: 10, scale: 2 },
+  },
+  relations: fk ? { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' } } } : {},
+});
+
+const ds = new DataSource({ type: 'postgres', url, entities: [User, Order], synchronize: true, logging: false, poolSize: 2 });
+try {
+  await ds.initialize();
+  // A second synchronize finds nothing to change.
+  const pending = await ds.driver.createSchemaBuilder().log();
+  assert.deepEqual(pending.upQueries.map((q) => q.query), []);
+
+  const users = ds.getRepository('ToUser');
+  const orders = ds.getRepository('ToOrder');
+  await users.save([{ id: 1, email: 'a@example.com' }, { id: 2, email: 'b@example.com', active: false }]);
+  await orders.save([{ id: 10, userId: 1, total: '19.99' }, { id: 11, userId: 2, total: '5.00' }, { id: 12, userId: 1, total: '1.00' }]);
+  await users.update({ id: 2 }, { active: true });
+  await orders.delete({ id: 12 });
+  const u2 = await users.findOneBy({ id: 2 });
+  assert.equal(u2?.active, true);
+  assert.equal(await orders.count(), 2);
+
+  const joined = await ds.createQueryBuilder().select(['u.email AS email', 'o.total AS total']).from('to_orders', 'o').innerJoin('to_users', 'u', 'u.id = o.user_id').orderBy('o.id').getRawMany();
+  assert.deepEqual(joined, [{ email: 'a@example.com', total: '19.99' }, { email: 'b@example.com', total: '5.00' }]);
+
+  await ds.transaction(async (m) => {
+    await m.getRepository('ToUser').save({ id: 3, email: 'c@example.com' });
+    await m.getRepository('ToOrder').save({ id: 13, userId: 3, total: '7.50' });
+  });
+  await assert.rejects(
+    ds.transaction(async (m) => {
+      await m.getRepository('ToUser').save({ id: 4, email: 'ghost@example.com' });
+      throw new Error('roll back');
+    }),
+    /roll back/,
+  );
+  assert.equal(await users.count(), 3);
+  console.log('typeorm: ok');
+} finally {
+  if (ds.isInitialized) await ds.destroy();
+}
