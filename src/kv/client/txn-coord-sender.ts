@@ -160,8 +160,9 @@ export class TxnCoordSender {
     this.checkUsable();
     const segs = segments(batch.requests);
     let last = segs.pop() ?? [];
-    if (!last.every(isWriteOp)) {
-      // Reads are served before the commit round (its parts run in parallel with the EndTxn).
+    if (!last.every((q) => isWriteOp(q) && q.kind !== 'delRange')) {
+      // Reads are served before the commit round (its parts run in parallel with the EndTxn), and so are ranged
+      // writes: a parallel commit must be able to prove every in-flight write key by key.
       segs.push(last);
       last = [];
     }
@@ -400,6 +401,8 @@ export class TxnCoordSender {
 
   private afterCommit(r: TxnRecordResponse): void {
     const rec = r.record as TxnRecord;
+    // The record's timestamp is the commit timestamp (a retried commit may find the record already committed).
+    if (rec.status === 'committed' || rec.status === 'staging') this.readTs = this.writeTs = rec.writeTimestamp;
     this.finish('committed');
     this.ctx.metrics.commits++;
     if (r.onePhase) this.ctx.metrics.onePhaseCommits++;
