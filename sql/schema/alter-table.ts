@@ -36,14 +36,14 @@ import { parseExpr } from '../parser/parse.js';
 import { walkExpr } from '../parser/walk.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { formatType, typeFromName, T, type SqlType } from '../types/type.js';
-import { loadSnapshot, type CatalogSnapshot, type TableEntry } from '../catalog/catalog.js';
+import type { CatalogSnapshot, TableEntry } from '../catalog/catalog.js';
 import { encodeUint, type ColumnDesc, type TableDesc } from '../catalog/descriptor.js';
 import { RowCodec, sqlTypeOf } from '../rowenc/row-codec.js';
 import { IndexCodec } from '../rowenc/index-codec.js';
 import { ExprCompiler, Scope, type EvalEnv } from '../sem/expr.js';
 import { assignCast } from '../sem/datum.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
-import { backfillIndex, buildIndexDesc, defaultIndexName, putDescriptor, type DdlResult } from './index-ddl.js';
+import { backfillIndex, buildIndexDesc, defaultIndexName, putDescriptor, schemaSnapshot, type DdlResult } from './index-ddl.js';
 import { scanRows } from './row-scan.js';
 
 function resolve(snap: CatalogSnapshot, database: string, name: { catalog?: string | undefined; name: string }): TableEntry | undefined {
@@ -327,14 +327,8 @@ class Alter {
   }
 }
 
-async function begin(txn: SqlTxn): Promise<CatalogSnapshot> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
-  return snap;
-}
-
 export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s: AlterTableStatement): Promise<DdlResult> {
-  const snap = await begin(txn);
+  const snap = await schemaSnapshot(txn);
   const t = resolve(snap, database, s.table);
   if (t === undefined) {
     if (s.ifExists) return { tag: 'ALTER TABLE', notices: [`relation "${s.table.name}" does not exist, skipping`] };
@@ -371,7 +365,7 @@ export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s:
 
 /** ALTER TABLE/INDEX … RENAME (tables, columns, constraints, indexes). */
 export async function rename(txn: SqlTxn, database: string, env: EvalEnv, s: RenameStatement): Promise<DdlResult> {
-  const snap = await begin(txn);
+  const snap = await schemaSnapshot(txn);
   const tag = s.target === 'index' ? 'ALTER INDEX' : 'ALTER TABLE';
   if (s.target === 'database' || s.target === 'view' || s.target === 'sequence') throw unimplemented(`ALTER ${s.target.toUpperCase()} … RENAME`);
   let t: TableEntry | undefined;

@@ -101,6 +101,26 @@ export function buildIndexDesc(desc: TableDesc, name: string, unique: boolean, e
   };
 }
 
+/** The catalog read through `txn` itself (its schema version is then known to the txn). */
+export async function schemaSnapshot(txn: SqlTxn): Promise<CatalogSnapshot> {
+  const snap = await loadSnapshot(txn.kv);
+  txn.markSchemaChecked();
+  return snap;
+}
+
+/** DROP … [IF EXISTS] of a missing object: a notice when `ifExists`, else `missing`. */
+export function notFound(ifExists: boolean, notices: string[], notice: string, missing: () => SqlError): void {
+  if (!ifExists) throw missing();
+  notices.push(notice);
+}
+
+/** Sends a schema change batch (when not empty) and marks the transaction schema-dirty. */
+export async function runSchemaBatch(txn: SqlTxn, b: KVBatch): Promise<void> {
+  if (b.length === 0) return;
+  await txn.run(b);
+  txn.schemaDirty = true;
+}
+
 /** Puts a changed descriptor (version + 1) and bumps the schema version, in `b`. */
 export function putDescriptor(b: KVBatch, d: TableDesc | ViewDesc, snapshotVersion: number): void {
   b.put(descriptorKey(d.id), encodeDescriptor(d));
@@ -146,8 +166,7 @@ export async function backfillIndex(txn: SqlTxn, desc: TableDesc, ix: IndexDesc)
  */
 export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexStatement, online = false): Promise<DdlResult & { pending?: { tableId: number; indexId: number } }> {
   if (s.where !== undefined) throw unimplemented('partial indexes');
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const t = tableOf(snap, database, s.table);
   const dbId = t.desc.parentId;
   const cols = [...s.columns.map((e) => e.column ?? 'expr'), ...s.storing]; // PostgreSQL names INCLUDE columns too
@@ -176,8 +195,7 @@ export async function createIndex(txn: SqlTxn, database: string, s: CreateIndexS
 }
 
 export async function dropIndex(txn: SqlTxn, database: string, s: DropIndexStatement): Promise<DdlResult> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const notices: string[] = [];
   const b = new KVBatch();
   const changed = new Map<number, TableDesc>();
@@ -194,11 +212,8 @@ export async function dropIndex(txn: SqlTxn, database: string, s: DropIndexState
       }
     }
     if (found === undefined) {
-      if (s.ifExists) {
-        notices.push(`index "${n.index.name}" does not exist, skipping`);
-        continue;
-      }
-      throw new SqlError('sql.undefined_object', '42704', `index "${n.index.name}" does not exist`);
+      notFound(s.ifExists, notices, `index "${n.index.name}" does not exist, skipping`, () => new SqlError('sql.undefined_object', '42704', `index "${n.index.name}" does not exist`));
+      continue;
     }
     const { desc, ix } = found;
     changed.set(desc.id, { ...desc, version: desc.version + 1, indexes: desc.indexes.filter((x) => x !== ix) });
@@ -206,10 +221,7 @@ export async function dropIndex(txn: SqlTxn, database: string, s: DropIndexState
     b.delRange(span.key, span.endKey);
   }
   for (const d of changed.values()) putDescriptor(b, d, snap.version);
-  if (b.length > 0) {
-    await txn.run(b);
-    txn.schemaDirty = true;
-  }
+  await runSchemaBatch(txn, b);
   return { tag: 'DROP INDEX', notices };
 }
 

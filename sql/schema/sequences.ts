@@ -35,7 +35,7 @@ import { allocateDescId, deleteDescriptor, loadSnapshot, writeNewDescriptor, typ
 import type { SequenceDesc } from '../catalog/descriptor.js';
 import type { SequenceAccess } from '../sem/expr.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
-import type { DdlResult } from './index-ddl.js';
+import { notFound, runSchemaBatch, schemaSnapshot, type DdlResult } from './index-ddl.js';
 
 const INT8_MAX = (1n << 63n) - 1n;
 const INT8_MIN = -(1n << 63n);
@@ -52,8 +52,7 @@ function encodeI64(v: bigint): Buffer {
 }
 
 export async function createSequence(txn: SqlTxn, database: string, s: CreateSequenceStatement): Promise<DdlResult> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const db = snap.database(s.sequence.catalog ?? database);
   if (db === undefined) throw new SqlError('sql.undefined_database', '3D000', `database "${s.sequence.catalog ?? database}" does not exist`);
   if (snap.sequence(db.id, s.sequence.name) !== undefined && s.ifNotExists) {
@@ -97,27 +96,20 @@ export async function createSequence(txn: SqlTxn, database: string, s: CreateSeq
 }
 
 export async function dropSequences(txn: SqlTxn, database: string, s: DropSequenceStatement): Promise<DdlResult> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const notices: string[] = [];
   const b = new KVBatch();
   for (const n of s.sequences) {
     const db = snap.database(n.catalog ?? database);
     const seq = db !== undefined ? snap.sequence(db.id, n.name) : undefined;
     if (seq === undefined) {
-      if (s.ifExists) {
-        notices.push(`sequence "${n.name}" does not exist, skipping`);
-        continue;
-      }
-      throw new SqlError('sql.undefined_table', '42P01', `sequence "${n.name}" does not exist`);
+      notFound(s.ifExists, notices, `sequence "${n.name}" does not exist, skipping`, () => new SqlError('sql.undefined_table', '42P01', `sequence "${n.name}" does not exist`));
+      continue;
     }
     deleteDescriptor(b, seq, snap.version);
     b.del(valueKey(seq.id));
   }
-  if (b.length > 0) {
-    await txn.run(b);
-    txn.schemaDirty = true;
-  }
+  await runSchemaBatch(txn, b);
   return { tag: 'DROP SEQUENCE', notices };
 }
 

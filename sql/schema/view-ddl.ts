@@ -24,10 +24,10 @@ import { formatSelect } from '../parser/format.js';
 import { parseOne } from '../parser/parse.js';
 import { SqlError } from '../parser/sql-error.js';
 import type { SqlType } from '../types/type.js';
-import { allocateDescId, deleteDescriptor, loadSnapshot, writeNewDescriptor, type CatalogSnapshot } from '../catalog/catalog.js';
+import { allocateDescId, deleteDescriptor, writeNewDescriptor, type CatalogSnapshot } from '../catalog/catalog.js';
 import type { ViewDesc } from '../catalog/descriptor.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
-import { putDescriptor, type DdlResult } from './index-ddl.js';
+import { notFound, putDescriptor, runSchemaBatch, schemaSnapshot, type DdlResult } from './index-ddl.js';
 
 const MAX_VIEW_DEPTH = 32;
 
@@ -100,8 +100,7 @@ export async function createView(
   s: CreateViewStatement,
   describe: (q: SelectStatement, snap: CatalogSnapshot) => readonly { name: string; type: SqlType }[],
 ): Promise<DdlResult> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const db = snap.database(s.view.catalog ?? database);
   if (db === undefined) throw new SqlError('sql.undefined_database', '3D000', `database "${s.view.catalog ?? database}" does not exist`);
   const out = describe(expandViews(s.query, snap, database), snap);
@@ -127,24 +126,17 @@ export async function createView(
 }
 
 export async function dropViews(txn: SqlTxn, database: string, s: DropViewStatement): Promise<DdlResult> {
-  const snap = await loadSnapshot(txn.kv);
-  txn.markSchemaChecked();
+  const snap = await schemaSnapshot(txn);
   const notices: string[] = [];
   const b = new KVBatch();
   for (const n of s.views) {
     const v = viewOf(snap, database, n);
     if (v === undefined) {
-      if (s.ifExists) {
-        notices.push(`view "${n.name}" does not exist, skipping`);
-        continue;
-      }
-      throw new SqlError('sql.undefined_table', '42P01', `view "${n.name}" does not exist`);
+      notFound(s.ifExists, notices, `view "${n.name}" does not exist, skipping`, () => new SqlError('sql.undefined_table', '42P01', `view "${n.name}" does not exist`));
+      continue;
     }
     deleteDescriptor(b, v, snap.version);
   }
-  if (b.length > 0) {
-    await txn.run(b);
-    txn.schemaDirty = true;
-  }
+  await runSchemaBatch(txn, b);
   return { tag: 'DROP VIEW', notices };
 }
