@@ -24,7 +24,7 @@ import { Decimal, isSpaceCode } from './decimal.js';
 import { Jsonb, parseJson, type Datum } from './datum.js';
 import { Interval, parseInterval, roundInterval } from './interval.js';
 import { invalidParameterValue, invalidTextRepresentation, outOfRange } from './type-error.js';
-import { NAME_MAX_BYTES, Oid, formatType, timePrecision, type SqlType } from './type.js';
+import { NAME_MAX_BYTES, Oid, formatType, timePrecision, typeFromName, typeFromOid, type SqlType } from './type.js';
 
 /** Session settings the text format depends on. */
 export interface TextFormatContext extends DateTimeContext {
@@ -45,6 +45,11 @@ export function encodeText(d: Datum, t: SqlType, ctx: TextFormatContext = DEFAUL
     case 'int':
       return typeof d === 'bigint' ? d.toString() : String(d as number);
     case 'oid':
+      if (t.oid === Oid.regtype) {
+        const rt = typeFromOid(d as number);
+        return rt === undefined ? String(d as number) : rt.oid === Oid.bpchar ? 'character' : formatType(rt);
+      }
+      if (t.oid === Oid.regclass) return regclassNames.nameOf?.(d as number) ?? String(d as number);
       return String(d as number);
     case 'void':
       return '';
@@ -385,9 +390,33 @@ function parseInt8(s: string): bigint {
   return v;
 }
 
+/**
+ * Relation name ↔ OID lookups for regclass input and output; sql/vtable
+ * installs them (the catalog lives above sql/types). Unset: regclass reads and
+ * prints numbers only.
+ */
+export const regclassNames: { oidOf?: (name: string) => number | undefined; nameOf?: (oid: number) => string | undefined } = {};
+
+/** A reg* name as written: `"Quoted"` keeps its case, otherwise lower-cased; a pg_catalog./public. qualifier is dropped. */
+function regName(s: string): string {
+  const parts = s.trim().match(/"(?:[^"]|"")*"|[^.]+/g) ?? [];
+  const last = parts.length === 0 ? '' : (parts[parts.length - 1] as string).trim();
+  return last.startsWith('"') ? last.slice(1, -1).replace(/""/g, '"') : last.toLowerCase();
+}
+
 function parseOid(s: string, t: SqlType): number {
   const w = intText(s);
   if (w === undefined) {
+    if (t.oid === Oid.regtype) {
+      const m = /^\s*(.*?)\s*(?:\((\d+)(?:\s*,\s*(\d+))?\))?\s*(\[\])?\s*$/.exec(s.replace(/^\s*(pg_catalog\.)/, ''));
+      const name = regName(m?.[1] ?? s);
+      return typeFromName(name, [], m?.[4] === undefined ? 0 : 1).oid;
+    }
+    if (t.oid === Oid.regclass) {
+      const oid = regclassNames.oidOf?.(regName(s));
+      if (oid === undefined) throw new SqlError('sql.undefined_table', '42P01', `relation "${s}" does not exist`);
+      return oid;
+    }
     if (t.oid !== Oid.oid) throw new SqlError('sql.unimplemented', '0A000', `unimplemented: ${formatType(t)} input by name: "${s}"`);
     throw invalidTextRepresentation('oid', s);
   }
