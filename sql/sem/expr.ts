@@ -588,6 +588,8 @@ export class ExprCompiler {
 
   /** A comparison function for two operand types (42883 when PostgreSQL has no such operator). */
   comparator(a: SqlType, b: SqlType, op: string): (x: Exclude<Datum, null>, y: Exclude<Datum, null>) => number {
+    // oid, regclass, regtype, regproc: all compare as plain oids.
+    if (a.family === 'oid' && b.family === 'oid') return (x, y) => compareDatums(x, y, T.oid);
     const u = unifyTypes(a, b);
     if (u === undefined) throw opError(op, a, b);
     if (a.family === b.family) return (x, y) => compareDatums(x, y, a);
@@ -606,6 +608,7 @@ export class ExprCompiler {
     // PostgreSQL casts int → oid implicitly (catalog queries compare oid columns with 0).
     if (l.type.family === 'oid' && r.type.family === 'int') r = this.coerce(r, l.type, 'explicit');
     else if (r.type.family === 'oid' && l.type.family === 'int') l = this.coerce(l, r.type, 'explicit');
+
     const cmp = this.comparator(l.type, r.type, op);
     const lf = l.fn;
     const rf = r.fn;
