@@ -28,6 +28,7 @@ import type { TableName } from '../parser/ast.js';
 import type { Datum } from '../sem/datum.js';
 import type { ScopeColumn } from '../sem/expr.js';
 import { catalogTexts } from '../sem/catalog-builtins.js';
+import { regclassNames } from '../types/text-format.js';
 import { T, Oid, arrayOf, formatType, typeFromOid, typlen, typname, stringLength, numericPrecisionScale, type SqlType } from '../types/type.js';
 
 export const PG_CATALOG_NAMESPACE_OID = 11;
@@ -329,11 +330,28 @@ function constraintDef(d: TableDesc, ix: IndexDesc): string {
   return `${ix.id === d.primaryIndex.id ? 'PRIMARY KEY' : 'UNIQUE'} (${cols})`;
 }
 
-/** Publishes the index / constraint definitions of the current database for pg_get_indexdef / pg_get_constraintdef. */
+const relationNames = new Map<number, string>();
+const relationOids = new Map<string, number>();
+regclassNames.oidOf = (name) => relationOids.get(name);
+regclassNames.nameOf = (oid) => relationNames.get(oid);
+
+function publishRelation(oid: number, name: string): void {
+  relationNames.set(oid, name);
+  relationOids.set(name, oid);
+}
+
+/**
+ * Publishes the current database's index / constraint definitions (pg_get_indexdef,
+ * pg_get_constraintdef) and relation names (regclass input / output) — process-wide,
+ * refreshed by every virtual-table read; OIDs are never reused.
+ */
 function publishDefinitions(ctx: VTableContext): void {
+  relationOids.clear();
   for (const t of userTables(ctx)) {
     const d = t.desc;
+    publishRelation(tableOid(d), d.name);
     for (const ix of publicIndexes(d)) {
+      publishRelation(indexOid(d, ix), ix.name);
       catalogTexts.indexDefs.set(indexOid(d, ix), indexDef(d, ix));
       if (isConstraintIndex(d, ix)) catalogTexts.constraintDefs.set(indexOid(d, ix), constraintDef(d, ix));
     }

@@ -24,7 +24,7 @@ export function runScript(cmd: string, args: readonly string[], timeoutMs = 60_0
   });
 }
 
-const SCRIPTS = ['knex', 'kysely', 'sequelize'];
+const SCRIPTS = ['knex', 'kysely', 'sequelize', 'drizzle'];
 
 describe('ORM scripts on Cairn', () => {
   let cairn: TestSqlServer;

@@ -1,0 +1,14 @@
+// test/compat/orm/drizzle/schema.mjs — the Drizzle schema pushed by drizzle-kit and used by ../drizzle.mjs.
+import { integer, numeric, pgTable, text, varchar } from 'drizzle-orm/pg-core';
+
+export const dzCustomers = pgTable('dz_customers', {
+  id: integer('id').primaryKey(),
+  name: varchar('name', { length: 80 }).notNull(),
+  city: text('city'),
+});
+
+export const dzInvoices = pgTable('dz_invoices', {
+  id: integer('id').primaryKey(),
+  customerId: integer('customer_id').notNull(),
+  amount: numeric('amount', { precision: 10, scale: 2 }).notNull(),
+});
