@@ -11,7 +11,9 @@
  *
  * CREATE TABLE:
  *   - SERIAL/SMALLSERIAL/BIGSERIAL become INT8 NOT NULL DEFAULT unique_rowid()
- *     (CockroachDB's serial_normalization = rowid: there are no sequences yet);
+ *     (CockroachDB's serial_normalization = rowid, kept although sequences
+ *     exist now: a sequence is a single hot key every insert would contend
+ *     on; write DEFAULT nextval('seq') for PostgreSQL's dense numbering);
  *   - a table without a PRIMARY KEY gets a hidden `rowid INT8 NOT NULL
  *     DEFAULT unique_rowid()` key column;
  *   - UNIQUE constraints other than the primary key become unique secondary
