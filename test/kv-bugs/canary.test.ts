@@ -3,7 +3,8 @@
  * unknown names, and skip-timestamp-cache, flipped in-process, lets a
  * non-transactional write slip under a read the leaseholder already served
  * (the read at T is no longer repeatable), while the correct build pushes
- * the write above it.
+ * the write above it; expired-lease-reads lets a partitioned former
+ * leaseholder answer a read with a value the new leaseholder has overwritten.
  */
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
@@ -70,4 +71,36 @@ describe('kv-bugs: canary flags', () => {
       canary.skipTimestampCache = false;
     }
   }, 30_000);
+
+  it('expired-lease-reads lets a cut-off former leaseholder serve a stale read; the correct build refuses', async () => {
+    const c = await startCluster({ nodes: 3 });
+    c.startTicker();
+    await c.waitFor(() => c.leaseholder() >= 0 && c.leader() === c.leaseholder(), 10_000, 'a leaseholder on the leader');
+    const key = k('stale');
+    await send(c, ZERO, { kind: 'put', key, value: Buffer.from('old') } as Request);
+    const L = c.leaseholder();
+    const cut = (on: boolean): void => {
+      for (let j = 0; j < 3; j++) {
+        if (j === L) continue;
+        c.node(L).rpc!.faults.setFaults(j + 1, on ? { partition: true } : {});
+        c.node(j).rpc!.faults.setFaults(L + 1, on ? { partition: true } : {});
+      }
+    };
+    cut(true);
+    try {
+      await c.waitFor(() => c.leaseholder() >= 0 && c.leaseholder() !== L, 20_000, 'a new leaseholder');
+      const nl = c.leaseholder();
+      await c.store(nl).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key, value: Buffer.from('new') }] } as never);
+      const readOnL = async () => ((await c.store(L).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'get', key }] } as never)).responses[0] as { value: Buffer | null }).value?.toString();
+      await expect(readOnL()).rejects.toThrow();
+      canary.expiredLeaseReads = true;
+      try {
+        expect(await readOnL()).toBe('old'); // the overwritten value, served without a valid lease
+      } finally {
+        canary.expiredLeaseReads = false;
+      }
+    } finally {
+      cut(false);
+    }
+  }, 40_000);
 });
