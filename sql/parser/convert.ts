@@ -687,7 +687,9 @@ export class Converter {
     if (s.inhRelations !== undefined) throw unimplemented('CREATE TABLE … INHERITS');
     if (s.partspec !== undefined || s.partbound !== undefined) throw unimplemented('partitioned tables');
     if (s.ofTypename !== undefined) throw unimplemented('CREATE TABLE … OF type');
-    if (s.options !== undefined) throw unimplemented('CREATE TABLE … WITH (options)');
+    // fillfactor (pgbench sends it) is a heap-page hint with no meaning for Cairn's storage: accepted, ignored.
+    const options = (s.options ?? []) as unknown as { DefElem?: { defname?: string } }[];
+    if (options.some((o) => o.DefElem?.defname !== 'fillfactor')) throw unimplemented('CREATE TABLE … WITH (options)');
     if (s.oncommit !== undefined && s.oncommit !== 'ONCOMMIT_NOOP') throw unimplemented('ON COMMIT');
     if (s.tablespacename !== undefined) throw unimplemented('TABLESPACE');
     const columns: ColumnDef[] = [];
