@@ -85,6 +85,9 @@ export function copyOptions(opts: readonly { readonly name: string; readonly val
       case 'encoding':
         if ((o.value ?? '').toLowerCase().replace('-', '') !== 'utf8') throw unimplemented(`COPY ENCODING ${o.value}`);
         break;
+      case 'freeze':
+        // FREEZE (pgbench -i sends it) only skips vacuum work in PostgreSQL: accepted, no effect.
+        break;
       default:
         throw new SqlError('sql.syntax_error', '42601', `option "${o.name}" not recognized`);
     }
