@@ -20,6 +20,7 @@ import { datumKey, rowKey } from '../types/compare.js';
 import type { SqlType } from '../types/type.js';
 import type {
   AggregateNode,
+  ApplyNode,
   DistinctNode,
   HashJoinNode,
   LookupJoinNode,
@@ -57,6 +58,8 @@ export function openQueryNode(node: QueryNode, ctx: ExecCtx): RowIter {
       return new WorkingTableIter(node, ctx);
     case 'window':
       return new WindowIter(node, ctx);
+    case 'apply':
+      return new ApplyIter(node, ctx);
     default:
       return assertNever(node);
   }
@@ -505,5 +508,42 @@ class WorkingTableIter implements RowIter {
     this.done = true;
     const rows = this.node.working.rows.get(this.ctx.env);
     return rows !== undefined && rows.length > 0 ? rows : null;
+  }
+}
+
+/** Runs a correlated subquery per input row, appending its result to the row. */
+class ApplyIter implements RowIter {
+  private readonly input: RowIter;
+  constructor(
+    private readonly node: ApplyNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    const { node, ctx } = this;
+    const b = await this.input.next();
+    if (b === null) return null;
+    const out: Row[] = new Array(b.length);
+    for (let i = 0; i < b.length; i++) {
+      const row = b[i] as Row;
+      node.outer.set(ctx.env, row);
+      const it = open(node.plan, ctx);
+      let value: Datum;
+      if (node.mode === 'exists') {
+        let found = false;
+        for (let r = await it.next(); r !== null && !found; r = found ? null : await it.next()) found = r.length > 0;
+        value = found;
+      } else {
+        const rows: Row[] = [];
+        for (let r = await it.next(); r !== null && rows.length < 2; r = rows.length < 2 ? await it.next() : null) rows.push(...r);
+        if (rows.length > 1) throw new SqlError('sql.cardinality_violation', '21000', 'more than one row returned by a subquery used as an expression');
+        value = rows.length === 0 ? null : ((rows[0] as Row)[0] as Datum);
+      }
+      out[i] = row.concat([value]);
+      if ((i & 255) === 255) ctx.checkCancel();
+    }
+    node.outer.delete(ctx.env);
+    return out;
   }
 }

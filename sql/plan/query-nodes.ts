@@ -180,4 +180,19 @@ export interface WindowNode {
   readonly columns: readonly ScopeColumn[];
 }
 
-export type QueryNode = HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode | WindowNode;
+/**
+ * A correlated subquery evaluated once per input row (apply): the row is
+ * published in `outer` while the subquery runs, and its result (scalar value
+ * or EXISTS boolean) is appended to the row.
+ */
+export interface ApplyNode {
+  readonly kind: 'apply';
+  readonly input: PlanNode;
+  readonly plan: PlanNode;
+  readonly mode: 'scalar' | 'exists';
+  readonly outer: WeakMap<EvalEnv, readonly Datum[]>;
+  readonly text: string;
+  readonly columns: readonly ScopeColumn[];
+}
+
+export type QueryNode = ApplyNode | HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode | WindowNode;

@@ -96,11 +96,19 @@ interface CteDef {
   recursive: boolean;
 }
 
+/** The enclosing query's row, for a correlated subquery planned inside an apply node. */
+interface OuterRow {
+  readonly scope: Scope;
+  readonly slot: WeakMap<EvalEnv, readonly Datum[]>;
+  readonly parent: OuterRow | undefined;
+}
+
 class QueryCtx {
   constructor(
     readonly ctx: PlanContext,
     readonly ctes: ReadonlyMap<string, CteDef>,
     readonly lock: 'none' | 'exclusive',
+    readonly outer: OuterRow | undefined = undefined,
   ) {}
   cells: SubqueryCell[] = [];
 }
@@ -120,7 +128,7 @@ function withCtes(q: QueryCtx, s: SelectStatement): QueryCtx {
     if (c.query.kind !== 'Select') throw unimplemented('data-modifying statements in WITH');
     ctes.set(c.name, { stmt: c.query, columns: c.columns, recursive: s.with.recursive });
   }
-  const nq = new QueryCtx(q.ctx, ctes, q.lock);
+  const nq = new QueryCtx(q.ctx, ctes, q.lock, q.outer);
   nq.cells = q.cells;
   return nq;
 }
@@ -128,7 +136,7 @@ function withCtes(q: QueryCtx, s: SelectStatement): QueryCtx {
 /** Plans a complete statement (WITH, body, ORDER BY, LIMIT) at its own subquery level. */
 function planStatement(outer: QueryCtx, s0: SelectStatement): Rel {
   const q0 = withCtes(outer, s0);
-  const q = new QueryCtx(q0.ctx, q0.ctes, q0.lock);
+  const q = new QueryCtx(q0.ctx, q0.ctes, q0.lock, q0.outer);
   const s: SelectStatement = { ...s0, with: undefined };
   let rel: Rel;
   const b = s.body;
@@ -386,13 +394,13 @@ function planCteRef(q: QueryCtx, name: string, cte: CteDef, alias: string, colAl
     if (body.kind !== 'SetOp' || body.op !== 'union') throw unimplemented(`WITH RECURSIVE "${name}" whose body is not a UNION`);
     const innerCtes = new Map(q.ctes);
     innerCtes.delete(name);
-    const anchorQ = new QueryCtx(q.ctx, innerCtes, q.lock);
+    const anchorQ = new QueryCtx(q.ctx, innerCtes, q.lock, q.outer);
     const anchor = planBody(anchorQ, body.left);
     const anchorCols = renameColumns(anchor.columns, cte.columns, name);
     const working = { rows: new WeakMap<EvalEnv, Datum[][]>(), columns: anchorCols };
     const recCtes = new Map(q.ctes);
     recCtes.set(name, { ...cte, working });
-    const recQ = new QueryCtx(q.ctx, recCtes, q.lock);
+    const recQ = new QueryCtx(q.ctx, recCtes, q.lock, q.outer);
     const rec = planBody(recQ, body.right);
     if (rec.columns.length !== anchorCols.length) throw new SqlError('sql.syntax_error', '42601', 'each UNION query must have the same number of columns');
     const types = anchorCols.map((c) => c.type);
@@ -463,7 +471,15 @@ function findColumn(cols: readonly ScopeColumn[], name: string, side: string): n
 }
 
 /** Joins two relations on `on` (hash join on its equalities, lookup join when it fits). */
-function joinRels(q: QueryCtx, type: JoinType, l: Rel, r: Rel, on: Expr | undefined): Rel {
+function joinRels(q: QueryCtx, type: JoinType, l0: Rel, r: Rel, on0: Expr | undefined): Rel {
+  // Correlated subqueries in ON that read the left row run per left row.
+  let l = l0;
+  let on = on0;
+  if (on !== undefined && (type === 'inner' || type === 'left')) {
+    const a = applyCorrelated(q, l, on);
+    l = a.rel;
+    on = a.expr;
+  }
   const columns = [...l.columns, ...r.columns];
   const scope = new Scope(columns);
   const c = compilerFor(q, scope);
@@ -572,7 +588,58 @@ function lookupJoin(type: JoinType, l: Rel, r: Rel, rightKeyExprs: readonly Expr
 function compilerFor(q: QueryCtx, scope: Scope): ExprCompiler {
   const c = new ExprCompiler(scope, q.ctx.paramTypes);
   c.subLinks = (e, hint) => compileSubLink(q, c, e, hint);
+  if (q.outer !== undefined) c.outerRef = (names) => outerRef(q.outer, names);
   return c;
+}
+
+function outerRef(o: OuterRow | undefined, names: readonly string[]): Typed | undefined {
+  for (let cur = o; cur !== undefined; cur = cur.parent) {
+    let i: number;
+    try {
+      i = cur.scope.resolve(names);
+    } catch {
+      continue;
+    }
+    const slot = cur.slot;
+    return { type: (cur.scope.columns[i] as ScopeColumn).type, fn: (_row, env) => (slot.get(env)?.[i] ?? null) as Datum };
+  }
+  return undefined;
+}
+
+let applySeq = 0;
+
+/**
+ * Replaces the correlated scalar / EXISTS subqueries of `e` that read `rel`'s
+ * row with a column that an apply node over `rel` computes per row.
+ * Uncorrelated ones (run once) and other shapes are left as they are.
+ */
+function applyCorrelated(q: QueryCtx, rel: Rel, e: Expr): { rel: Rel; expr: Expr } {
+  if (!exprHas(e, (x) => x.kind === 'SubLink')) return { rel, expr: e };
+  let cur = rel;
+  const expr = mapExpr(e, (x) => {
+    if (x.kind !== 'SubLink' || (x.type !== 'scalar' && x.type !== 'exists')) return x;
+    try {
+      planStatement(new QueryCtx(q.ctx, q.ctes, 'none', q.outer), x.query);
+      return x;
+    } catch (err) {
+      if (!(err instanceof SqlError) || (err.sqlState !== '42703' && err.sqlState !== '42P01')) return x;
+    }
+    const slot = new WeakMap<EvalEnv, readonly Datum[]>();
+    const inner = new QueryCtx(q.ctx, q.ctes, 'none', { scope: new Scope(cur.columns), slot, parent: q.outer });
+    let sub: Rel;
+    try {
+      sub = planStatement(inner, x.query);
+    } catch {
+      return x;
+    }
+    if (x.type === 'scalar' && sub.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', 'subquery must return only one column');
+    const name = `a${applySeq++}`;
+    const type = x.type === 'exists' ? T.bool : (sub.columns[0] as ScopeColumn).type;
+    const columns = [...cur.columns, { name, table: '\u0000apply', type, hidden: true }];
+    cur = { node: { kind: 'apply', input: cur.node, plan: sub.node, mode: x.type, outer: slot, text: formatExpr(x), columns }, columns, result: cur.result };
+    return { kind: 'ColumnRef', names: ['\u0000apply', name], star: false };
+  });
+  return { rel: cur, expr };
 }
 
 function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { kind: 'SelectClause' }>): Rel {
@@ -589,7 +656,7 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
   const pushed = new Map<TableExpr, Expr[]>();
   const rest: Expr[] = [];
   for (const w of where) {
-    const t = b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? (leaves.has(b.from[0]) && !exprHas(w, isSpecial) ? b.from[0] : undefined) : pushTarget(w, leaves, all);
+    const t = q.outer === undefined && b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? (leaves.has(b.from[0]) && !exprHas(w, isSpecial) ? b.from[0] : undefined) : pushTarget(w, leaves, all);
     if (t === undefined) rest.push(w);
     else {
       const list = pushed.get(t) ?? [];
@@ -606,6 +673,11 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       rel = semi;
       rest.splice(i--, 1);
     }
+  }
+  for (let i = 0; i < rest.length; i++) {
+    const a = applyCorrelated(q, rel, rest[i] as Expr);
+    rel = a.rel;
+    rest[i] = a.expr;
   }
   let scope = new Scope(rel.columns);
   let c = compilerFor(q, scope);
@@ -680,6 +752,17 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       const pred = c.compileBool(having, 'HAVING');
       node = { kind: 'filter', input: node, pred: pred.fn, text: formatExpr(b.having as Expr), columns: scope.columns };
     }
+  }
+  if (!hasAgg && projTargets.some((t) => exprHas(t.expr, (x) => x.kind === 'SubLink'))) {
+    let cur: Rel = { node, columns: scope.columns };
+    projTargets = projTargets.map((t) => {
+      const a = applyCorrelated(q, cur, t.expr);
+      cur = a.rel;
+      return { expr: a.expr, alias: t.alias };
+    });
+    node = cur.node;
+    scope = new Scope(cur.columns);
+    c = compilerFor(q, scope);
   }
   // Window functions: one window node per distinct window, appending a column per call.
   const win = planWindows(q, c, node, scope, projTargets, orderExprs, b.windows);
@@ -1115,7 +1198,7 @@ function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlT
   void hint;
   if (e.type === 'array') throw unimplemented('ARRAY(subquery)');
   let rel: Rel;
-  const sub = new QueryCtx(q.ctx, q.ctes, 'none');
+  const sub = new QueryCtx(q.ctx, q.ctes, 'none', q.outer);
   try {
     rel = planStatement(sub, e.query);
   } catch (err) {
