@@ -69,6 +69,7 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
     case 'recursive-cte':
     case 'working-table':
     case 'window':
+    case 'apply':
       return openQueryNode(node, ctx);
     default:
       return assertNever(node);

@@ -70,6 +70,7 @@ function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanN
     case 'recursive-cte':
     case 'working-table':
     case 'window':
+    case 'apply':
       return describeQueryNode(n);
     default:
       return assertNever(n);

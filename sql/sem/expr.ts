@@ -189,6 +189,8 @@ function isUntyped(t: Typed): boolean {
 export class ExprCompiler {
   /** Compiles subqueries in expressions (set by plan/query-planner.ts; else 0A000). */
   subLinks: ((e: SubLink, hint: SqlType | undefined) => Typed) | undefined;
+  /** Resolves a column of an enclosing query (correlated subqueries; set by plan/query-planner.ts). */
+  outerRef: ((names: readonly string[]) => Typed | undefined) | undefined;
 
   /** Set when the expression mentions a volatile function or column (not constant-foldable). */
   constructor(
@@ -263,7 +265,15 @@ export class ExprCompiler {
     switch (e.kind) {
       case 'ColumnRef': {
         if (e.star) throw new SqlError('sql.syntax_error', '42601', '"*" is not allowed here');
-        const i = this.scope.resolve(e.names);
+        let i: number;
+        try {
+          i = this.scope.resolve(e.names);
+        } catch (err) {
+          // A correlated subquery's reference to the enclosing query's row.
+          const outer = this.outerRef?.(e.names);
+          if (outer !== undefined) return outer;
+          throw err;
+        }
         const c = this.scope.columns[i] as ScopeColumn;
         return { type: c.type, fn: (row) => row[i] as Datum };
       }
