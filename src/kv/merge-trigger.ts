@@ -8,7 +8,8 @@
  *   at the left's start, the right's descriptor deleted, the right's
  *   replicated range-ID state deleted, its stats added to the left's, meta2
  *   when the left holds it (merge.ts fixes meta2 otherwise);
- *   per store (here): the right range's Raft state and log deleted, the
+ *   per store (here): the right range's Raft state and log deleted, its
+ *   range tombstone written at MERGED_TOMBSTONE (range-tombstone.ts), the
  *   left replica serving the merged span from this entry on; once durable,
  *   the right replica is stopped and dropped from the Store.
  *
@@ -27,6 +28,7 @@ import { raftHardStateKey, raftReplicaIdKey, raftTruncatedStateKey, rangeLeaseKe
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { decodeLease } from './api-codec.js';
 import { raftLogEngineKey } from './raft-storage.js';
+import { MERGED_TOMBSTONE, writeRangeTombstone } from './range-tombstone.js';
 import type { Replica } from './replica.js';
 import type { MergeTrigger } from './split-trigger-codec.js';
 import type { Store } from './store.js';
@@ -44,6 +46,8 @@ export function stageMergeTrigger(store: Store, r: Replica, batch: WriteBatch, t
   const id = t.right.rangeId;
   for (let i = rhs.storage.truncated.index + 1; i <= rhs.storage.lastIndex(); i++) batch.delete(raftLogEngineKey(id, i));
   for (const k of [raftHardStateKey(id), raftTruncatedStateKey(id), raftReplicaIdKey(id)]) batch.delete(encodeMvccKey(k));
+  // Stale messages for the right range (peers that have not applied the merge yet) must never re-create it.
+  writeRangeTombstone(store.engine, batch, id, MERGED_TOMBSTONE);
   rhs.stop();
 }
 

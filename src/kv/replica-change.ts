@@ -38,6 +38,7 @@ import { compareBytes } from '../../storage/encoding/bytes.js';
 import { ConfChangeTransition, ConfChangeType, type ConfChangeSingle, type ConfChangeV2 } from '../../raft/types.js';
 import { ChangeReplicasOp, type RangeDescriptor, type RangeDescriptorResponse, type ReplicationTarget } from './api.js';
 import type { DistSender } from './dist-sender.js';
+import { writeRangeTombstone } from './range-tombstone.js';
 import type { Replica } from './replica.js';
 import { replicatedEngineSpans } from './replica-consistency.js';
 import type { ChangeTrigger } from './split-trigger-codec.js';
@@ -84,9 +85,12 @@ export function finishChangeTrigger(store: Store, r: Replica, t: ChangeTrigger):
  * Deletes a removed replica's data from the store in one batch: its range-ID
  * state (replicated and Raft), and — when `withData` and no other initialized
  * replica on the store overlaps its span — its range-local keys and user data.
- * Skipped if an initialized replica of the range is back on the store.
+ * Skipped if an initialized replica of the range is back on the store. The
+ * batch also writes the range tombstone (range-tombstone.ts): at least
+ * `nextReplicaId` (default the descriptor's), so stale Raft messages for the
+ * removed replica never re-create it.
  */
-export async function clearReplicaData(store: Store, desc: RangeDescriptor, withData = true): Promise<void> {
+export async function clearReplicaData(store: Store, desc: RangeDescriptor, withData = true, nextReplicaId = desc.nextReplicaId): Promise<void> {
   const b: WriteBatch = store.engine.newBatch();
   const unrep = rangeIdUnreplicatedSpan(desc.rangeId);
   const rid = rangeIdReplicatedSpan(desc.rangeId);
@@ -111,7 +115,10 @@ export async function clearReplicaData(store: Store, desc: RangeDescriptor, with
     }
   }
   // Only if the range did not come back to this store meanwhile (an uninitialized placeholder holds no data).
-  if (store.replica(desc.rangeId)?.initialized !== true && !b.isEmpty()) await store.engine.write(b, { sync: false });
+  if (store.replica(desc.rangeId)?.initialized === true) return;
+  // After the span deletes (the tombstone lives in the unreplicated span); the old value is read from the engine.
+  writeRangeTombstone(store.engine, b, desc.rangeId, nextReplicaId);
+  await store.engine.write(b, { sync: false });
 }
 
 // ---- the driver --------------------------------------------------------------------------------

@@ -290,7 +290,7 @@ export class Replica {
   async send(ba: BatchRequest): Promise<BatchResponse> {
     if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     this.wake();
-    const reqs = ba.requests;
+    const reqs = this.concurrency.rewriteBatch(ba.requests);
     for (const q of reqs) {
       if (UNSUPPORTED_FROM_CLIENT.has(q.kind)) throw new CairnError('kv.unsupported_request', `kv: ${q.kind} is proposed by replicas, not sent by clients (use Store.transferLease)`);
       this.checkKeys(q);
@@ -561,9 +561,10 @@ export class Replica {
     if (!st.quiescable) return;
     const hs = st.hardState;
     const msgs: Message[] = [];
-    for (const id of st.progress?.keys() ?? []) {
+    for (const [id, pr] of st.progress ?? []) {
       if (id === this.replicaId) continue;
-      msgs.push(newMessage({ type: MessageType.MsgHeartbeat, to: id, from: this.replicaId, term: hs.term, commit: hs.commit }));
+      // etcd's rule: never tell a follower to commit past its match (quiescable implies equal; kept explicit).
+      msgs.push(newMessage({ type: MessageType.MsgHeartbeat, to: id, from: this.replicaId, term: hs.term, commit: Math.min(pr.match, hs.commit) }));
     }
     this.quiescent = true;
     this.ctx.sendRaftMessages(this, msgs, true);

@@ -82,6 +82,7 @@ import { replicatedEngineSpans } from './replica-consistency.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from './settings.js';
 import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
 import { clearReplicaData } from './replica-change.js';
+import { readRangeTombstone } from './range-tombstone.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -342,9 +343,11 @@ export class Store implements StoreContext {
     for (const m of b.messages) {
       const r = this.replicas.get(m.rangeId);
       if (r === undefined) {
-        void this.createUninitialized(b, m);
+        if (!this.isStaleForRemoved(m)) void this.createUninitialized(b, m);
         continue;
       }
+      // Addressed to an older replica of ours (removed and re-added since): stale.
+      if (m.toReplicaId < r.replicaId) continue;
       if (m.toReplicaId > r.replicaId) {
         // Replica ids are never reused: ours was removed from the range (it
         // may never have learned it) and the range came back with a new id
@@ -352,7 +355,7 @@ export class Store implements StoreContext {
         if (this.creating.has(m.rangeId)) continue;
         this.creating.add(m.rangeId);
         this.removeReplica(m.rangeId);
-        void clearReplicaData(this, r.desc, r.initialized)
+        void clearReplicaData(this, r.desc, r.initialized, r.replicaId + 1)
           .finally(() => this.creating.delete(m.rangeId))
           .then(() => this.createUninitialized(b, m));
         continue;
@@ -363,17 +366,29 @@ export class Store implements StoreContext {
   }
 
   /**
+   * A message for a range we have no replica of that must not create one:
+   * its replica id is below the range tombstone (our replica was removed or
+   * merged away: range-tombstone.ts), or it is a heartbeat with a commit
+   * index — a leader never tells a replica it has no match for (an empty one)
+   * to commit anything, so such a heartbeat is for a replica that existed
+   * here, and an empty log could not take the commit.
+   */
+  private isStaleForRemoved(m: RaftMessageRequest): boolean {
+    if (m.message.type === MessageType.MsgHeartbeat && m.message.commit > 0) return true;
+    return m.toReplicaId < readRangeTombstone(this.engine, m.rangeId);
+  }
+
+  /**
    * A message for a range we have no replica of: a replica being added.
-   * Create it empty (it waits for a snapshot) and step the message. Stale
-   * messages for ranges whose replica was removed here (a range tombstone)
-   * are the replica-GC engineer's to filter.
+   * Create it empty (it waits for a snapshot) and step the message.
    */
   private async createUninitialized(b: RaftMessageBatch, m: RaftMessageRequest): Promise<void> {
     if (this.creating.has(m.rangeId) || m.message.type === MessageType.MsgHeartbeatResp) return;
+    if (this.isStaleForRemoved(m)) return;
     this.creating.add(m.rangeId);
     try {
       const r = await Replica.uninitialized(this, m.rangeId, m.toReplicaId);
-      if (this.stopped || this.replicas.has(m.rangeId)) return;
+      if (this.stopped || this.replicas.has(m.rangeId) || this.isStaleForRemoved(m)) return;
       this.replicas.set(m.rangeId, r);
       r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
       r.stepMessage(m.message, m.quiesce);
