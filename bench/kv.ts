@@ -1,0 +1,165 @@
+/**
+ * `npm run bench:kv`: single-key replicated puts and point gets of 1 KB
+ * values, 64 concurrent clients, on a 3-node local Cairn cluster (started
+ * here; replication factor 3) and on a 3-member etcd 3.4 cluster in the same
+ * run, printed side by side with the ratio.
+ *
+ *   node dist/bench/kv.js [--clients 64] [--duration 10s] [--keys 10000]
+ *        [--value-size 1024] [--skip-etcd] [--out bench/results]
+ *
+ * Both systems are driven the same way: one HTTP request per operation with
+ * a JSON body, clients spread over the members/nodes (client i on i % 3).
+ * Cairn: the node's admin KV endpoint `POST /_admin/kv` (one op; the node
+ * routes it through its KV client — DistSender — to the leaseholder, a
+ * non-transactional KV batch: a replicated put, a leaseholder read).
+ * etcd: the v3 JSON gateway `/v3/kv/put` and `/v3/kv/range` (linearizable
+ * reads, etcd's default). Puts run first over `--keys` keys (so gets hit
+ * present keys), then gets. Writes bench/results/kv-<date>.md and .json.
+ * Every process started here is stopped in `finally`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, request } from 'node:http';
+import { Command } from 'commander';
+import { parseDuration } from '../src/workload/index.js';
+import { closedLoop, type LoopResult } from './support/closed-loop.js';
+import { startCairn } from './support/cluster.js';
+import { startEtcd } from './support/etcd.js';
+import { cpuMeter } from './support/proc-stats.js';
+import { mdTable, ratio } from './support/report.js';
+
+interface Opts {
+  clients: number;
+  duration: number;
+  keys: number;
+  valueSize: number;
+  skipEtcd?: boolean;
+  out: string;
+}
+
+type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[] };
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+/** POST a JSON body over a kept-alive connection; resolves with the parsed answer (rejects on a non-200). */
+function post(url: string, body: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) reject(Object.assign(new Error(`bench: ${url}: ${res.statusCode} ${text.slice(0, 200)}`), { code: `http.${res.statusCode}` }));
+        else resolve(JSON.parse(text));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface KvDriver {
+  put(client: number, key: number): Promise<unknown>;
+  get(client: number, key: number): Promise<unknown>;
+}
+
+function cairnDriver(httpPorts: readonly number[], value: Buffer): KvDriver {
+  const valueHex = value.toString('hex');
+  const key = (k: number): string => `90fe${k.toString(16).padStart(8, '0')}`;
+  const url = (c: number): string => `http://127.0.0.1:${httpPorts[c % httpPorts.length] as number}/_admin/kv`;
+  const check = (r: unknown): unknown => {
+    const res = (r as { results: { ok: boolean; code?: string; message?: string }[] }).results[0];
+    if (res?.ok !== true) throw Object.assign(new Error(`cairn: ${res?.message ?? 'no result'}`), { code: res?.code ?? 'error' });
+    return res;
+  };
+  return {
+    put: async (c, k) => check(await post(url(c), `{"ops":[{"op":"put","key":"${key(k)}","value":"${valueHex}"}]}`)),
+    get: async (c, k) => {
+      const r = check(await post(url(c), `{"ops":[{"op":"get","key":"${key(k)}"}]}`)) as { value?: string | null };
+      if (typeof r.value !== 'string') throw Object.assign(new Error('cairn: get found no value'), { code: 'not_found' });
+      return r;
+    },
+  };
+}
+
+function etcdDriver(urls: readonly string[], value: Buffer): KvDriver {
+  const value64 = value.toString('base64');
+  const key = (k: number): string => Buffer.from(`bench/${k}`).toString('base64');
+  return {
+    put: (c, k) => post(`${urls[c % urls.length] as string}/v3/kv/put`, `{"key":"${key(k)}","value":"${value64}"}`),
+    get: async (c, k) => {
+      const r = (await post(`${urls[c % urls.length] as string}/v3/kv/range`, `{"key":"${key(k)}"}`)) as { kvs?: unknown[] };
+      if (r.kvs === undefined || r.kvs.length !== 1) throw Object.assign(new Error('etcd: get found no value'), { code: 'not_found' });
+      return r;
+    },
+  };
+}
+
+async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: () => number[], o: Opts): Promise<{ put: Measured; get: Measured }> {
+  // Every key written once so that the gets hit present keys.
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: o.clients }, async (_, c) => {
+      for (let k = next++; k < o.keys; k = next++) await d.put(c, k);
+    }),
+  );
+  const phase = async (op: 'put' | 'get'): Promise<Measured> => {
+    const m = cpuMeter(pids);
+    const r = await closedLoop(o.clients, o.duration, (c) => d[op](c, Math.floor(Math.random() * o.keys)));
+    const out = { ...r, serverCpuSec: m.stop().serverCpuSec, rssMiB: rssMiB() };
+    process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s\n`);
+    return out;
+  };
+  return { put: await phase('put'), get: await phase('get') };
+}
+
+async function main(): Promise<void> {
+  const o = new Command('bench-kv')
+    .option('--clients <n>', 'concurrent clients', (v) => Number(v), 64)
+    .option('--duration <d>', 'per phase', parseDuration, 10_000)
+    .option('--keys <n>', 'key space', (v) => Number(v), 10_000)
+    .option('--value-size <n>', 'value bytes', (v) => Number(v), 1024)
+    .option('--skip-etcd', 'measure only Cairn')
+    .option('--out <dir>', 'results directory', 'bench/results')
+    .parse()
+    .opts<Opts>();
+  const value = Buffer.alloc(o.valueSize, 0x61);
+  const results: Record<string, { put: Measured; get: Measured }> = {};
+  let etcdVersion = '';
+  const cairn = await startCairn(3);
+  try {
+    process.stdout.write(`\n== cairn: 3 nodes, ${o.clients} clients, ${o.valueSize} B values\n`);
+    results['cairn'] = await measure('cairn', cairnDriver(cairn.nodes.map((n) => n.httpPort), value), cairn.pids, cairn.rssMiB, o);
+  } finally {
+    await cairn.stop();
+  }
+  if (o.skipEtcd !== true) {
+    const etcd = await startEtcd(3);
+    etcdVersion = etcd.version;
+    try {
+      process.stdout.write(`\n== ${etcd.version}: 3 members\n`);
+      results['etcd'] = await measure('etcd', etcdDriver(etcd.urls, value), etcd.pids, etcd.rssMiB, o);
+    } finally {
+      await etcd.stop();
+    }
+  }
+  agent.destroy();
+  const row = (op: 'put' | 'get'): (string | number)[] => {
+    const c = results['cairn']?.[op];
+    const e = results['etcd']?.[op];
+    return [op, c?.opsPerSec ?? '–', c?.p50Ms ?? '–', c?.p99Ms ?? '–', c?.serverCpuSec ?? '–', e?.opsPerSec ?? '–', e?.p50Ms ?? '–', e?.p99Ms ?? '–', e?.serverCpuSec ?? '–', ratio(c?.opsPerSec, e?.opsPerSec)];
+  };
+  const table = mdTable(['op', 'cairn ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'etcd ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'ratio'], [row('put'), row('get')]);
+  const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
+  const meta = { date, clients: o.clients, durationMs: o.duration, keys: o.keys, valueSize: o.valueSize, node: process.version, cairn: '3 nodes, replication factor 3, POST /_admin/kv', etcd: `${etcdVersion}, 3 members, v3 JSON gateway, linearizable reads` };
+  mkdirSync(o.out, { recursive: true });
+  const base = join(o.out, `kv-${date}`);
+  writeFileSync(`${base}.json`, JSON.stringify({ meta, results }, null, 2) + '\n');
+  writeFileSync(`${base}.md`, `# bench:kv ${date}\n\n\`\`\`\n${JSON.stringify(meta, null, 2)}\n\`\`\`\n\n${table}`);
+  process.stdout.write(`\n${table}\nwrote ${base}.json and .md\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exitCode = 1;
+});
