@@ -21,6 +21,7 @@ import type { SqlType } from '../types/type.js';
 import type {
   AggregateNode,
   ApplyNode,
+  ProjectSetNode,
   DistinctNode,
   HashJoinNode,
   LookupJoinNode,
@@ -60,6 +61,8 @@ export function openQueryNode(node: QueryNode, ctx: ExecCtx): RowIter {
       return new WindowIter(node, ctx);
     case 'apply':
       return new ApplyIter(node, ctx);
+    case 'project-set':
+      return new ProjectSetIter(node, ctx);
     default:
       return assertNever(node);
   }
@@ -545,5 +548,30 @@ class ApplyIter implements RowIter {
     }
     node.outer.delete(ctx.env);
     return out;
+  }
+}
+
+class ProjectSetIter implements RowIter {
+  private readonly input: RowIter;
+  constructor(
+    private readonly node: ProjectSetNode,
+    private readonly ctx: ExecCtx,
+  ) {
+    this.input = open(node.input, ctx);
+  }
+  async next(): Promise<Row[] | null> {
+    const env = this.ctx.env;
+    for (;;) {
+      const b = await this.input.next();
+      if (b === null) return null;
+      const out: Row[] = [];
+      for (const row of b) {
+        const arrays = this.node.arrays.map((f) => f(row, env) as readonly Datum[] | null);
+        let n = 0;
+        for (const a of arrays) if (a !== null && a.length > n) n = a.length;
+        for (let i = 0; i < n; i++) out.push(row.concat(arrays.map((a) => (a === null ? null : (a[i] ?? null)))));
+      }
+      if (out.length > 0) return out;
+    }
   }
 }

@@ -35,6 +35,8 @@ export function describeQueryNode(n: QueryNode): { name: string; attrs: string[]
       return { name: 'recursive cte', attrs: [`name: ${n.name}`, `iteration bound: ${n.maxIterations}`], children: [n.anchor, n.recursive] };
     case 'working-table':
       return { name: 'working table', attrs: [`cte: ${n.name}`], children: [] };
+    case 'project-set':
+      return { name: 'project set', attrs: [`functions: ${n.text.join(', ')}`], children: [n.input] };
     case 'apply':
       return { name: 'apply (correlated subquery)', attrs: [`${n.mode}: ${n.text}`], children: [n.input, n.plan] };
     case 'window':

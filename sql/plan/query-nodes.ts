@@ -195,4 +195,17 @@ export interface ApplyNode {
   readonly columns: readonly ScopeColumn[];
 }
 
-export type QueryNode = ApplyNode | HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode | WindowNode;
+/**
+ * Set-returning functions in the select list (unnest of arrays): per input
+ * row, as many rows as the longest array, each the input row ++ the i-th
+ * element of every array (NULL past a shorter one); no rows when all are empty.
+ */
+export interface ProjectSetNode {
+  readonly kind: 'project-set';
+  readonly input: PlanNode;
+  readonly arrays: readonly EvalFn[];
+  readonly text: readonly string[];
+  readonly columns: readonly ScopeColumn[];
+}
+
+export type QueryNode = ProjectSetNode | ApplyNode | HashJoinNode | LookupJoinNode | AggregateNode | DistinctNode | SetOpNode | SubqueriesNode | RecursiveCteNode | WorkingTableNode | WindowNode;

@@ -77,7 +77,8 @@ export function needsQueryPlanner(s: SelectStatement): boolean {
   if (b.from.length > 1 || b.from.some((f) => f.kind !== 'TableRef')) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && isVirtualTable(f.table))) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && f.alias !== undefined && f.alias.columns.length > 0)) return true;
-  return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, isSpecial)) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
+  const srf = (x: Expr): boolean => x.kind === 'FuncCall' && x.name[x.name.length - 1] === 'unnest';
+  return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, (x) => isSpecial(x) || srf(x))) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
 }
 
 /** A planned relation: its node and the columns its rows hold. */
@@ -764,6 +765,30 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
     scope = new Scope(cur.columns);
     c = compilerFor(q, scope);
   }
+  // unnest(array) in the select list: a project-set node appends the elements.
+  const isUnnest = (x: Expr): boolean => x.kind === 'FuncCall' && x.over === undefined && x.name.length === 1 && x.name[0] === 'unnest' && x.args.length === 1;
+  if (!hasAgg && projTargets.some((t) => exprHas(t.expr, isUnnest))) {
+    const arrays: EvalFn[] = [];
+    const texts: string[] = [];
+    const cols = [...scope.columns];
+    const sc = c;
+    projTargets = projTargets.map((t) => ({
+      alias: t.alias,
+      expr: mapExpr(t.expr, (x) => {
+        if (!isUnnest(x) || x.kind !== 'FuncCall') return x;
+        const a = sc.compile(x.args[0] as Expr);
+        if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function unnest(${formatType(a.type)}) does not exist`);
+        arrays.push(a.fn);
+        texts.push(formatExpr(x));
+        const name = `s${cols.length}`;
+        cols.push({ name, table: '\u0000srf', type: a.type.arrayElem as SqlType, hidden: true });
+        return { kind: 'ColumnRef', names: ['\u0000srf', name], star: false };
+      }),
+    }));
+    node = { kind: 'project-set', input: node, arrays, text: texts, columns: cols };
+    scope = new Scope(cols);
+    c = compilerFor(q, scope);
+  }
   // Window functions: one window node per distinct window, appending a column per call.
   const win = planWindows(q, c, node, scope, projTargets, orderExprs, b.windows);
   if (win !== undefined) {
@@ -878,6 +903,7 @@ function resolveOrderRef(e: Expr, targets: readonly SelectTarget[], scope: Scope
 
 function outputName(t: SelectTarget): string {
   const e = t.expr;
+  if (t.alias === undefined && e.kind === 'FuncCall' && e.name[e.name.length - 1] === 'unnest') return 'unnest';
   if (t.alias === undefined && e.kind === 'SubLink') {
     if (e.type === 'exists') return 'exists';
     if (e.type === 'array') return 'array';
