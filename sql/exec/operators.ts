@@ -70,6 +70,7 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
     case 'working-table':
     case 'window':
     case 'apply':
+    case 'project-set':
       return openQueryNode(node, ctx);
     default:
       return assertNever(node);

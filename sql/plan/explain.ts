@@ -71,6 +71,7 @@ function describe(n: PlanNode): { name: string; attrs: string[]; children: PlanN
     case 'working-table':
     case 'window':
     case 'apply':
+    case 'project-set':
       return describeQueryNode(n);
     default:
       return assertNever(n);
