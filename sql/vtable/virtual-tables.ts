@@ -332,8 +332,14 @@ function constraintDef(d: TableDesc, ix: IndexDesc): string {
 
 const relationNames = new Map<number, string>();
 const relationOids = new Map<string, number>();
-regclassNames.oidOf = (name) => relationOids.get(name);
-regclassNames.nameOf = (oid) => relationNames.get(oid);
+/** PostgreSQL's OIDs of the catalogs tools name with ::regclass (pg_description.classoid = 'pg_class'::regclass). */
+const CATALOG_RELATION_OIDS: ReadonlyMap<string, number> = new Map([
+  ['pg_type', 1247], ['pg_attribute', 1249], ['pg_proc', 1255], ['pg_class', 1259], ['pg_database', 1262], ['pg_am', 2601],
+  ['pg_attrdef', 2604], ['pg_constraint', 2606], ['pg_description', 2609], ['pg_index', 2610], ['pg_namespace', 2615], ['pg_trigger', 2620],
+]);
+const CATALOG_RELATION_NAMES: ReadonlyMap<number, string> = new Map([...CATALOG_RELATION_OIDS].map(([n, o]) => [o, n]));
+regclassNames.oidOf = (name) => relationOids.get(name) ?? CATALOG_RELATION_OIDS.get(name);
+regclassNames.nameOf = (oid) => relationNames.get(oid) ?? CATALOG_RELATION_NAMES.get(oid);
 
 function publishRelation(oid: number, name: string): void {
   relationNames.set(oid, name);
