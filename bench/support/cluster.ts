@@ -10,16 +10,17 @@
  * them and removes the directories and is safe to call twice. Benches call
  * it in `finally` so no process outlives a failed run.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { httpRequest, spawnNodeProcess, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
+import { httpRequest, spawnNodeProcess, startArgs, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
 import { requestInit } from '../../src/server/admin-client.js';
 import type { RangeStatus } from '../../src/server/node.js';
 import { freePorts } from '../../test/support/process-cluster.js';
 import { findPostgresBinDir, startPostgres } from '../../test/support/postgres.js';
+import { ChildGroup } from './child-group.js';
 import { postgresPids, rssBytes } from './proc-stats.js';
 
 export interface BenchTarget {
@@ -53,11 +54,6 @@ function mainJs(): string {
   throw new Error(`bench: ${fromSource} is missing; run \`npx tsc -p .\` first`);
 }
 
-const started = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of started) c.kill('SIGKILL');
-});
-
 /**
  * A local Cairn cluster of `nodes` real processes on 127.0.0.1 (temporary
  * store directories, free ports), initialised through node 1; resolves once
@@ -67,16 +63,8 @@ process.once('exit', () => {
 export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], readyTimeoutMs = 120_000): Promise<CairnCluster> {
   const main = mainJs();
   const dir = mkdtempSync(join(tmpdir(), 'cairn-bench-'));
-  const children: ChildProcess[] = [];
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all(children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 10_000))));
-    for (const c of children) started.delete(c);
-    if (process.env['CAIRN_KEEP_TEST_DIRS'] !== '1') rmSync(dir, { recursive: true, force: true });
-  };
+  const group = new ChildGroup(dir);
+  const stop = (): Promise<void> => group.stop();
   try {
     const ports = await freePorts(3 * nodes);
     const joinList = Array.from({ length: nodes }, (_, i) => `127.0.0.1:${ports[3 * i] as number}`);
@@ -92,11 +80,9 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
     }));
     for (const spec of specs) {
       mkdirSync(spec.store, { recursive: true });
-      const child = spawnNodeProcess(spec, { main });
-      children.push(child);
-      started.add(child);
+      group.add(spawnNodeProcess(spec, { main }));
     }
-    const alive = (i: number) => (): boolean => children[i]?.exitCode === null && children[i]?.signalCode === null;
+    const alive = (i: number) => (): boolean => group.running(i);
     await Promise.all(specs.map((s, i) => waitForHealth('127.0.0.1', s.httpPort, false, readyTimeoutMs, alive(i))));
     await requestInit({ host: '127.0.0.1', port: (specs[0] as NodeProcessSpec).rpcPort });
     await Promise.all(specs.map((s, i) => waitForHealth('127.0.0.1', s.httpPort, true, readyTimeoutMs, alive(i))));
@@ -114,7 +100,7 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
       if (Date.now() > deadline) throw new Error(`bench: ranges not replicated ${want}x within ${readyTimeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 250));
     }
-    const pids = (): number[] => children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid as number);
+    const pids = (): number[] => group.pids();
     return {
       name: 'cairn',
       nodes: specs,

@@ -9,12 +9,12 @@
  * kills them and removes it (idempotent). A process-exit hook kills members
  * if the bench dies first.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, openSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitForExit } from '../../src/cli/node-process.js';
 import { freePorts } from '../../test/support/process-cluster.js';
+import { ChildGroup } from './child-group.js';
 import { rssBytes } from './proc-stats.js';
 
 export interface EtcdCluster {
@@ -25,11 +25,6 @@ export interface EtcdCluster {
   rssMiB(): number[];
   stop(): Promise<void>;
 }
-
-const started = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of started) c.kill('SIGKILL');
-});
 
 function ensureEtcdInstalled(): string {
   try {
@@ -49,16 +44,8 @@ export async function startEtcd(members = 3, readyTimeoutMs = 60_000): Promise<E
   const peer = (i: number): string => `http://127.0.0.1:${ports[2 * i + 1] as number}`;
   const client = (i: number): string => `http://127.0.0.1:${ports[2 * i] as number}`;
   const initial = Array.from({ length: members }, (_, i) => `m${i + 1}=${peer(i)}`).join(',');
-  const children: ChildProcess[] = [];
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all(children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 10_000))));
-    for (const c of children) started.delete(c);
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const group = new ChildGroup(dir);
+  const stop = (): Promise<void> => group.stop();
   try {
     for (let i = 0; i < members; i++) {
       const fd = openSync(join(dir, `m${i + 1}.out`), 'a');
@@ -79,8 +66,7 @@ export async function startEtcd(members = 3, readyTimeoutMs = 60_000): Promise<E
         { stdio: ['ignore', fd, fd], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch } },
       );
       closeSync(fd);
-      children.push(child);
-      started.add(child);
+      group.add(child);
     }
     const deadline = Date.now() + readyTimeoutMs;
     for (let i = 0; i < members; i++) {
@@ -93,7 +79,7 @@ export async function startEtcd(members = 3, readyTimeoutMs = 60_000): Promise<E
         await new Promise((r) => setTimeout(r, 200));
       }
     }
-    const pids = (): number[] => children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid as number);
+    const pids = (): number[] => group.pids();
     return { urls: Array.from({ length: members }, (_, i) => client(i)), version, pids, rssMiB: () => pids().map((p) => Math.round(rssBytes(p) / 2 ** 20)), stop };
   } catch (e) {
     await stop();

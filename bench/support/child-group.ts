@@ -1,0 +1,46 @@
+/**
+ * The server processes one bench target started, and the temporary
+ * directory they live in: their pids (running ones), and stop(), which
+ * SIGKILLs what still runs, waits for the exits and removes the directory
+ * (kept with CAIRN_KEEP_TEST_DIRS=1); idempotent. A process-exit hook kills
+ * the members of every group if the bench dies before calling stop().
+ */
+import type { ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { waitForExit } from '../../src/cli/node-process.js';
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
+export class ChildGroup {
+  private readonly children: ChildProcess[] = [];
+  private stopped = false;
+
+  constructor(readonly dir: string) {}
+
+  add(child: ChildProcess): void {
+    this.children.push(child);
+    live.add(child);
+  }
+
+  running(i: number): boolean {
+    const c = this.children[i];
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  }
+
+  /** The pids of the members still running. */
+  pids(): number[] {
+    return this.children.filter((_, i) => this.running(i)).map((c) => c.pid as number);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (let i = 0; i < this.children.length; i++) if (this.running(i)) this.children[i]?.kill('SIGKILL');
+    await Promise.all(this.children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 10_000))));
+    for (const c of this.children) live.delete(c);
+    if (process.env['CAIRN_KEEP_TEST_DIRS'] !== '1') rmSync(this.dir, { recursive: true, force: true });
+  }
+}
