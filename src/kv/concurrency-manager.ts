@@ -126,6 +126,28 @@ export class ReplicaConcurrency {
     }
   }
 
+  /**
+   * Parallel commit: an EndTxn's in-flight writes that travel in the same
+   * batch are durable with the record (one Raft command), so they leave the
+   * list; every write left is in flight elsewhere. Decided by batch
+   * membership, never by key range: a stale client cache may send a merged
+   * range the record and a write in two separate batches.
+   */
+  rewriteBatch(reqs: readonly Request[]): readonly Request[] {
+    let end = -1;
+    for (let i = 0; i < reqs.length; i++) if ((reqs[i] as Request).kind === 'endTxn') end = i;
+    if (end < 0) return reqs;
+    const q = reqs[end] as Extract<Request, { kind: 'endTxn' }>;
+    if (q.inFlightWrites.length === 0) return reqs;
+    const here = new Set<string>();
+    for (const r of reqs) if (r.kind === 'put' || r.kind === 'cput' || r.kind === 'delete') here.add(r.key.toString('latin1'));
+    const rest = q.inFlightWrites.filter((w) => !here.has(w.key.toString('latin1')));
+    if (rest.length === q.inFlightWrites.length) return reqs;
+    const out = [...reqs];
+    out[end] = { ...q, inFlightWrites: rest };
+    return out;
+  }
+
   /** Pushes a write batch above the reads already served on its spans. */
   prepare(h: EvalHeader, reqs: readonly Request[], spans: readonly DeclaredSpan[], isWrite: boolean): EvalHeader {
     if (!isWrite || ReplicaConcurrency.skipTsCacheBump) return h;

@@ -22,12 +22,6 @@ function inRange(desc: RangeDescriptor, k: Buffer): boolean {
   return compareBytes(k, desc.startKey) >= 0 && compareBytes(k, desc.endKey) < 0;
 }
 
-/** Whether the span lies entirely inside the range. */
-export function spanInRange(desc: RangeDescriptor, s: LockSpan): boolean {
-  if (!inRange(desc, s.key)) return false;
-  return s.endKey === null || compareBytes(s.endKey, desc.endKey) <= 0;
-}
-
 /** The record's metadata as resolution needs it. */
 export function recordMeta(rec: TxnRecord): TxnMeta {
   return { id: rec.id, epoch: rec.epoch, writeTimestamp: rec.writeTimestamp, sequence: 0, key: rec.key, priority: rec.priority, minTimestamp: rec.minTimestamp };

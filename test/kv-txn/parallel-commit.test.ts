@@ -36,7 +36,7 @@ describe('parallel commit', () => {
       return dt;
     };
     for (let i = 0; i < 10; i++) await run(i, [i, 600 + i]); // warm-up
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 150; i++) {
       // Interleaved, so that machine noise hits both alike.
       one.push(await run(i, [10 + i, 100 + i]));
       two.push(await run(i, [200 + i, 700 + i]));
@@ -45,8 +45,8 @@ describe('parallel commit', () => {
     const m2 = median(two);
     const par = db.metrics.parallelCommits;
     console.log(JSON.stringify(db.metrics));
-    console.log(`commit latency (median of 60): 1 range (1PC) ${m1.toFixed(2)} ms, 2 ranges (parallel commit) ${m2.toFixed(2)} ms, ratio ${(m2 / m1).toFixed(2)}; parallel commits ${par}, 1PC ${db.metrics.onePhaseCommits}`);
-    expect(par).toBeGreaterThanOrEqual(60);
+    console.log(`commit latency (median of 150): 1 range (1PC) ${m1.toFixed(2)} ms, 2 ranges (parallel commit) ${m2.toFixed(2)} ms, ratio ${(m2 / m1).toFixed(2)}; parallel commits ${par}, 1PC ${db.metrics.onePhaseCommits}`);
+    expect(par).toBeGreaterThanOrEqual(150);
     expect(m2 / m1).toBeLessThanOrEqual(1.3);
   }, 60_000);
 });

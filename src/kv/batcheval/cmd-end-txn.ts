@@ -2,7 +2,7 @@
  * EndTxn: commits or aborts the transaction (CockroachDB's EndTxn).
  *
  *   abort            → ABORTED record; local intents resolved in this batch
- *   commit, every lock span and in-flight write on this range
+ *   commit, no in-flight write outside this batch (1PC when every lock span is on this range)
  *                    → COMMITTED, local intents resolved in this batch; with
  *                      no record before, no record is written at all (1PC:
  *                      the batch's intents never reach the engine as intents)
@@ -23,7 +23,7 @@ import { formatTimestamp, tsLess } from '../../util/hlc.js';
 import type { EndTxnRequest, TxnRecord } from '../txn-api.js';
 import { TransactionAbortedError, TransactionStatusError, TxnRetryError, recordResponse } from '../txn-api.js';
 import { loadTxnRecord, storeTxnRecord } from '../txn-record.js';
-import { declareRecord, recordMeta, resolveLocal, spanInRange } from '../txn-eval.js';
+import { declareRecord, recordMeta, resolveLocal } from '../txn-eval.js';
 import { registerCommand } from './command.js';
 
 registerCommand<EndTxnRequest>({
@@ -71,7 +71,8 @@ registerCommand<EndTxnRequest>({
     if (record !== null && tsLess(txn.writeTimestamp, record.writeTimestamp)) {
       throw new TxnRetryError('RETRY_SERIALIZABLE', `txn pushed from ${formatTimestamp(txn.writeTimestamp)} to ${formatTimestamp(record.writeTimestamp)}`);
     }
-    const external = req.inFlightWrites.filter((w) => !spanInRange(ctx.desc, { key: w.key, endKey: null }));
+    // The in-flight writes of this very batch were taken out (concurrency-manager.ts rewriteBatch): the rest are elsewhere.
+    const external = req.inFlightWrites;
     if (external.length > 0) {
       const rec = { ...base, status: 'staging' as const, inFlightWrites: external };
       storeTxnRecord(rw, rec, h.timestamp, versionTs, ctx.stats);
