@@ -131,7 +131,12 @@ interface Proposal {
 export interface ApplyEffects {
   readonly done: { p: Proposal; error: Error | null }[];
   truncation: TruncatedState | null;
-  readonly checksums: number[];
+  /**
+   * ComputeChecksum commands applied, each with the engine snapshot taken
+   * right after its own entry was written (null: take it once the round's
+   * batch is durable — the command was the replica's last entry of it).
+   */
+  readonly checksums: { id: number; snap: EngineSnapshot | null }[];
   readonly leases: { lease: Lease; prev: Lease | null }[];
   /** Descriptor-changing triggers applied this round (split-trigger.ts). */
   readonly triggers: Buffer[];
@@ -582,12 +587,20 @@ export class Replica {
    * batch: command writes and the applied state, in order. Updates the
    * in-memory applied state and lease as it goes (later entries of the same
    * round see them); durable effects are finished by finishApply.
+   *
+   * Returns how many entries it staged: it stops right after a
+   * ComputeChecksum command that is not the last entry, so the caller can
+   * make the batch durable and snapshot the engine exactly at that command's
+   * apply position (fx.checksums[last].snap) before staging the rest.
    */
-  stageApply(batch: WriteBatch, entries: readonly Entry[], fx: ApplyEffects): void {
-    if (entries.length === 0) return;
+  stageApply(batch: WriteBatch, entries: readonly Entry[], fx: ApplyEffects): number {
+    if (entries.length === 0) return 0;
     const applied = { ...this.applied, stats: { ...this.applied.stats } };
     this.applied = applied;
-    for (const e of entries) {
+    let n = 0;
+    while (n < entries.length) {
+      const e = entries[n++] as Entry;
+      const checksums = fx.checksums.length;
       if (e.type === EntryType.ConfChange) {
         this.storage.confState = this.raw.applyConfChange(decodeConfChange(e.data));
       } else if (e.data.length > 0) {
@@ -595,8 +608,10 @@ export class Replica {
       }
       applied.raftAppliedIndex = e.index;
       applied.raftAppliedTerm = e.term;
+      if (fx.checksums.length > checksums) break;
     }
     batch.put(encodeMvccKey(rangeAppliedStateKey(this.rangeId)), encodeAppliedState(applied));
+    return n;
   }
 
   private applyCommand(batch: WriteBatch, cmd: RaftCommand, fx: ApplyEffects): void {
@@ -634,7 +649,7 @@ export class Replica {
       this.storage.stageTruncation(batch, se.truncatedState);
       fx.truncation = se.truncatedState;
     }
-    if (se.checksumId !== undefined) fx.checksums.push(se.checksumId);
+    if (se.checksumId !== undefined) fx.checksums.push({ id: se.checksumId, snap: null });
     if (se.trigger !== undefined) {
       this.ctx.stageTrigger(this, batch, se.trigger, cmd.repr);
       fx.triggers.push(se.trigger);
@@ -671,8 +686,8 @@ export class Replica {
       this.ctx.leaseApplied(this, lease, prev);
     }
     for (const t of fx.triggers) this.ctx.finishTrigger(this, t);
-    for (const id of fx.checksums) {
-      const snap = engineSnapshot();
+    for (const { id, snap: at } of fx.checksums) {
+      const snap = at ?? engineSnapshot();
       const slot = this.checksumSlot(id);
       computeRangeChecksum(snap, this.desc)
         .then(slot.resolve, slot.reject)
@@ -719,6 +734,11 @@ export class Replica {
     const prev = this.lease;
     this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
     this.storage.commitSnapshot(index, term, confStateOf(this.desc));
+    // A ComputeChecksum awaited here may be inside the snapshot: this replica
+    // will never apply it. Fail every pending one clearly (the caller retries
+    // with a new id) rather than hang; settled ones are unaffected.
+    const skipped = new CairnError('kv.checksum_superseded', `kv: r${this.rangeId}: a snapshot at index ${index} replaced the log; the checksum was not computed here`, { retryable: true });
+    for (const slot of this.checksums.values()) slot.reject(skipped);
     if (this.lease !== null && !leaseEqual(prev, this.lease)) {
       this.concurrency.onLeaseApplied(this.lease, prev);
       this.ctx.leaseApplied(this, this.lease, prev);

@@ -54,7 +54,7 @@ import { CairnError } from '../util/errors.js';
 import type { Clock } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
-import type { Engine, WriteBatch } from '../../storage/engine.js';
+import type { Engine, Snapshot as EngineSnapshot, WriteBatch } from '../../storage/engine.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { LOCAL_RANGE_PREFIX, decodeRangeLocalKey, rangeAppliedStateKey } from '../../storage/keys.js';
 import { decodeMvccKey, isMvccMetaKey } from '../../storage/mvcc-key.js';
@@ -461,7 +461,7 @@ export class Store implements StoreContext {
     // wait for this round's fsync): their clients are answered one fsync
     // sooner. Entries appended by this very Ready (a single-replica range
     // commits on append) and everything after a snapshot wait for step 3.
-    const early = this.engine.newBatch();
+    let early = this.engine.newBatch();
     const earlyApplies: { r: Replica; fx: ApplyEffects }[] = [];
     const late: { r: Replica; entries: Entry[] }[] = [];
     for (const { r, rd } of rounds) {
@@ -472,7 +472,7 @@ export class Store implements StoreContext {
       while (n < ents.length && (ents[n] as Entry).index <= durable) n++;
       if (n > 0) {
         const fx = newApplyEffects();
-        r.stageApply(early, n === ents.length ? ents : ents.slice(0, n), fx);
+        early = await this.stageApplyAt(early, r, n === ents.length ? ents : ents.slice(0, n), fx);
         earlyApplies.push({ r, fx });
       }
       if (n < ents.length) late.push({ r, entries: n === 0 ? ents : ents.slice(n) });
@@ -500,11 +500,11 @@ export class Store implements StoreContext {
     for (const { r, rd } of rounds) this.route(r, rd.messages, false, byNode);
     this.flush(byNode);
     // 3. Apply the rest: one batch for every replica's remaining committed commands.
-    const ab = this.engine.newBatch();
+    let ab = this.engine.newBatch();
     const applies: { r: Replica; fx: ApplyEffects }[] = [];
     for (const { r, entries } of late) {
       const fx = newApplyEffects();
-      r.stageApply(ab, entries, fx);
+      ab = await this.stageApplyAt(ab, r, entries, fx);
       applies.push({ r, fx });
     }
     if (!ab.isEmpty()) await this.engine.write(ab, { sync: false });
@@ -514,6 +514,25 @@ export class Store implements StoreContext {
       r.raw.advance(rd);
       if (rd.softState !== null && !r.stopped) r.onLeaderChange();
       if (r.raw.hasReady()) this.dirty.add(r);
+    }
+  }
+
+  /**
+   * Stages `entries` of `r` into `b`. A ComputeChecksum command followed by
+   * more entries cuts the batch: what is staged so far is written and the
+   * engine snapshotted right there, so every replica hashes the state at the
+   * command's own apply position (never a later entry of the same round).
+   * Returns the batch to continue staging into.
+   */
+  private async stageApplyAt(b: WriteBatch, r: Replica, entries: readonly Entry[], fx: ApplyEffects): Promise<WriteBatch> {
+    let rest = entries;
+    for (;;) {
+      const n = r.stageApply(b, rest, fx);
+      if (n >= rest.length) return b;
+      await this.engine.write(b, { sync: false });
+      (fx.checksums[fx.checksums.length - 1] as { snap: EngineSnapshot | null }).snap = this.engine.snapshot();
+      b = this.engine.newBatch();
+      rest = rest.slice(n);
     }
   }
 
