@@ -35,9 +35,17 @@ export class ChildGroup {
     return this.children.filter((_, i) => this.running(i)).map((c) => c.pid as number);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Kills every member; with `graceful`, SIGTERM first and up to 20 s for a
+   * clean exit (a node started with --cpu-prof writes its profile then).
+   */
+  async stop(graceful = false): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    if (graceful) {
+      for (let i = 0; i < this.children.length; i++) if (this.running(i)) this.children[i]?.kill('SIGTERM');
+      await Promise.all(this.children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 20_000))));
+    }
     for (let i = 0; i < this.children.length; i++) if (this.running(i)) this.children[i]?.kill('SIGKILL');
     await Promise.all(this.children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 10_000))));
     for (const c of this.children) live.delete(c);

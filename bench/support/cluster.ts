@@ -7,7 +7,9 @@
  * (test/support/postgres.ts, fsync=on, synchronous_commit=on).
  *
  * Ownership: each handle owns its processes and directories; stop() kills
- * them and removes the directories and is safe to call twice. Benches call
+ * them and removes the directories and is safe to call twice.
+ * CAIRN_BENCH_CPU_PROF=<dir> profiles every Cairn node (node --cpu-prof;
+ * stopped with SIGTERM so the profiles are written). Benches call
  * it in `finally` so no process outlives a failed run.
  */
 import { execFileSync } from 'node:child_process';
@@ -64,7 +66,10 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
   const main = mainJs();
   const dir = mkdtempSync(join(tmpdir(), 'cairn-bench-'));
   const group = new ChildGroup(dir);
-  const stop = (): Promise<void> => group.stop();
+  // CAIRN_BENCH_CPU_PROF=<dir>: every node runs with --cpu-prof into <dir>
+  // and is stopped with SIGTERM so that it writes its .cpuprofile.
+  const profDir = process.env['CAIRN_BENCH_CPU_PROF'];
+  const stop = (): Promise<void> => group.stop(profDir !== undefined);
   try {
     const ports = await freePorts(3 * nodes);
     const joinList = Array.from({ length: nodes }, (_, i) => `127.0.0.1:${ports[3 * i] as number}`);
@@ -80,7 +85,16 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
     }));
     for (const spec of specs) {
       mkdirSync(spec.store, { recursive: true });
-      group.add(spawnNodeProcess(spec, { main }));
+      const saved = process.env['NODE_OPTIONS'];
+      if (profDir !== undefined) process.env['NODE_OPTIONS'] = `${saved ?? ''} --cpu-prof --cpu-prof-dir=${resolve(profDir)}`.trim();
+      try {
+        group.add(spawnNodeProcess(spec, { main }));
+      } finally {
+        if (profDir !== undefined) {
+          if (saved === undefined) delete process.env['NODE_OPTIONS'];
+          else process.env['NODE_OPTIONS'] = saved;
+        }
+      }
     }
     const alive = (i: number) => (): boolean => group.running(i);
     await Promise.all(specs.map((s, i) => waitForHealth('127.0.0.1', s.httpPort, false, readyTimeoutMs, alive(i))));
