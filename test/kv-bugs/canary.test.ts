@@ -11,6 +11,7 @@ import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js'
 import { canary, parseCanary } from '../../src/kv/canary.js';
 import { compareTimestamps, type Timestamp } from '../../src/util/hlc.js';
 import type { BatchRequest, Request } from '../../src/kv/api.js';
+import { retryDropped } from './support.js';
 
 const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
 const startCluster = autoCloseClusters();
@@ -19,7 +20,7 @@ const ZERO = { wall: 0, logical: 0 };
 async function send(c: TestCluster, ts: Timestamp, q: Request): Promise<{ timestamp: Timestamp; value: string | null }> {
   const lh = c.leaseholder();
   const ba: BatchRequest = { header: { rangeId: 1, timestamp: ts }, requests: [q] };
-  const res = await c.store(lh).send(ba);
+  const res = await retryDropped(() => c.store(lh).send(ba));
   const r = res.responses[0] as { value?: Buffer | null };
   return { timestamp: res.timestamp, value: r.value === undefined || r.value === null ? null : r.value.toString() };
 }
@@ -90,7 +91,7 @@ describe('kv-bugs: canary flags', () => {
     try {
       await c.waitFor(() => c.leaseholder() >= 0 && c.leaseholder() !== L, 20_000, 'a new leaseholder');
       const nl = c.leaseholder();
-      await c.store(nl).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key, value: Buffer.from('new') }] } as never);
+      await retryDropped(() => c.store(nl).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key, value: Buffer.from('new') }] } as never));
       const readOnL = async () => ((await c.store(L).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'get', key }] } as never)).responses[0] as { value: Buffer | null }).value?.toString();
       await expect(readOnL()).rejects.toThrow();
       canary.expiredLeaseReads = true;
