@@ -6,7 +6,7 @@ import { RpcNodeDialer, KvClient } from '../../src/kv/kv-client.js';
 import { DistSender } from '../../src/kv/dist-sender.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from '../../src/kv/api-codec.js';
 import type { RangeDescriptor } from '../../src/kv/api.js';
-import { ZERO_TIMESTAMP, compareTimestamps, type Timestamp } from '../../src/util/hlc.js';
+import { ZERO_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import type { TestCluster } from '../support/test-cluster.js';
 
 export const key = (i: number): Buffer => Buffer.from(`\x90k${String(i).padStart(6, '0')}`, 'latin1');
@@ -38,24 +38,17 @@ export function client(c: TestCluster, i = 0): KvClient {
 
 /**
  * Writes through `ds` and returns the timestamp the write was acknowledged
- * at. NB: a write on a replica whose timestamp cache starts in the future (a
- * new replica, a merged range, a new lease: concurrency-manager.ts) is pushed
- * above the leaseholder's clock, and a non-transactional read at the
- * leaseholder's "now" right after it can miss it; tests that read their own
- * writes back read at this timestamp (see the report of this change).
+ * at. A write on a replica whose timestamp cache starts in the future (a new
+ * replica, a merged range, a new lease) is pushed above the clocks; the
+ * server commit-waits it (concurrency-manager.ts), so a read right after it
+ * sees it (test/kv-bugs2/new-replica-read.test.ts).
  */
 export async function putAt(ds: DistSender, k: Buffer, v: Buffer): Promise<Timestamp> {
   return (await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'put', key: k, value: v }] })).timestamp;
 }
 
-/**
- * Reads `k` once every running node's clock has passed `ts` (an acknowledged
- * write's timestamp, possibly ahead of the clocks — see putAt), at the
- * leaseholder's now.
- */
-export async function getAfter(c: TestCluster, ds: DistSender, k: Buffer, ts: Timestamp): Promise<Buffer | null> {
-  const passed = (): boolean => Array.from({ length: c.size }, (_, i) => i).every((i) => !c.isRunning(i) || compareTimestamps(c.node(i).clock.now(), ts) > 0);
-  await c.waitFor(passed, 5_000, 'the clocks to pass the write timestamp');
+/** A non-transactional read of `k` at the leaseholder's now, right away. */
+export async function getNow(ds: DistSender, k: Buffer): Promise<Buffer | null> {
   const r = (await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: k }] })).responses[0];
   return r?.kind === 'get' ? r.value : null;
 }
