@@ -18,6 +18,7 @@
  * Ownership: the queue's owner (server or test) calls tick/runOnce; the queue
  * holds no replicas between scans.
  */
+import { CairnError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { silentLogger } from '../util/log.js';
 import type { Replica } from './replica.js';
@@ -57,11 +58,19 @@ export interface QueueImpl {
 export interface QueueMetrics {
   scans: number;
   processed: number;
+  /** Replicas whose processing failed (after the retries of retryable errors). */
   failures: number;
+  /** Retryable errors (a benign conflict, e.g. a concurrent split of the range) retried, not counted as failures. */
+  retries: number;
+  /** The last failure: `r<rangeId>: <code>: <message>` (tests and status pages). */
+  lastFailure: string | null;
 }
 
+/** Attempts per replica and scan when processing fails with a retryable error. */
+const MAX_ATTEMPTS = 3;
+
 export class ReplicaQueue {
-  readonly metrics: QueueMetrics = { scans: 0, processed: 0, failures: 0 };
+  readonly metrics: QueueMetrics = { scans: 0, processed: 0, failures: 0, retries: 0, lastFailure: null };
   private ticks = 0;
   private running: Promise<number> | null = null;
   private readonly log: Logger;
@@ -111,14 +120,24 @@ export class ReplicaQueue {
     for (const { r } of picked) {
       if (this.store() !== store) break;
       if (r.stopped) continue;
-      try {
-        await this.impl.process(r);
-        this.metrics.processed++;
-        n++;
-      } catch (e) {
-        this.metrics.failures++;
-        this.lastError = e as Error;
-        this.log.debug({ queue: this.impl.name, rangeId: r.rangeId, err: (e as Error).message }, 'kv: queue processing failed');
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.impl.process(r);
+          this.metrics.processed++;
+          n++;
+          break;
+        } catch (e) {
+          const retryable = e instanceof CairnError && e.retryable;
+          if (retryable && attempt < MAX_ATTEMPTS && !r.stopped && this.store() === store) {
+            this.metrics.retries++;
+            continue;
+          }
+          this.metrics.failures++;
+          this.lastError = e as Error;
+          this.metrics.lastFailure = `r${r.rangeId}: ${e instanceof CairnError ? e.code : 'error'}: ${(e as Error).message}`;
+          this.log.debug({ queue: this.impl.name, rangeId: r.rangeId, err: (e as Error).message }, 'kv: queue processing failed');
+          break;
+        }
       }
     }
     return n;

@@ -43,7 +43,7 @@ describe('splits', () => {
     const descs = descriptors(c);
     expect(descs.length).toBeGreaterThanOrEqual(200);
     for (const d of descs) for (const { r } of c.replicas(d.rangeId)) if (d.rangeId !== 1) expect(rangeBytes(r)).toBeLessThanOrEqual(4096);
-    expect(queues.reduce((n, q) => n + q.metrics.failures, 0)).toBe(0);
+    expect(queues.reduce((n, q) => n + q.metrics.failures, 0), queues.map((q) => q.metrics.lastFailure).join('; ')).toBe(0);
     await expectAllKeys(new KvClient(distSender(c, 2)), N, bigVal);
     await checkConsistency(c, kv, 100);
   }, 120_000);
