@@ -36,4 +36,32 @@ describe('consistency checksums', () => {
     const sums = await Promise.all([0, 1, 2].map((i) => c.store(i).checksum(desc.rangeId, id)));
     expect(new Set(sums).size, sums.join(' ')).toBe(1);
   }, 60_000);
+
+  it('a checksum covered by a snapshot fails clearly (retryable) instead of hanging', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3, engine: 'level', settings: { raftLogMaxEntries: 50, truncationIntervalTicks: 2 } }));
+    c.startTicker();
+    await c.waitFor(() => c.leaseholder(1) >= 0, 10_000, 'a leaseholder');
+    const victim = (c.leaseholder(1) + 1) % 3;
+    const gw = c.client((victim + 1) % 3);
+    await gw.put(key(0), val(0));
+    await c.stopNode(victim);
+    const id = 777;
+    await gw.batch([{ kind: 'computeChecksum', checksumId: id }]);
+    const at = c.store(c.leader(1)).replica(1)!.applied.raftAppliedIndex;
+    for (let i = 1; i <= 200; i++) await gw.put(key(i), val(i));
+    const lead = c.leader(1);
+    await c.waitFor(() => c.store(lead).replica(1)!.storage.firstIndex() > at + 1, 10_000, 'log truncation past the checksum');
+    await c.restartNode(victim);
+    // Asked before the snapshot arrives: it never applies the command.
+    const asked = c.store(victim).checksum(1, id);
+    const outcome = await Promise.race([
+      asked.then(
+        () => 'computed',
+        (e: unknown) => (e as { code?: string }).code ?? 'error',
+      ),
+      new Promise<string>((r) => setTimeout(() => r('hung'), 10_000)),
+    ]);
+    expect(outcome).toBe('kv.checksum_superseded');
+    expect(c.store(victim).metrics.snapshotsApplied).toBeGreaterThan(0);
+  }, 60_000);
 });
