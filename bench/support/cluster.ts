@@ -8,8 +8,8 @@
  *
  * Ownership: each handle owns its processes and directories; stop() kills
  * them and removes the directories and is safe to call twice.
- * CAIRN_BENCH_CPU_PROF=<dir> profiles every Cairn node (node --cpu-prof;
- * stopped with SIGTERM so the profiles are written). Benches call
+ * CAIRN_BENCH_CPU_PROF=<dir> profiles every Cairn node (V8 CPU profiler
+ * through profiled-node.ts; stopped with SIGTERM so the profiles are written). Benches call
  * it in `finally` so no process outlives a failed run.
  */
 import { execFileSync } from 'node:child_process';
@@ -66,8 +66,9 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
   const main = mainJs();
   const dir = mkdtempSync(join(tmpdir(), 'cairn-bench-'));
   const group = new ChildGroup(dir);
-  // CAIRN_BENCH_CPU_PROF=<dir>: every node runs with --cpu-prof into <dir>
-  // and is stopped with SIGTERM so that it writes its .cpuprofile.
+  // CAIRN_BENCH_CPU_PROF=<dir>: every node runs under the CPU profiler
+  // (profiled-node.ts, compiled only) and is stopped with SIGTERM so that it
+  // writes <dir>/node-<pid>.cpuprofile.
   const profDir = process.env['CAIRN_BENCH_CPU_PROF'];
   const stop = (): Promise<void> => group.stop(profDir !== undefined);
   try {
@@ -85,16 +86,7 @@ export async function startCairn(nodes = 3, extraArgs: readonly string[] = [], r
     }));
     for (const spec of specs) {
       mkdirSync(spec.store, { recursive: true });
-      const saved = process.env['NODE_OPTIONS'];
-      if (profDir !== undefined) process.env['NODE_OPTIONS'] = `${saved ?? ''} --cpu-prof --cpu-prof-dir=${resolve(profDir)}`.trim();
-      try {
-        group.add(spawnNodeProcess(spec, { main }));
-      } finally {
-        if (profDir !== undefined) {
-          if (saved === undefined) delete process.env['NODE_OPTIONS'];
-          else process.env['NODE_OPTIONS'] = saved;
-        }
-      }
+      group.add(spawnNodeProcess(spec, { main: profDir === undefined ? main : fileURLToPath(new URL('./profiled-node.js', import.meta.url)) }));
     }
     const alive = (i: number) => (): boolean => group.running(i);
     await Promise.all(specs.map((s, i) => waitForHealth('127.0.0.1', s.httpPort, false, readyTimeoutMs, alive(i))));
