@@ -1,9 +1,9 @@
 // The CI runs of issue 9 against a real 3-node Cairn cluster (node processes on
 // 127.0.202.11–13 started through the CLI): register under kill + partition, and under
 // clock skew below the max offset — all must be valid, and every fault must show that it
-// bit. The build has no SQL layer mounted yet, so the register runs through the admin KV
-// endpoint (kv-register: single-key reads and writes, checked for linearizability);
-// append and bank need SQL transactions and run once `cairn start` serves SQL.
+// bit. These register runs go through the admin KV endpoint (kv-register: single-key
+// reads and writes, checked for linearizability) and so test the KV layer below SQL; the
+// SQL workloads (append, register over SQL, bank, a canary) are in cairn-sql-ci.test.ts.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
