@@ -999,7 +999,9 @@ function windowFunc(c: ExprCompiler, f: FuncCall, def: WindowDef): WindowFuncSpe
   const text = formatExpr(f);
   if (f.filter !== undefined && !WINDOW_AGGS.has(name)) throw unimplemented(`FILTER on window function ${name}`);
   if (WINDOW_FUNCS.has(name)) {
-    if (f.distinct || f.star) throw new SqlError('sql.syntax_error', '42601', `DISTINCT is not implemented for window functions`);
+    // PostgreSQL's own answer for DISTINCT in a window call: 0A000, same message.
+    if (f.distinct) throw new SqlError('sql.feature_not_supported', '0A000', 'DISTINCT is not implemented for window functions');
+    if (f.star) throw new SqlError('sql.syntax_error', '42601', `${name}(*) is not a valid window function call`);
     if (name === 'row_number' || name === 'rank' || name === 'dense_rank') {
       if (f.args.length !== 0) throw new SqlError('sql.undefined_function', '42883', `function ${name} with arguments does not exist`);
       return { name, args: [], agg: undefined, type: T.int8, text };
