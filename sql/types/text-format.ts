@@ -537,6 +537,14 @@ export function isRectangular(a: readonly Datum[]): boolean {
 }
 
 /** Array input: '{…}' with quoting and backslash escapes, nested braces, NULL. */
+function trimAsciiSpace(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && isSpaceCode(s.charCodeAt(a))) a++;
+  while (b > a && isSpaceCode(s.charCodeAt(b - 1))) b--;
+  return s.slice(a, b);
+}
+
 function parseArray(s: string, elem: SqlType, ctx: TextFormatContext): Datum[] {
   const bad = (detail: string) =>
     new SqlError('sql.invalid_text_representation', '22P02', `malformed array literal: "${s}"`, { detail });
@@ -598,7 +606,7 @@ function parseArray(s: string, elem: SqlType, ctx: TextFormatContext): Datum[] {
             raw += s[i];
             i++;
           }
-          text = raw.trim();
+          text = trimAsciiSpace(raw); // PostgreSQL's array_in trims only ASCII white space
           if (text === '') throw bad('Unexpected "," character.');
         }
         out.push(!quoted && text.toLowerCase() === 'null' ? null : decodeText(text, elem, ctx));
