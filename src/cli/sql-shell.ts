@@ -70,6 +70,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface, type Interface } from 'node:readline';
 import { Command, Option } from 'commander';
 import pg from 'pg';
+import { exitAfterFlush } from './exit.js';
 import { StatementSplitter } from './sql-shell-splitter.js';
 import {
   displayWidth,
@@ -754,8 +755,7 @@ export function sqlCommand(): Command {
     .option('--continue-on-error', 'in batch mode, run the remaining statements after an error (exit status still 1)', false)
     .action(async (flags: SqlShellFlags) => {
       const code = await runSqlShell(flags, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
-      // stdout/stderr are synchronous on Linux pipes, files and terminals: nothing is lost.
-      process.exit(code);
+      await exitAfterFlush(code);
     });
 }
 
