@@ -41,8 +41,9 @@ import { AssertionError } from '../util/assert.js';
 import { CairnError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { DEFAULT_NODE_CONFIG, ServerError, formatHostPort, parseBytes, parseDurationMs, parseHostPort, parseJoinList, type HostPort, type NodeConfig } from '../server/config.js';
-import { Node } from '../server/node.js';
-import { printEngineKeys } from '../server/debug-keys.js';
+// The server's code loads only for the subcommands that run a node or open a store,
+// so `cairn sql` / `cairn workload` start without it.
+import type { Node } from '../server/node.js';
 import { formatNodeStatus, requestClusterStatus, requestDecommission, requestInit } from '../server/admin-client.js';
 import { registerWorkloadCommands } from './workload-command.js';
 import { registerSqlCommand } from './sql-shell.js';
@@ -190,6 +191,7 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
+  const { Node } = await import('../server/node.js');
   node = await Node.start(config, {
     logger: log,
     onFatal: (e) => {
@@ -300,6 +302,7 @@ export function buildProgram(): Command {
     .requiredOption('--store <dir>', 'store directory')
     .option('--values', 'print each value in hex after its key', false)
     .action(async (flags: { store: string; values: boolean }) => {
+      const { printEngineKeys } = await import('../server/debug-keys.js');
       await printEngineKeys(resolve(flags.store), flags.values, (s) => process.stdout.write(s));
     });
 
