@@ -28,6 +28,7 @@ import type { TableName } from '../parser/ast.js';
 import type { Datum } from '../sem/datum.js';
 import type { ScopeColumn } from '../sem/expr.js';
 import { catalogTexts } from '../sem/catalog-builtins.js';
+import { hasPgDefault, pgDefaultText } from './default-deparse.js';
 import { regclassNames } from '../types/text-format.js';
 import { T, Oid, arrayOf, formatType, typeFromOid, typlen, typname, stringLength, numericPrecisionScale, type SqlType } from '../types/type.js';
 
@@ -169,7 +170,7 @@ const PG_CATALOG: Record<string, VTable> = {
       const attr = (rel: number, c: ColumnDesc, num: number): Datum[] => {
         const t = colType(c);
         const coll = t.family === 'string' ? 100 : 0;
-        return [rel, c.name, t.oid, -1, typlen(t), num, t.family === 'array' ? 1 : 0, -1, t.typmod, typlen(t) > 0 && typlen(t) <= 8, 'i', typlen(t) === -1 ? 'x' : 'p', '', !c.nullable, c.defaultExpr !== undefined, false, '', '', false, true, 0, coll, null, null, null];
+        return [rel, c.name, t.oid, -1, typlen(t), num, t.family === 'array' ? 1 : 0, -1, t.typmod, typlen(t) > 0 && typlen(t) <= 8, 'i', typlen(t) === -1 ? 'x' : 'p', '', !c.nullable, hasPgDefault(c.defaultExpr), false, '', '', false, true, 0, coll, null, null, null];
       };
       for (const t of userTables(ctx)) {
         const d = t.desc;
@@ -190,7 +191,7 @@ const PG_CATALOG: Record<string, VTable> = {
       const out: Datum[][] = [];
       for (const t of userTables(ctx)) {
         visibleColumns(t.desc).forEach((c, i) => {
-          if (c.defaultExpr !== undefined) out.push([tableOid(t.desc) + 900 + i, tableOid(t.desc), i + 1, c.defaultExpr]);
+          if (hasPgDefault(c.defaultExpr)) out.push([tableOid(t.desc) + 900 + i, tableOid(t.desc), i + 1, pgDefaultText(c.defaultExpr, colType(c))]);
         });
       }
       return out;
@@ -390,7 +391,7 @@ function infoColumns(ctx: VTableContext): Datum[][] {
       const scale = isInt ? 0 : ps?.scale ?? null;
       const dataType = ty.family === 'array' ? 'ARRAY' : formatType({ ...ty, typmod: -1 });
       const udt = typname({ ...ty, typmod: -1 });
-      out.push([ctx.database, 'public', t.desc.name, c.name, i + 1, c.defaultExpr ?? null, ynYes(c.nullable), dataType, stringLength(ty) ?? null, stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4, precision, radix, scale, ctx.database, 'pg_catalog', udt, 'NO', 'NO', 'NEVER', null, 'YES']);
+      out.push([ctx.database, 'public', t.desc.name, c.name, i + 1, pgDefaultText(c.defaultExpr, ty), ynYes(c.nullable), dataType, stringLength(ty) ?? null, stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4, precision, radix, scale, ctx.database, 'pg_catalog', udt, 'NO', 'NO', 'NEVER', null, 'YES']);
     });
   }
   return out;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { startSqlServer } from '../support/sql-server.js';
 import { runScript } from './run-script.js';
 
-const SCRIPTS = ['knex', 'kysely', 'sequelize', 'drizzle'];
+const SCRIPTS = ['knex', 'kysely', 'sequelize', 'drizzle', 'typeorm'];
 
 describe('ORM scripts on Cairn', () => {
   // One server per script: drizzle-kit push manages every table of its database.

@@ -28,7 +28,8 @@ const Order = new EntitySchema({
     userId: { type: 'int', name: 'user_id' },
     total: { type: 'numeric', precision: 10, scale: 2 },
   },
-  relations: fk ? { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' } } } : {},
+  // The relation always exists; its FOREIGN KEY constraint only with TYPEORM_FK=1.
+  relations: { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' }, createForeignKeyConstraints: fk } },
 });
 
 const ds = new DataSource({ type: 'postgres', url, entities: [User, Order], synchronize: true, logging: false, poolSize: 2 });
@@ -50,6 +51,12 @@ try {
 
   const joined = await ds.createQueryBuilder().select(['u.email AS email', 'o.total AS total']).from('to_orders', 'o').innerJoin('to_users', 'u', 'u.id = o.user_id').orderBy('o.id').getRawMany();
   assert.deepEqual(joined, [{ email: 'a@example.com', total: '19.99' }, { email: 'b@example.com', total: '5.00' }]);
+
+  // The relation loaded through a LEFT JOIN that TypeORM builds itself.
+  const withUser = await orders.find({ relations: { user: true }, order: { id: 'ASC' } });
+  assert.deepEqual(withUser.map((o) => [o.id, o.user?.email]), [[10, 'a@example.com'], [11, 'b@example.com']]);
+  const byUser = await orders.find({ where: { user: { email: 'a@example.com' } }, relations: { user: true } });
+  assert.deepEqual(byUser.map((o) => o.id), [10]);
 
   await ds.transaction(async (m) => {
     await m.getRepository('ToUser').save({ id: 3, email: 'c@example.com' });
