@@ -39,15 +39,22 @@ export interface Read {
   readonly value: string | null;
   /** Own value written earlier in the txn (then the read must see it), else undefined. */
   readonly own: string | null | undefined;
+  /** The read timestamp before and after the operation (diagnostics). */
+  readonly at?: string;
 }
 export interface ScanRead {
   readonly lo: number;
   readonly hi: number;
   readonly rows: readonly [number, string][];
   readonly own: ReadonlyMap<number, string | null>;
+  /** The read timestamp before and after the operation (diagnostics). */
+  readonly at?: string;
 }
 export interface TxnLog {
   readonly name: string;
+  /** The transaction's id (hex prefix) and gateway node, for diagnostics. */
+  id?: string;
+  node?: number;
   status: 'committed' | 'aborted' | 'ambiguous';
   commitTs: Timestamp | null;
   reads: Read[];
@@ -75,12 +82,14 @@ export interface NemesisCounts {
 }
 
 const val = (s: string): Buffer => Buffer.from(s);
+const span = (a: Timestamp, b: Timestamp): string => (tsEqual(a, b) ? formatTimestamp(a) : `${formatTimestamp(a)}→${formatTimestamp(b)}`);
 const keyIndex = (k: Buffer): number => Number(k.toString('latin1').slice(2));
 
 /** Runs one random transaction on db; returns its log. */
-async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promise<TxnLog> {
+async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: number): Promise<TxnLog> {
   const log: TxnLog = { name, status: 'aborted', commitTs: null, reads: [], scans: [], writes: new Map(), discarded: [] };
   const txn: TxnCoordSender = db.newTxn(rng.bool(0.1) ? { priority: rng.bool() ? 'high' : 'low' } : {});
+  log.node = node;
   const nops = 1 + rng.intn(6);
   const planMax = Number(process.env.TXN_NEMESIS_OPMAX ?? 100);
   const plan = Array.from({ length: nops }, () => rng.intn(planMax));
@@ -101,15 +110,17 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promis
         const b = new KVBatch();
         if (p < 30) {
           b.get(tkey(k));
+          const before = txn.readTimestamp();
           const r = await txn.run(b);
-          reads.push({ key: k, value: (r[0] as { value: Buffer | null }).value?.toString() ?? null, own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: txn.readTimestamp() } as Read);
+          reads.push({ key: k, value: (r[0] as { value: Buffer | null }).value?.toString() ?? null, own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: span(before, txn.readTimestamp()) });
         } else if (p < 42) {
           const hi = Math.min(nkeys, k + 1 + rng.intn(5));
           b.scan(tkey(k), tkey(hi));
+          const before = txn.readTimestamp();
           const r = await txn.run(b);
           const own = new Map<number, string | null>();
           for (const [wk, wv] of writes) if (wk >= k && wk < hi) own.set(wk, wv);
-          scans.push({ lo: k, hi, rows: (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => [keyIndex(kv.key), kv.value.toString()] as [number, string]), own });
+          scans.push({ lo: k, hi, rows: (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => [keyIndex(kv.key), kv.value.toString()] as [number, string]), own, at: span(before, txn.readTimestamp()) });
         } else if (p < 67) {
           b.put(tkey(k), val(v));
           written.push(v);
@@ -132,14 +143,15 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promis
           const expected = writes.has(k) ? (writes.get(k) as string | null) : (lastRead?.value ?? null);
           b.cput(tkey(k), val(v), expected === null ? null : val(expected));
           written.push(v);
+          const before = txn.readTimestamp();
           try {
             await txn.run(b);
-            reads.push({ key: k, value: expected, own: writes.has(k) ? (writes.get(k) as string | null) : undefined });
+            reads.push({ key: k, value: expected, own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: span(before, txn.readTimestamp()) });
             writes.set(k, v);
           } catch (e) {
             if (!(e instanceof CairnError && e.code === 'kv.condition_failed')) throw e;
             const actual = (e as unknown as { actual: Buffer | null }).actual;
-            reads.push({ key: k, value: actual === null ? null : actual.toString(), own: writes.has(k) ? (writes.get(k) as string | null) : undefined });
+            reads.push({ key: k, value: actual === null ? null : actual.toString(), own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: span(before, txn.readTimestamp()) });
           }
         } else if (sp === null) {
           sp = { token: await txn.createSavepoint(), writes: new Map(writes), nWritten: written.length };
@@ -160,6 +172,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promis
       }
       if (!committedInBatch) await txn.commit();
       log.status = 'committed';
+      log.id = txn.txnId.toString('hex').slice(0, 8);
       log.commitTs = txn.provisionalCommitTimestamp();
       log.reads = reads;
       log.scans = scans;
@@ -171,6 +184,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number): Promis
     } catch (e) {
       if (e instanceof CairnError && e.ambiguous) {
         log.status = 'ambiguous';
+        log.id = txn.txnId.toString('hex').slice(0, 8);
         log.writes = writes;
         return log;
       }
@@ -242,7 +256,7 @@ export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs:
     Array.from({ length: o.workers }, async (_, w) => {
       const rng = new Prng(o.seed * 1000 + w);
       const db = dbs[w % dbs.length] as TxnDB;
-      for (let t = 0; t < o.txnsPerWorker; t++) logs.push(await runOne(db, rng, `w${w}t${t}`, o.keys));
+      for (let t = 0; t < o.txnsPerWorker; t++) logs.push(await runOne(db, rng, `w${w}t${t}`, o.keys, (w % dbs.length) + 1));
     }),
   );
   done = true;
@@ -355,4 +369,44 @@ export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Tim
   }
   void tsLess;
   return errs;
+}
+
+/**
+ * Diagnostics for violations: the violating transaction (its reads with the
+ * read timestamps they were served at, its writes, its commit timestamp) and
+ * the whole history of every key the first violations name, each version
+ * with its writer, the writer's status and commit timestamp.
+ */
+export function explainViolations(errs: readonly string[], logs: readonly TxnLog[], history: Map<number, { ts: Timestamp; value: string | null }[]>, max = 3): string {
+  const writer = new Map<string, TxnLog>();
+  for (const l of logs) for (const v of l.writes.values()) if (v !== null) writer.set(v, l);
+  const out: string[] = [];
+  const txnLine = (l: TxnLog): string =>
+    `${l.name} id=${l.id ?? '?'} n${l.node ?? '?'} ${l.status} commit=${l.commitTs === null ? '-' : formatTimestamp(l.commitTs)}\n` +
+    l.reads.map((r) => `    read ${r.key} = ${r.value}${r.own !== undefined ? ' (own)' : ''} at ${r.at ?? '?'}\n`).join('') +
+    l.scans.map((sc) => `    scan [${sc.lo},${sc.hi}) = {${sc.rows.map(([k, v]) => `${k}=${v}`).join(',')}} at ${sc.at ?? '?'}\n`).join('') +
+    [...l.writes].map(([k, v]) => `    write ${k} = ${v}\n`).join('');
+  for (const e of errs.slice(0, max)) {
+    out.push(`violation: ${e}`);
+    const name = /^(w\d+t\d+):/.exec(e)?.[1];
+    const l = name === undefined ? undefined : logs.find((x) => x.name === name);
+    const keys = new Set<number>();
+    if (l !== undefined) {
+      out.push(`  txn ${txnLine(l)}`);
+      for (const r of l.reads) keys.add(r.key);
+      for (const sc of l.scans) for (let k = sc.lo; k < sc.hi; k++) keys.add(k);
+    }
+    const km = /key (\d+)/.exec(e);
+    if (km !== null) keys.add(Number(km[1]));
+    const sm = /scan \[(\d+),(\d+)\)/.exec(e);
+    if (sm !== null) for (let k = Number(sm[1]); k < Number(sm[2]); k++) keys.add(k);
+    for (const k of [...keys].sort((a, b) => a - b)) {
+      out.push(`  key ${k}:`);
+      for (const ver of history.get(k) ?? []) {
+        const w = ver.value === null ? undefined : writer.get(ver.value);
+        out.push(`    ${formatTimestamp(ver.ts)} ${ver.value}${w === undefined ? '' : ` by ${w.name} id=${w.id ?? '?'} n${w.node ?? '?'} ${w.status} commit=${w.commitTs === null ? '-' : formatTimestamp(w.commitTs)}`}`);
+      }
+    }
+  }
+  return out.join('\n');
 }

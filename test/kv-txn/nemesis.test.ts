@@ -2,7 +2,8 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters } from '../support/test-cluster.js';
 import { ReplicaConcurrency } from '../../src/kv/concurrency-manager.js';
 import { startTxnCluster, tkey } from './support.js';
-import { readHistory, runNemesis, validate } from './nemesis-support.js';
+import { explainViolations, readHistory, runNemesis, validate, type TxnLog } from './nemesis-support.js';
+import type { Timestamp } from '../../src/util/hlc.js';
 
 const start = autoCloseClusters();
 afterEach(() => {
@@ -29,18 +30,7 @@ describe('kvnemesis-style randomized transactions', () => {
       `txn nemesis: ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
         `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}`,
     );
-    if (errs.length > 0 && process.env.TXN_DEBUG) {
-      const m = /^(w\d+t\d+): read key (\d+)/.exec(errs[0] as string);
-      if (m !== null) {
-        const l = logs.find((x) => x.name === m[1]);
-        console.log('violator', JSON.stringify({ name: l?.name, ts: l?.commitTs, reads: l?.reads, writes: [...(l?.writes ?? [])] }));
-        console.log('history', JSON.stringify(history.get(Number(m[2]))));
-        for (const h of history.get(Number(m[2])) ?? []) {
-          const w = logs.find((x) => [...x.writes.values()].includes(h.value));
-          if (w) console.log('writer', w.name, JSON.stringify(w.commitTs), JSON.stringify(w.reads), JSON.stringify([...w.writes]));
-        }
-      }
-    }
+    if (errs.length > 0) console.log(explainViolations(errs, logs, history));
     expect(errs.slice(0, 10)).toEqual([]);
     expect(committed).toBeGreaterThan(logs.length / 2);
     expect(counts.splits + counts.merges + counts.leaseTransfers).toBeGreaterThan(0);
@@ -51,11 +41,14 @@ describe('kvnemesis-style randomized transactions', () => {
     ReplicaConcurrency.skipTsCacheBump = true;
     const keys = 6;
     let errs: string[] = [];
+    let logs: TxnLog[] = [];
+    let history = new Map<number, { ts: Timestamp; value: string | null }[]>();
     for (let round = 0; round < 5 && errs.length === 0; round++) {
-      const { logs } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED + round, keys, workers: 8, txnsPerWorker: 60, nemesis: false });
-      errs = validate(logs, await readHistory(env.c, env.dbs[0]!, keys));
+      ({ logs } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED + round, keys, workers: 8, txnsPerWorker: 60, nemesis: false }));
+      history = await readHistory(env.c, env.dbs[0]!, keys);
+      errs = validate(logs, history);
     }
-    console.log(`planted bug found: ${errs[0]}`);
+    console.log(`planted bug found:\n${explainViolations(errs, logs, history, 1)}`);
     expect(errs.length).toBeGreaterThan(0);
   }, 240_000);
 });
