@@ -207,11 +207,17 @@ export interface KVRangeInfo {
   readonly leaseholder: number | null;
 }
 
-/** Optional admin operations (SPLIT AT, SHOW RANGES). */
+/**
+ * Optional admin operations (SPLIT AT, SHOW RANGES, SCATTER). The real
+ * node's is src/kv/client/kv-admin.ts (TxnDB.admin).
+ */
 export interface KVAdmin {
+  /** Splits the range holding `key` at `key` (a no-op when a range starts there); manual splits are not merged away. */
   adminSplit(key: Buffer): Promise<void>;
   /** Ranges overlapping [key, endKey), in key order. */
   ranges(key: Buffer, endKey: Buffer): Promise<KVRangeInfo[]>;
+  /** Spreads the leases of the ranges overlapping [key, endKey) over their replicas' nodes; the ranges afterwards. */
+  scatter?(key: Buffer, endKey: Buffer): Promise<KVRangeInfo[]>;
 }
 
 /** The database handle of one node. */

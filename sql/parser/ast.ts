@@ -979,6 +979,15 @@ export interface SplitAtStatement {
   readonly rows: SelectStatement;
 }
 
+/**
+ * `ALTER TABLE t SCATTER` / `ALTER INDEX t@i SCATTER` (CockroachDB's): the
+ * leases of the target's ranges are spread over the nodes holding them.
+ */
+export interface ScatterStatement {
+  readonly kind: 'Scatter';
+  readonly target: RangeTarget;
+}
+
 /** What a zone configuration applies to. */
 export type ZoneTarget =
   | RangeTarget
@@ -1051,6 +1060,7 @@ export type Statement =
   | ShowCreateTableStatement
   | ShowRangesStatement
   | SplitAtStatement
+  | ScatterStatement
   | ConfigureZoneStatement
   | ShowClusterSettingStatement
   | SetClusterSettingStatement;

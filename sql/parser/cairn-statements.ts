@@ -5,6 +5,7 @@
  *   SHOW RANGES FROM TABLE t | FROM INDEX t@i     → ShowRanges
  *   ALTER TABLE t SPLIT AT VALUES (…)[, (…)]      → SplitAt (any query after AT)
  *   ALTER INDEX t@i SPLIT AT …                    → SplitAt
+ *   ALTER TABLE t SCATTER | ALTER INDEX t@i SCATTER → Scatter
  *   ALTER TABLE|INDEX|DATABASE|RANGE x CONFIGURE ZONE USING k = v, … | DISCARD
  *                                                 → ConfigureZone
  *   SELECT … AS OF SYSTEM TIME expr …             → Select { asOfSystemTime }
@@ -111,7 +112,7 @@ export function isCairnStatement(seg: Segment): boolean {
     // The Cairn clause follows the target's name directly: `ALTER TABLE db.t SPLIT AT`, `ALTER INDEX t@i CONFIGURE ZONE`.
     const i = skipName(seg, 2);
     const [x, y] = [seg.toks[i]?.word, seg.toks[i + 1]?.word];
-    return (x === 'split' && y === 'at') || (x === 'configure' && y === 'zone');
+    return (x === 'split' && y === 'at') || (x === 'configure' && y === 'zone') || (x === 'scatter' && y === undefined);
   }
   return findSeq(seg, 0, ['as', 'of', 'system', 'time']) >= 0;
 }
@@ -216,6 +217,7 @@ class CairnStatementParser {
       if (split >= 0) return this.splitAt(split);
       const zone = findSeq(this.seg, 0, ['configure', 'zone']);
       if (zone >= 0) return this.configureZone(zone);
+      if (this.word(this.toks.length - 1) === 'scatter') return this.scatter();
     }
     const aost = findSeq(this.seg, 0, ['as', 'of', 'system', 'time']);
     if (aost >= 0) return this.asOfSystemTime(aost);
@@ -407,6 +409,12 @@ class CairnStatementParser {
     const [target, next] = this.rangeTarget(1);
     if (next !== split) this.error(next, 'expected SPLIT AT');
     return { kind: 'SplitAt', target, rows: this.query(split + 2) };
+  }
+
+  private scatter(): Statement {
+    const [target, next] = this.rangeTarget(1);
+    this.expectEnd(this.expect(next, 'scatter'));
+    return { kind: 'Scatter', target };
   }
 
   private configureZone(zone: number): Statement {

@@ -628,6 +628,8 @@ export function formatStatement(s: Statement): string {
       return `SHOW RANGES FROM ${formatRangeTarget(s.target)}`;
     case 'SplitAt':
       return `ALTER ${formatRangeTarget(s.target)} SPLIT AT ${formatSelect(s.rows)}`;
+    case 'Scatter':
+      return `ALTER ${formatRangeTarget(s.target)} SCATTER`;
     case 'ConfigureZone': {
       const head = `ALTER ${formatZoneTarget(s.target)} CONFIGURE ZONE`;
       if (s.discard) return `${head} DISCARD`;

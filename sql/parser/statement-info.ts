@@ -100,6 +100,8 @@ export function statementTag(s: Statement): string {
       return 'SHOW RANGES';
     case 'SplitAt':
       return 'SPLIT';
+    case 'Scatter':
+      return 'SCATTER';
     case 'ConfigureZone':
       return 'CONFIGURE ZONE';
     case 'SetClusterSetting':
@@ -122,6 +124,7 @@ export function statementReturnType(s: Statement): StatementReturnType {
     case 'ShowCreateTable':
     case 'ShowRanges':
     case 'SplitAt':
+    case 'Scatter':
       return 'rows';
     case 'Insert':
     case 'Update':

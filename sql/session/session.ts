@@ -44,18 +44,19 @@
  * "restart transaction: …"; ambiguous ones 40003).
  */
 import { CairnError } from '../../src/util/errors.js';
-import { prettyKey, tableSpan } from '../../storage/keys.js';
+import { prettyKey, tableIndexSpan, tableSpan } from '../../storage/keys.js';
 import type { ColumnDescriptor, TxnStatus } from '../pgwire/backend.js';
 import { PgError } from '../pgwire/errors.js';
 import type { FormatCode } from '../pgwire/frontend.js';
 import type { BindParams, ExecuteResult, Portal, PreparedStatement, RowSink, SessionBackend, SimpleQuerySink } from '../pgwire/session-backend.js';
-import type { ParsedStatement, Statement, TableName, TransactionModes, Expr } from '../parser/ast.js';
+import type { ParsedStatement, RangeTarget, Statement, TableName, TransactionModes, Expr } from '../parser/ast.js';
 import { formatExpr } from '../parser/format.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import type { StatementCache } from '../parser/statement-cache.js';
 import { statementTag } from '../parser/statement-info.js';
 import { T, typeFromOid, typlen, type SqlType } from '../types/type.js';
-import { KVBatch, type KVDB, type KVTxn, type KVTxnOptions } from '../kv.js';
+import { KVBatch, type KVAdmin, type KVDB, type KVRangeInfo, type KVTxn, type KVTxnOptions } from '../kv.js';
+import { indexCodecs } from '../rowenc/index-codec.js';
 import type { Timestamp } from '../../src/util/hlc.js';
 import { parseInterval } from '../types/interval.js';
 import { parseTimestampTz } from '../types/datetime.js';
@@ -777,7 +778,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       }
       case 'DropTable':
         if (ast.cascade) throw unimplemented('DROP TABLE … CASCADE');
-        return util(await dropTables(txn, this.database, ast.tables, ast.ifExists));
+        return util(await dropTables(txn, this.database, ast.tables, ast.ifExists, ast.cascade));
       case 'Truncate': {
         if (ast.cascade) throw unimplemented('TRUNCATE … CASCADE');
         const snap = await this.verifiedSnapshot(txn);
@@ -816,7 +817,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'ShowRanges':
         return util(await this.showRanges(txn, ast.target));
       case 'SplitAt':
-        return util(await this.splitAt(txn, ast, sink));
+        return util(await this.splitAt(txn, ast));
+      case 'Scatter':
+        return util(await this.scatter(txn, ast.target));
       default:
         throw unimplemented(statementTag(ast));
     }
@@ -883,21 +886,33 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     if (this.user !== 'root') throw new SqlError('sql.insufficient_privilege', '42501', `permission denied to ${what.toLowerCase()}`);
   }
 
-  private async showRanges(txn: SqlTxn, target: Extract<Statement, { kind: 'ShowRanges' }>['target']): Promise<UtilityResult> {
-    if (target.kind !== 'table') throw unimplemented('SHOW RANGES FROM INDEX');
+  /**
+   * The key span, key types and key-prefix encoder of a range statement's
+   * target: a table (its whole span, the primary key) or one index
+   * (`t@i`; the primary index by its name too).
+   */
+  private rangeTarget(snap: CatalogSnapshot, target: RangeTarget): { span: { key: Buffer; endKey: Buffer }; keyTypes: readonly SqlType[]; encode: (vals: readonly Datum[]) => Buffer } {
+    const t = resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, target.table);
+    const pkTypes = t.codec.pkOrdinals.map((o) => t.codec.types[o] as SqlType);
+    if (target.kind === 'table') return { span: tableSpan(t.desc.id), keyTypes: pkTypes, encode: (v) => t.codec.encodeKeyPrefix(v) };
+    if (target.index === t.desc.primaryIndex.name) return { span: tableIndexSpan(t.desc.id, t.desc.primaryIndex.id), keyTypes: pkTypes, encode: (v) => t.codec.encodeKeyPrefix(v) };
+    const i = t.desc.indexes.findIndex((x) => x.name === target.index);
+    const ix = t.desc.indexes[i];
+    const codec = indexCodecs(t.desc, t.codec)[i];
+    if (ix === undefined || codec === undefined) throw new SqlError('sql.undefined_object', '42704', `index "${target.index}" does not exist`);
+    return { span: tableIndexSpan(t.desc.id, ix.id), keyTypes: codec.keyOrdinals.map((o) => t.codec.types[o] as SqlType), encode: (v) => codec.encodeKeyPrefix(v) };
+  }
+
+  private requireAdmin(what: string): KVAdmin {
     const admin = this.deps.db.admin;
-    if (admin === undefined) throw unimplemented('SHOW RANGES (no admin interface on this node)');
-    const t = resolveTable({ snapshot: await this.verifiedSnapshot(txn), database: this.database, paramTypes: [] }, target.table);
-    const span = tableSpan(t.desc.id);
-    const ranges = await admin.ranges(span.key, span.endKey);
+    if (admin === undefined) throw unimplemented(`${what} (no admin interface on this node)`);
+    return admin;
+  }
+
+  /** SHOW RANGES / SCATTER rows: start and end relative to the target's span ('…' where a range reaches past it). */
+  private rangeRows(ranges: readonly KVRangeInfo[], span: { key: Buffer; endKey: Buffer }, tag: string): UtilityResult {
     return {
-      columns: [
-        { name: 'start_key', type: T.text },
-        { name: 'end_key', type: T.text },
-        { name: 'range_id', type: T.int8 },
-        { name: 'replicas', type: T.text },
-        { name: 'lease_holder', type: T.int8 },
-      ],
+      columns: RANGE_COLUMNS,
       rows: ranges.map((r) => [
         Buffer.compare(r.startKey, span.key) <= 0 ? '…' : prettyKey(r.startKey),
         Buffer.compare(r.endKey, span.endKey) >= 0 ? '…' : prettyKey(r.endKey),
@@ -905,41 +920,51 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         `{${r.replicas.join(',')}}`,
         r.leaseholder === null ? null : BigInt(r.leaseholder),
       ]),
-      tag: 'SHOW RANGES',
+      tag,
     };
   }
 
-  private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>, _sink: RowSink): Promise<UtilityResult> {
-    if (ast.target.kind !== 'table') throw unimplemented('ALTER INDEX … SPLIT AT');
-    const admin = this.deps.db.admin;
-    if (admin === undefined) throw unimplemented('SPLIT AT (no admin interface on this node)');
+  private async showRanges(txn: SqlTxn, target: RangeTarget): Promise<UtilityResult> {
+    const admin = this.requireAdmin('SHOW RANGES');
+    const { span } = this.rangeTarget(await this.verifiedSnapshot(txn), target);
+    return this.rangeRows(await admin.ranges(span.key, span.endKey), span, 'SHOW RANGES');
+  }
+
+  /** ALTER TABLE|INDEX … SCATTER: spreads the leases of the target's ranges over their nodes. */
+  private async scatter(txn: SqlTxn, target: RangeTarget): Promise<UtilityResult> {
+    const admin = this.requireAdmin('SCATTER');
+    if (admin.scatter === undefined) throw unimplemented('SCATTER (this node cannot move leases)');
+    const { span } = this.rangeTarget(await this.verifiedSnapshot(txn), target);
+    const ranges = await admin.scatter(span.key, span.endKey);
+    return this.rangeRows(ranges, span, `SCATTER ${ranges.length}`);
+  }
+
+  private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>): Promise<UtilityResult> {
+    const admin = this.requireAdmin('SPLIT AT');
     const snap = await this.verifiedSnapshot(txn);
-    const t = resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, ast.target.table);
+    const target = this.rangeTarget(snap, ast.target);
     const q = planSelect({ snapshot: snap, database: this.database, paramTypes: [] }, ast.rows);
     const ctx: ExecCtx = { txn, env: this.env(txn, []), checkCancel: this.checkCancel };
     const it = open(q.root, ctx);
     const out: Datum[][] = [];
     const qcols = q.result ?? [];
-    if (qcols.length > t.codec.pkOrdinals.length) throw new SqlError('sql.syntax_error', '42601', `too many columns in SPLIT AT data`);
+    if (qcols.length > target.keyTypes.length) throw new SqlError('sql.syntax_error', '42601', `too many columns in SPLIT AT data`);
     for (;;) {
       const b = await it.next();
       if (b === null) break;
       for (const row of b) {
         const vals = row.map((v, i) => {
-          const ct = t.codec.types[t.codec.pkOrdinals[i] as number] as SqlType;
+          const ct = target.keyTypes[i] as SqlType;
           const qt = (qcols[i] as ResultColumn).type;
           return v === null || qt.family === ct.family ? v : datumFromText(datumToText(v, qt), ct);
         });
-        const key = t.codec.encodeKeyPrefix(vals);
+        const key = target.encode(vals);
         await admin.adminSplit(key);
         out.push([key, prettyKey(key)]);
       }
     }
     return {
-      columns: [
-        { name: 'key', type: T.bytea },
-        { name: 'pretty', type: T.text },
-      ],
+      columns: utilityColumns(ast) as OutColumn[],
       rows: out,
       tag: `SELECT ${out.length}`,
     };
@@ -1065,6 +1090,14 @@ export function asOfTimestamp(e: Expr, now: Timestamp): Timestamp {
 }
 
 /** Result columns of statements that are not planned (for Describe). */
+/** The columns of SHOW RANGES and SCATTER. */
+const RANGE_COLUMNS: readonly OutColumn[] = (['start_key', 'end_key', 'range_id', 'replicas', 'lease_holder'] as const).map((name) => ({
+  name,
+  type: name === 'range_id' || name === 'lease_holder' ? T.int8 : T.text,
+  tableOid: 0,
+  columnAttr: 0,
+}));
+
 function utilityColumns(ast: Statement): OutColumn[] | undefined {
   const c = (name: string, type: SqlType = T.text): OutColumn => ({ name, type, tableOid: 0, columnAttr: 0 });
   switch (ast.kind) {
@@ -1079,7 +1112,8 @@ function utilityColumns(ast: Statement): OutColumn[] | undefined {
     case 'ShowCreateTable':
       return [c('table_name'), c('create_statement')];
     case 'ShowRanges':
-      return [c('start_key'), c('end_key'), c('range_id', T.int8), c('replicas'), c('lease_holder', T.int8)];
+    case 'Scatter':
+      return RANGE_COLUMNS.slice();
     case 'SplitAt':
       return [c('key', T.bytea), c('pretty')];
     case 'Explain':

@@ -12,6 +12,14 @@
  * node whose clock is out of bounds (DESIGN.md §6) refuses new sessions
  * (SQLSTATE 58000) rather than risk a stale read.
  *
+ * SQL's range statements (SPLIT AT, SHOW RANGES, SCATTER) use the KVDB's
+ * admin (src/kv/client/kv-admin.ts, TxnDB.admin). Moving a lease must be
+ * proposed by the node holding it, so mountSql installs a LeaseTransferer:
+ * Node.transferLease when this node holds the lease, otherwise the holder's
+ * own admin endpoint (POST /_admin/transfer-lease on its --http-addr, found
+ * in the node directory). NB: an RPC method for it would save the HTTP hop;
+ * lease moves are rare admin operations, so the existing endpoint serves.
+ *
  * Ownership: src/server owns the listener and its sockets; pgwire owns the
  * protocol.
  */
@@ -22,11 +30,56 @@ import { CancelRegistry } from '../../sql/pgwire/cancel-registry.js';
 import { handlePgConnection } from '../../sql/pgwire/server.js';
 import type { AuthMethod, SessionFactory } from '../../sql/pgwire/session-backend.js';
 import type { KVDB } from '../../sql/kv.js';
+import { CairnError } from '../util/errors.js';
+import type { RangeDescriptor } from '../kv/api.js';
+import type { LeaseTransferer } from '../kv/client/kv-admin.js';
+import { TxnDB } from '../kv/client/txn-db.js';
 import { ServerError, formatHostPort, type HostPort } from './config.js';
 
 export interface SqlServingState {
   /** Null while the node may serve; otherwise why it refuses. */
   notServingReason(): string | null;
+}
+
+/** What the lease transferer needs of the node (Node has it). */
+export interface LeaseMover {
+  readonly rpc: { readonly nodeId: number };
+  readonly directory: { get(nodeId: number): { readonly httpAddr: string } | undefined };
+  /** Moves the lease of rangeId, held on this node, to the replica on toNodeId. */
+  transferLease(rangeId: number, toNodeId: number): Promise<void>;
+}
+
+function isLeaseMover(x: object): x is LeaseMover {
+  const m = x as Partial<LeaseMover>;
+  return typeof m.transferLease === 'function' && m.rpc !== undefined && m.directory !== undefined;
+}
+
+/** HTTP timeout of a lease transfer asked of another node. */
+const TRANSFER_TIMEOUT_MS = 10_000;
+
+/** The LeaseTransferer of a node (see the header). */
+export function nodeLeaseTransferer(node: LeaseMover): LeaseTransferer {
+  return async (desc: RangeDescriptor, fromNodeId: number, toNodeId: number): Promise<void> => {
+    if (fromNodeId === node.rpc.nodeId) return node.transferLease(desc.rangeId, toNodeId);
+    const peer = node.directory.get(fromNodeId);
+    if (peer === undefined) throw new ServerError('server.unknown_node', `server: n${fromNodeId} is not in the node directory`, { retryable: true });
+    let res: Response;
+    try {
+      res = await fetch(`http://${peer.httpAddr}/_admin/transfer-lease`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ rangeId: desc.rangeId, toNodeId }),
+        signal: AbortSignal.timeout(TRANSFER_TIMEOUT_MS),
+      });
+    } catch (e) {
+      // The transfer may or may not have been proposed; the caller re-reads the lease.
+      throw new ServerError('server.transfer_failed', `server: lease transfer of r${desc.rangeId} through n${fromNodeId}: ${(e as Error).message}`, { retryable: true, cause: e });
+    }
+    if (res.ok) return;
+    const body = (await res.json().catch(() => ({}))) as { code?: string; message?: string };
+    // The holder's own code (kv.not_lease_holder when the lease moved meanwhile) so the caller can retry.
+    throw new CairnError(body.code ?? 'server.transfer_failed', body.message ?? `server: lease transfer of r${desc.rangeId} failed (HTTP ${res.status})`);
+  };
 }
 
 const NOT_MOUNTED = 'sql: the SQL layer is not mounted on this node yet (it mounts once the cluster can run transactions)';
@@ -53,6 +106,7 @@ export function unmountedSessionFactory(state: SqlServingState): SessionFactory 
  */
 export async function mountSql(kvdb: KVDB | null, state: SqlServingState, opts: { insecure: boolean; rootPassword?: string }): Promise<SessionFactory> {
   if (kvdb === null) return unmountedSessionFactory(state);
+  if (kvdb instanceof TxnDB && !kvdb.admin.canScatter && isLeaseMover(state)) kvdb.admin.useLeaseTransferer(nodeLeaseTransferer(state));
   const { createSqlServer } = await import('../../sql/server-entry.js');
   const sql = await createSqlServer(kvdb, { insecure: opts.insecure, ...(opts.rootPassword === undefined ? {} : { rootPassword: opts.rootPassword }) });
   return {

@@ -7,6 +7,11 @@
  *   const db = new TxnDB({ sender: distSender, clock, nodeId, prng });
  *   const txn = db.newTxn();  await txn.run(batch);  await txn.commit();
  *   await db.runTxn(async (txn) => …)      // retries retryable errors (restart)
+ *   await db.admin.adminSplit(key)         // SPLIT AT / SHOW RANGES / SCATTER (kv-admin.ts)
+ *
+ * `admin` (sql/kv.ts KVAdmin) splits and lists ranges through the same
+ * Sender; it moves leases (SCATTER) once the composition root installs a
+ * LeaseTransferer (src/server/sql-server.ts mountSql, or the test cluster).
  *
  * Ownership: one per node; time (heartbeat timer, waits) through the
  * injected `every`/`sleep`, randomness through the injected Prng.
@@ -18,6 +23,7 @@ import type { Sender } from '../kv-client.js';
 import { IntentResolver } from '../txn-intent-resolver.js';
 import { TxnPusher } from '../txn-pusher.js';
 import { TxnCoordSender, type TxnMetrics } from './txn-coord-sender.js';
+import { KVClusterAdmin, type LeaseTransferer } from './kv-admin.js';
 import type { KVTxnOptions } from './kv-txn-types.js';
 
 export interface TxnDBOptions {
@@ -30,6 +36,8 @@ export interface TxnDBOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** How long a pusher waits for a conflicting transaction before giving up (default 30 s). */
   readonly maxLockWaitMs?: number;
+  /** How SCATTER moves leases (kv-admin.ts); may also be installed later with admin.useLeaseTransferer. */
+  readonly transferLease?: LeaseTransferer;
 }
 
 function defaultEvery(ms: number, fn: () => void): () => void {
@@ -42,11 +50,19 @@ export class TxnDB {
   readonly nodeId: number;
   readonly resolver: IntentResolver;
   readonly pusher: TxnPusher;
+  /** SPLIT AT, SHOW RANGES, SCATTER (sql/kv.ts KVAdmin). */
+  readonly admin: KVClusterAdmin;
   readonly metrics: TxnMetrics = { commits: 0, onePhaseCommits: 0, parallelCommits: 0, aborts: 0, refreshes: 0, refreshFailures: 0, restarts: 0 };
 
   constructor(private readonly opts: TxnDBOptions) {
     this.nodeId = opts.nodeId;
     this.resolver = new IntentResolver({ sender: opts.sender, ...(opts.sleep === undefined ? {} : { sleep: opts.sleep }) });
+    this.admin = new KVClusterAdmin({
+      sender: opts.sender,
+      prng: opts.prng,
+      ...(opts.transferLease === undefined ? {} : { transferLease: opts.transferLease }),
+      ...(opts.sleep === undefined ? {} : { sleep: opts.sleep }),
+    });
     this.pusher = new TxnPusher({ sender: opts.sender, clock: opts.clock, resolver: this.resolver, ...(opts.sleep === undefined ? {} : { sleep: opts.sleep }), ...(opts.maxLockWaitMs === undefined ? {} : { maxWaitMs: opts.maxLockWaitMs }) });
   }
 
