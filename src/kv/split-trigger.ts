@@ -29,6 +29,10 @@
  *     received a snapshot of the new range before applying the split), the
  *     right range's keys the command wrote are put back as they are — that
  *     replica is ahead.
+ *  An uninitialized placeholder of the right range is dropped at stage time
+ *  and none is created until the right replica is installed (Store
+ *  beginInstall/installReplica): a placeholder loaded from the state staged
+ *  here would acknowledge entries the installed replica never saw.
  *  Once the batch is durable (finishRangeTrigger): the left replica serves
  *  the new descriptor (it already did from stage time), the Store installs the
  *  right-hand Replica; the store holding the lease campaigns for the right
@@ -89,6 +93,9 @@ export function stageRangeTrigger(store: Store, r: Replica, batch: WriteBatch, t
   };
   batch.put(encodeMvccKey(raftTruncatedStateKey(t.right.rangeId)), encodeTruncatedState({ index: RAFT_INITIAL_LOG_INDEX, term: RAFT_INITIAL_LOG_TERM }));
   batch.put(encodeMvccKey(raftHardStateKey(t.right.rangeId)), encodeHardState(hs));
+  // From here until finishRangeTrigger installs the replica, no placeholder
+  // of the right range may exist on this store (Store.beginInstall).
+  store.beginInstall(t.right.rangeId);
 }
 
 export function finishRangeTrigger(store: Store, r: Replica, trigger: Buffer): void {

@@ -161,6 +161,13 @@ export class Store implements StoreContext {
   private readonly incomingSnapshots = new Map<number, PendingSnapshot>();
   private readonly chunks = new Map<string, KeyValue[]>();
   private readonly creating = new Set<number>();
+  /**
+   * Ranges whose replica a split trigger is creating here: staged in an
+   * apply batch, installed once durable (installReplica). Meanwhile no
+   * uninitialized placeholder may exist or be created for them, and their
+   * Raft messages are dropped (the leader retransmits).
+   */
+  private readonly installing = new Set<number>();
   private readonly schedule: (fn: () => void) => void;
 
   private constructor(opts: StoreOptions, ident: StoreIdent) {
@@ -276,11 +283,37 @@ export class Store implements StoreContext {
   async installReplica(desc: RangeDescriptor): Promise<Replica> {
     const old = this.replicas.get(desc.rangeId);
     assert(old === undefined || !old.initialized, `kv: r${desc.rangeId} is already on s${this.ident.storeId}`);
-    old?.stop();
-    const r = await Replica.load(this, desc);
-    this.replicas.set(desc.rangeId, r);
-    this.enqueueReady(r);
-    return r;
+    this.installing.add(desc.rangeId);
+    if (old !== undefined) this.removeReplica(desc.rangeId);
+    try {
+      const r = await Replica.load(this, desc);
+      // Nothing can have taken the slot meanwhile: placeholders are refused
+      // while the range is installing (createUninitialized).
+      assert(!this.replicas.has(desc.rangeId), `kv: r${desc.rangeId} appeared on s${this.ident.storeId} while its replica was installed`);
+      this.replicas.set(desc.rangeId, r);
+      this.enqueueReady(r);
+      return r;
+    } finally {
+      this.installing.delete(desc.rangeId);
+    }
+  }
+
+  /**
+   * A split trigger is about to write the initial Raft state of `rangeId`'s
+   * replica here (its apply batch): an uninitialized placeholder of the range
+   * is stopped and dropped now, and none may be created until
+   * installReplica has loaded the replica from that state. A placeholder
+   * created from the engine in between would load the split's log (truncated
+   * at 10), accept the leader's entries and acknowledge them, and the
+   * replica installed from the engine a moment earlier would then lack
+   * them: the leader's next heartbeat (commit = its match, 11) crashed raft
+   * with `tocommit(11) out of range [lastIndex(10)]`.
+   */
+  beginInstall(rangeId: number): void {
+    const old = this.replicas.get(rangeId);
+    assert(old === undefined || !old.initialized, `kv: r${rangeId} is already initialized on s${this.ident.storeId}`);
+    this.installing.add(rangeId);
+    if (old !== undefined) this.removeReplica(rangeId);
   }
 
   /**
@@ -341,6 +374,7 @@ export class Store implements StoreContext {
   handleRaftMessages(b: RaftMessageBatch): void {
     if (this.stopped) return;
     for (const m of b.messages) {
+      if (this.installing.has(m.rangeId)) continue;
       const r = this.replicas.get(m.rangeId);
       if (r === undefined) {
         if (!this.isStaleForRemoved(m)) void this.createUninitialized(b, m);
@@ -388,7 +422,7 @@ export class Store implements StoreContext {
     this.creating.add(m.rangeId);
     try {
       const r = await Replica.uninitialized(this, m.rangeId, m.toReplicaId);
-      if (this.stopped || this.replicas.has(m.rangeId) || this.isStaleForRemoved(m)) return;
+      if (this.stopped || this.replicas.has(m.rangeId) || this.installing.has(m.rangeId) || this.isStaleForRemoved(m)) return;
       this.replicas.set(m.rangeId, r);
       r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
       r.stepMessage(m.message, m.quiesce);
