@@ -44,6 +44,7 @@ import {
   encodeUint,
   type DatabaseDesc,
   type Descriptor,
+  type ForeignKeyDesc,
   type TableDesc,
   type SequenceDesc,
   type ViewDesc,
@@ -56,6 +57,17 @@ export interface TableEntry {
   readonly desc: TableDesc;
   readonly codec: RowCodec;
   readonly db: DatabaseDesc;
+  /** Foreign keys of this table (it is the child), resolved to both tables' entries. */
+  readonly outboundFks: readonly FkRef[];
+  /** Foreign keys of other tables (or self) referencing this one. */
+  readonly inboundFks: readonly FkRef[];
+}
+
+/** A foreign key with both of its tables resolved in one snapshot (a self-reference has child === parent). */
+export interface FkRef {
+  readonly fk: ForeignKeyDesc;
+  readonly child: TableEntry;
+  readonly parent: TableEntry;
 }
 
 /** All descriptors as of one schema version; immutable. */
@@ -86,8 +98,26 @@ export class CatalogSnapshot {
       if (d.kind !== 'table') continue;
       const db = this.byId.get(d.parentId);
       if (db === undefined || db.kind !== 'database') continue;
-      this.tables.set(`${d.parentId}/${d.name}`, { desc: d, codec: new RowCodec(d), db });
+      this.tables.set(`${d.parentId}/${d.name}`, { desc: d, codec: new RowCodec(d), db, outboundFks: [], inboundFks: [] });
     }
+    const byTableId = new Map<number, TableEntry>();
+    for (const t of this.tables.values()) byTableId.set(t.desc.id, t);
+    for (const child of byTableId.values()) {
+      for (const fk of child.desc.foreignKeys ?? []) {
+        const parent = byTableId.get(fk.referencedTableId);
+        if (parent === undefined) continue;
+        const ref: FkRef = { fk, child, parent };
+        (child.outboundFks as FkRef[]).push(ref);
+        (parent.inboundFks as FkRef[]).push(ref);
+      }
+    }
+  }
+
+  /** A table by descriptor id. */
+  tableById(id: number): TableEntry | undefined {
+    const d = this.byId.get(id);
+    if (d === undefined || d.kind !== 'table') return undefined;
+    return this.tables.get(`${d.parentId}/${d.name}`);
   }
 
   database(name: string): DatabaseDesc | undefined {

@@ -78,6 +78,30 @@ export interface CheckDesc {
   readonly expr: string;
 }
 
+/** A foreign key's referential action (ON DELETE / ON UPDATE). */
+export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
+
+/**
+ * A foreign key, stored on the referencing ("child") table
+ * (sql/schema/foreign-keys.ts, enforced by sql/exec/fk-actions.ts):
+ * `columnIds[i]` references `referencedColumnIds[i]` of table
+ * `referencedTableId`, whose column set is its primary key or a unique
+ * index. The child always has an index whose key starts with `columnIds`
+ * (created implicitly if none existed), so the rows referencing a parent key
+ * are one span scan. `validated` is false after ADD … NOT VALID until
+ * VALIDATE CONSTRAINT (PostgreSQL's convalidated).
+ */
+export interface ForeignKeyDesc {
+  readonly name: string;
+  readonly columnIds: readonly number[];
+  readonly referencedTableId: number;
+  readonly referencedColumnIds: readonly number[];
+  readonly match: 'simple' | 'full';
+  readonly onDelete: FkAction;
+  readonly onUpdate: FkAction;
+  readonly validated: boolean;
+}
+
 export interface TableDesc {
   readonly kind: 'table';
   readonly id: number;
@@ -90,6 +114,8 @@ export interface TableDesc {
   readonly indexes: readonly IndexDesc[];
   readonly nextIndexId: number;
   readonly checks: readonly CheckDesc[];
+  /** Outbound foreign keys (absent in descriptors written before them: none). */
+  readonly foreignKeys?: readonly ForeignKeyDesc[];
 }
 
 export interface DatabaseDesc {

@@ -27,6 +27,7 @@ import type { EvalFn } from '../sem/expr.js';
 import type { DeleteNode, InsertNode, UpdateNode } from '../plan/plan-node.js';
 import { open, projectRows, type ExecCtx, type Row } from './operators.js';
 import { IndexWrites, indexUniqueViolation } from './index-writes.js';
+import { enforceForeignKeys, hasForeignKeys, type RowChange } from './fk-actions.js';
 
 export interface MutationResult {
   readonly count: number;
@@ -79,6 +80,60 @@ function uniqueViolation(table: TableEntry, row: Row | undefined): SqlError {
   });
 }
 
+/**
+ * Sends a statement's writes; with foreign keys on the table, runs the batch,
+ * enforces them (fk-actions.ts: checks and cascades read after the writes),
+ * then commits when asked — otherwise the batch commits in one round.
+ */
+async function finish(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites, changes: () => RowChange[]): Promise<void> {
+  if (!hasForeignKeys(table)) {
+    await write(ctx, b, commit, table, rowOfKey, ix);
+    return;
+  }
+  await write(ctx, b, false, table, rowOfKey, ix);
+  await enforceForeignKeys(ctx, table, changes(), (t, c) => applyChanges(ctx, t, c));
+  if (commit) await ctx.txn.commit();
+}
+
+/**
+ * Adds the writes of updates and deletes to `b` / `ix`: put for an update
+ * keeping its primary key, del + cput for one moving it (dels first, so
+ * rows may swap keys within one statement), del for a delete.
+ */
+function addChanges(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[], b: KVBatch, ix: IndexWrites, rowOfKey: Map<string, Row>): void {
+  const codec = table.codec;
+  const moved: { oldKey: Buffer; row: Row }[] = [];
+  for (const c of changes) {
+    const old = c.old as Row;
+    const oldKey = codec.encodeKey(old);
+    if (c.next === null) {
+      b.del(oldKey);
+      ix.delete(old);
+      continue;
+    }
+    checkRow(table, c.next, ctx);
+    ix.update(old, c.next);
+    const newKey = codec.encodeKey(c.next);
+    if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(c.next));
+    else moved.push({ oldKey, row: c.next });
+  }
+  for (const m of moved) b.del(m.oldKey);
+  for (const m of moved) {
+    const k = codec.encodeKey(m.row);
+    rowOfKey.set(k.toString('latin1'), m.row);
+    b.cput(k, codec.encodeValue(m.row), null);
+  }
+}
+
+/** A referential action's writes to a child table (fk-actions.ts ApplyChanges). */
+async function applyChanges(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[]): Promise<void> {
+  const b = new KVBatch();
+  const ix = new IndexWrites(table);
+  const rowOfKey = new Map<string, Row>();
+  addChanges(ctx, table, changes, b, ix, rowOfKey);
+  await write(ctx, b, false, table, rowOfKey, ix);
+}
+
 async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites): Promise<void> {
   ix.flush(b);
   try {
@@ -111,7 +166,7 @@ export async function insertRows(table: TableEntry, rows: readonly Row[], ctx: E
     b.cput(key, codec.encodeValue(r), null);
     ix.insert(r);
   }
-  await write(ctx, b, false, table, rowOfKey, ix);
+  await finish(ctx, b, false, table, rowOfKey, ix, () => rows.map((next) => ({ old: null, next })));
 }
 
 export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
@@ -123,6 +178,7 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
   const ix = new IndexWrites(table);
   const rowOfKey = new Map<string, Row>();
   const out: Row[] = [];
+  const changes: RowChange[] = [];
   if (node.onConflict === undefined) {
     for (const r of rows) {
       const key = codec.encodeKey(r);
@@ -191,44 +247,31 @@ export async function runInsert(node: InsertNode, ctx: ExecCtx, commit: boolean)
       const old = original.get(s) ?? null;
       if (old === null) ix.insert(r);
       else ix.update(old, r);
+      changes.push({ old, next: r });
     }
   }
-  await write(ctx, b, commit, table, rowOfKey, ix);
+  await finish(ctx, b, commit, table, rowOfKey, ix, () => (node.onConflict === undefined ? out.map((next) => ({ old: null, next })) : changes));
   return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
 }
 
 export async function runUpdate(node: UpdateNode, ctx: ExecCtx, commit: boolean): Promise<MutationResult> {
   const table = node.table;
-  const codec = table.codec;
   const rows = await drain(node.input, ctx);
   const b = new KVBatch();
   const ix = new IndexWrites(table);
   const rowOfKey = new Map<string, Row>();
-  const out: Row[] = [];
   const n = table.desc.columns.length;
-  const pkChanged: { oldKey: Buffer; row: Row }[] = [];
-  for (const old of rows) {
+  const changes: RowChange[] = rows.map((old) => {
     const next: Row = old.slice();
     for (let j = 0; j < n; j++) {
       const f = node.set[j];
       if (f !== undefined) next[j] = f(old, ctx.env);
     }
-    checkRow(table, next, ctx);
-    ix.update(old, next);
-    const oldKey = codec.encodeKey(old);
-    const newKey = codec.encodeKey(next);
-    if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(next));
-    else pkChanged.push({ oldKey, row: next });
-    out.push(next);
-  }
-  // Deletes of moved rows first, so rows may swap keys within one statement.
-  for (const m of pkChanged) b.del(m.oldKey);
-  for (const m of pkChanged) {
-    const k = codec.encodeKey(m.row);
-    rowOfKey.set(k.toString('latin1'), m.row);
-    b.cput(k, codec.encodeValue(m.row), null);
-  }
-  await write(ctx, b, commit, table, rowOfKey, ix);
+    return { old, next };
+  });
+  addChanges(ctx, table, changes, b, ix, rowOfKey);
+  await finish(ctx, b, commit, table, rowOfKey, ix, () => changes);
+  const out = changes.map((c) => c.next as Row);
   return { count: out.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, out, ctx.env) : undefined };
 }
 
@@ -237,11 +280,9 @@ export async function runDelete(node: DeleteNode, ctx: ExecCtx, commit: boolean)
   const rows = await drain(node.input, ctx);
   const b = new KVBatch();
   const ix = new IndexWrites(table);
-  for (const r of rows) {
-    b.del(table.codec.encodeKey(r));
-    ix.delete(r);
-  }
-  await write(ctx, b, commit, table, new Map(), ix);
+  const changes: RowChange[] = rows.map((old) => ({ old, next: null }));
+  addChanges(ctx, table, changes, b, ix, new Map());
+  await finish(ctx, b, commit, table, new Map(), ix, () => changes);
   return { count: rows.length, rows: node.returning !== undefined ? projectRows(node.returning.exprs, rows, ctx.env) : undefined };
 }
 

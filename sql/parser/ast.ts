@@ -620,6 +620,29 @@ export interface ColumnDef {
   readonly unique: boolean;
   readonly checks: readonly CheckConstraint[];
   readonly collation: readonly string[] | undefined;
+  /** Inline `[CONSTRAINT name] REFERENCES t [(col)] …` (column list empty: the referenced PK). */
+  readonly references?: readonly ForeignKeyConstraint[];
+}
+
+/** A foreign key's referential action (PostgreSQL's ON DELETE / ON UPDATE). */
+export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
+
+/**
+ * `[CONSTRAINT name] FOREIGN KEY (columns) REFERENCES table [(refColumns)]
+ * [MATCH SIMPLE|FULL] [ON DELETE a] [ON UPDATE a] [NOT VALID]`. Inline
+ * REFERENCES has `columns` = [its column]; empty `refColumns` means the
+ * referenced table's primary key.
+ */
+export interface ForeignKeyConstraint {
+  readonly kind: 'ForeignKey';
+  readonly name: string | undefined;
+  readonly columns: readonly string[];
+  readonly table: TableName;
+  readonly refColumns: readonly string[];
+  readonly match: 'simple' | 'full';
+  readonly onDelete: FkAction;
+  readonly onUpdate: FkAction;
+  readonly notValid: boolean;
 }
 
 export interface CheckConstraint {
@@ -631,7 +654,8 @@ export interface CheckConstraint {
 export type TableConstraint =
   | { readonly kind: 'PrimaryKey'; readonly name: string | undefined; readonly columns: readonly string[] }
   | { readonly kind: 'Unique'; readonly name: string | undefined; readonly columns: readonly string[] }
-  | { readonly kind: 'Check'; readonly name: string | undefined; readonly expr: Expr };
+  | { readonly kind: 'Check'; readonly name: string | undefined; readonly expr: Expr }
+  | ForeignKeyConstraint;
 
 export interface CreateTableStatement {
   readonly kind: 'CreateTable';

@@ -93,6 +93,8 @@ import type {
   Statement,
   SubscriptEntry,
   TableConstraint,
+  FkAction,
+  ForeignKeyConstraint,
   TableExpr,
   TableName,
   TransactionModes,
@@ -513,13 +515,17 @@ export class Converter {
         return { kind: 'Join', type, left: this.tableExpr(j.larg), right: this.tableExpr(j.rarg), natural, on, using, alias: alias(j.alias) };
       }
       case 'RangeFunction': {
-        // A scalar function in FROM (`SELECT * FROM current_schema()`, as TypeORM sends) is
-        // the one-row subquery `(SELECT f(…) AS f) AS f`; set-returning functions stay 0A000.
+        // A function in FROM (`SELECT * FROM current_schema()`, as TypeORM sends;
+        // `generate_series(1, t.n)`, `unnest(t.arr) AS u(x)`) is the subquery
+        // `(SELECT f(…) AS f) AS f`, LATERAL for the set-returning ones (a function in FROM
+        // may read earlier FROM items); WITH ORDINALITY, ROWS FROM and column definitions stay 0A000.
         const rf = body<{ functions?: { List?: { items?: (Node | null)[] } }[]; alias?: PgAlias; ordinality?: boolean; lateral?: boolean; coldeflist?: unknown }>(n, tag);
         const fnode = rf.functions?.length === 1 && rf.ordinality !== true && rf.coldeflist === undefined ? rf.functions[0]?.List?.items?.[0] : undefined;
         const call = fnode === undefined || fnode === null ? undefined : this.expr(fnode);
         const fname = call?.kind === 'FuncCall' ? call.name[call.name.length - 1] : call?.kind === 'SqlValueFunction' ? call.name : undefined;
-        if (call === undefined || fname === undefined || !SCALAR_FROM_FUNCTIONS.has(fname)) throw unimplemented('function in FROM');
+        if (rf.ordinality === true) throw unimplemented('WITH ORDINALITY');
+        const srf = fname !== undefined && SET_RETURNING_FROM_FUNCTIONS.has(fname);
+        if (call === undefined || fname === undefined || (!SCALAR_FROM_FUNCTIONS.has(fname) && !srf)) throw unimplemented(fname === undefined ? 'function in FROM' : `function ${fname} in FROM`);
         const a = alias(rf.alias);
         const column = a?.columns[0] ?? (a !== undefined ? a.name : fname);
         const query: SelectStatement = {
@@ -532,7 +538,7 @@ export class Converter {
           locking: [],
           asOfSystemTime: undefined,
         };
-        return { kind: 'SubqueryRef', query, alias: { name: a?.name ?? fname, columns: [] }, lateral: false };
+        return { kind: 'SubqueryRef', query, alias: { name: a?.name ?? fname, columns: [] }, lateral: srf };
       }
       default:
         throw unimplemented(`FROM item ${tag}`);
@@ -719,6 +725,7 @@ export class Converter {
     let primaryKey = false;
     let unique = false;
     const checks: CheckConstraint[] = [];
+    const references: ForeignKeyConstraint[] = [];
     for (const cn of c.constraints ?? EMPTY) {
       const k = body<Constraint>(cn, 'Constraint');
       switch (k.contype) {
@@ -743,12 +750,16 @@ export class Converter {
           if (k.is_no_inherit === true) throw unimplemented('CHECK … NO INHERIT');
           checks.push({ name: k.conname, expr: this.expr(req(k.raw_expr)) });
           break;
+        case 'CONSTR_FOREIGN':
+          references.push(foreignKey(k, [c.colname ?? '']));
+          break;
         default:
           throw unimplemented(constraintName(k.contype));
       }
     }
     const collation = c.collClause === undefined ? undefined : strs(c.collClause.collname);
-    return { name: c.colname ?? '', type, serial, notNull, nullable, default: dflt, primaryKey, unique, checks, collation };
+    const def: ColumnDef = { name: c.colname ?? '', type, serial, notNull, nullable, default: dflt, primaryKey, unique, checks, collation };
+    return references.length > 0 ? { ...def, references } : def;
   }
 
   private checkIndexConstraint(k: Constraint): void {
@@ -767,6 +778,8 @@ export class Converter {
         return { kind: 'Unique', name: k.conname, columns: strs(k.keys) };
       case 'CONSTR_CHECK':
         return { kind: 'Check', name: k.conname, expr: this.expr(req(k.raw_expr)) };
+      case 'CONSTR_FOREIGN':
+        return foreignKey(k, strs(k.fk_attrs));
       default:
         throw unimplemented(constraintName(k.contype));
     }
@@ -1264,10 +1277,32 @@ function defElemValue(d: DefElem): string | number | boolean | undefined {
   }
 }
 
+const FK_ACTIONS: Readonly<Record<string, FkAction>> = { a: 'no action', r: 'restrict', c: 'cascade', n: 'set null', d: 'set default' };
+
+function fkAction(code: string | undefined): FkAction {
+  return FK_ACTIONS[code ?? 'a'] ?? 'no action';
+}
+
+/** A FOREIGN KEY / REFERENCES constraint; `columns` are the referencing columns. */
+function foreignKey(k: Constraint, columns: readonly string[]): ForeignKeyConstraint {
+  if (k.deferrable === true || k.initdeferred === true) throw unimplemented('DEFERRABLE constraints');
+  if (k.fk_matchtype === 'p') throw unimplemented('MATCH PARTIAL');
+  if (k.fk_del_set_cols !== undefined) throw unimplemented('ON DELETE SET NULL (columns)');
+  return {
+    kind: 'ForeignKey',
+    name: k.conname,
+    columns,
+    table: tableName(onlyless(req(k.pktable), 'REFERENCES ONLY')),
+    refColumns: strs(k.pk_attrs),
+    match: k.fk_matchtype === 'f' ? 'full' : 'simple',
+    onDelete: fkAction(k.fk_del_action),
+    onUpdate: fkAction(k.fk_upd_action),
+    notValid: k.skip_validation === true,
+  };
+}
+
 function constraintName(t: string | undefined): string {
   switch (t) {
-    case 'CONSTR_FOREIGN':
-      return 'FOREIGN KEY';
     case 'CONSTR_EXCLUSION':
       return 'EXCLUDE constraint';
     case 'CONSTR_IDENTITY':
@@ -1337,6 +1372,7 @@ export function nameFromParts(parts: readonly string[]): TableName {
 }
 
 /** Scalar functions a FROM clause may call (each yields one row, one column). */
+const SET_RETURNING_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['generate_series', 'unnest']);
 const SCALAR_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['current_schema', 'current_database', 'current_user', 'session_user', 'version', 'current_setting', 'pg_backend_pid']);
 
 function alias(a: PgAlias | undefined): Alias | undefined {

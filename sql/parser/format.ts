@@ -29,6 +29,7 @@ import type {
   SortBy,
   Statement,
   TableConstraint,
+  ForeignKeyConstraint,
   TableExpr,
   TableName,
   TransactionModes,
@@ -411,6 +412,18 @@ export function formatColumnDef(c: ColumnDef): string {
   if (c.primaryKey) s += ' PRIMARY KEY';
   if (c.unique) s += ' UNIQUE';
   for (const k of c.checks) s += `${k.name === undefined ? '' : ` CONSTRAINT ${quoteIdent(k.name)}`} CHECK (${formatExpr(k.expr)})`;
+  for (const k of c.references ?? []) s += `${k.name === undefined ? '' : ` CONSTRAINT ${quoteIdent(k.name)}`} ${formatReferences(k)}`;
+  return s;
+}
+
+/** `REFERENCES t (cols) [MATCH FULL] [ON DELETE …] [ON UPDATE …] [NOT VALID]` of a foreign key. */
+function formatReferences(k: ForeignKeyConstraint): string {
+  let s = `REFERENCES ${formatTableName(k.table)}`;
+  if (k.refColumns.length > 0) s += ` (${k.refColumns.map(quoteIdent).join(', ')})`;
+  if (k.match === 'full') s += ' MATCH FULL';
+  if (k.onDelete !== 'no action') s += ` ON DELETE ${k.onDelete.toUpperCase()}`;
+  if (k.onUpdate !== 'no action') s += ` ON UPDATE ${k.onUpdate.toUpperCase()}`;
+  if (k.notValid) s += ' NOT VALID';
   return s;
 }
 
@@ -482,6 +495,7 @@ function formatAlterTableCmd(c: AlterTableCmd): string {
 export function formatTableConstraint(k: TableConstraint): string {
   const name = k.name === undefined ? '' : `CONSTRAINT ${quoteIdent(k.name)} `;
   if (k.kind === 'Check') return `${name}CHECK (${formatExpr(k.expr)})`;
+  if (k.kind === 'ForeignKey') return `${name}FOREIGN KEY (${k.columns.map(quoteIdent).join(', ')}) ${formatReferences(k)}`;
   return `${name}${k.kind === 'PrimaryKey' ? 'PRIMARY KEY' : 'UNIQUE'} (${k.columns.map(quoteIdent).join(', ')})`;
 }
 

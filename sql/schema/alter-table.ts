@@ -21,16 +21,21 @@
  *   ADD CONSTRAINT … UNIQUE (cols) | CHECK (e)
  *       UNIQUE: a unique index, backfilled (23505 on duplicates);
  *       CHECK: validated against every row (23514)
- *   DROP CONSTRAINT [IF EXISTS] name   (a CHECK or a UNIQUE index)
+ *   ADD CONSTRAINT … FOREIGN KEY (cols) REFERENCES t [(cols)] … [NOT VALID]
+ *       foreign-keys.ts: resolved, child index added and backfilled if
+ *       missing, existing rows validated (23503) unless NOT VALID
+ *   ADD [CONSTRAINT name] PRIMARY KEY (cols)
+ *       only on a table keyed by its hidden rowid: the primary index is
+ *       rebuilt under the new key (primary-key.ts)
+ *   DROP CONSTRAINT [IF EXISTS] name   (a CHECK, FOREIGN KEY or UNIQUE index)
  *   RENAME TO, RENAME COLUMN a TO b, RENAME CONSTRAINT, ALTER INDEX RENAME
  *       column references inside DEFAULT and CHECK text are rewritten.
- * Not supported (0A000): ALTER COLUMN TYPE, ADD PRIMARY KEY, FOREIGN KEY
- * (the parser has no REFERENCES yet).
+ * Not supported (0A000): ALTER COLUMN TYPE, replacing a declared primary key.
  */
 import { namespaceKey, tableIndexSpan } from '../../storage/keys.js';
 import { CairnError } from '../../src/util/errors.js';
 import { KVBatch } from '../kv.js';
-import type { AlterTableStatement, ColumnDef, Expr, RenameStatement, TableConstraint } from '../parser/ast.js';
+import type { AlterTableStatement, ColumnDef, Expr, ForeignKeyConstraint, RenameStatement, TableConstraint } from '../parser/ast.js';
 import { formatExpr, formatTypeName } from '../parser/format.js';
 import { parseExpr } from '../parser/parse.js';
 import { walkExpr } from '../parser/walk.js';
@@ -45,6 +50,8 @@ import { assignCast } from '../sem/datum.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
 import { backfillIndex, buildIndexDesc, defaultIndexName, putDescriptor, schemaSnapshot, type DdlResult } from './index-ddl.js';
 import { scanRows } from './row-scan.js';
+import { addForeignKeys, checkColumnUnreferenced, checkIndexUnreferenced, validateForeignKey } from './foreign-keys.js';
+import { alterPrimaryKey } from './primary-key.js';
 
 function resolve(snap: CatalogSnapshot, database: string, name: { catalog?: string | undefined; name: string }): TableEntry | undefined {
   const db = snap.database(name.catalog ?? database);
@@ -164,6 +171,15 @@ class Alter {
     if (!col.nullable) await this.validateNotNull(col);
     for (const ch of c.checks) await this.addCheck(ch.name, ch.expr);
     if (c.unique) await this.addUnique(undefined, [c.name]);
+    if (c.references !== undefined) await this.addForeignKey(c.references);
+  }
+
+  /** ADD [CONSTRAINT] FOREIGN KEY / REFERENCES: child index backfilled, rows validated unless NOT VALID. */
+  async addForeignKey(specs: readonly ForeignKeyConstraint[]): Promise<void> {
+    const r = addForeignKeys(this.snap, this.d, specs);
+    for (const ix of r.newIndexes) await backfillIndex(this.txn, r.desc, ix);
+    this.d = r.desc;
+    for (const fk of r.added) if (fk.validated) await validateForeignKey(this.txn, this.snap, this.d, fk);
   }
 
   async validateNotNull(col: ColumnDesc): Promise<void> {
@@ -209,9 +225,15 @@ class Alter {
   }
 
   addConstraint(k: TableConstraint): Promise<void> {
-    if (k.kind === 'PrimaryKey') throw unimplemented('ALTER TABLE ADD PRIMARY KEY');
+    if (k.kind === 'PrimaryKey') return this.addPrimaryKey(k.name, k.columns);
     if (k.kind === 'Unique') return this.addUnique(k.name, k.columns);
+    if (k.kind === 'ForeignKey') return this.addForeignKey([k]);
     return this.addCheck(k.name, k.expr);
+  }
+
+  /** ADD PRIMARY KEY on a table keyed by its hidden rowid: the primary index is rebuilt (primary-key.ts). */
+  async addPrimaryKey(name: string | undefined, cols: readonly string[]): Promise<void> {
+    this.d = await alterPrimaryKey(this.txn, this.d, name, cols);
   }
 
   dropIndexData(id: number): void {
@@ -220,12 +242,17 @@ class Alter {
   }
 
   dropConstraint(name: string, ifExists: boolean): void {
+    if ((this.d.foreignKeys ?? []).some((f) => f.name === name)) {
+      this.d = { ...this.d, foreignKeys: (this.d.foreignKeys ?? []).filter((f) => f.name !== name) };
+      return;
+    }
     if (this.d.checks.some((c) => c.name === name)) {
       this.d = { ...this.d, checks: this.d.checks.filter((c) => c.name !== name) };
       return;
     }
     const ix = this.d.indexes.find((x) => x.name === name && x.unique);
     if (ix !== undefined) {
+      checkIndexUnreferenced(this.orig, ix);
       this.d = { ...this.d, indexes: this.d.indexes.filter((x) => x !== ix) };
       this.dropIndexData(ix.id);
       return;
@@ -248,6 +275,7 @@ class Alter {
       throw new SqlError('sql.undefined_column', '42703', `column "${name}" of relation "${this.d.name}" does not exist`);
     }
     if (this.d.primaryIndex.keyColumnIds.includes(col.id)) throw unimplemented('dropping a primary-key column');
+    checkColumnUnreferenced(this.orig, col.id, name);
     if (this.d.columns.filter((c) => !c.hidden).length === 1) {
       // PostgreSQL allows zero-column tables; Cairn's rows need a value column or key.
       throw unimplemented('dropping the last column');
@@ -259,6 +287,7 @@ class Alter {
       columns: this.d.columns.filter((c) => c !== col),
       indexes: this.d.indexes.filter((x) => !gone.includes(x)),
       checks: this.d.checks.filter((c) => !mentions(c.expr, name)),
+      foreignKeys: (this.d.foreignKeys ?? []).filter((f) => !f.columnIds.includes(col.id) && !(f.referencedTableId === this.d.id && f.referencedColumnIds.includes(col.id))),
     };
   }
 
@@ -297,6 +326,10 @@ class Alter {
 
   renameConstraintOrIndex(from: string, to: string, what: 'constraint' | 'index'): void {
     if (this.nameTaken(to) || this.d.checks.some((c) => c.name === to)) throw new SqlError('sql.duplicate_table', '42P07', `relation "${to}" already exists`);
+    if (what === 'constraint' && (this.d.foreignKeys ?? []).some((f) => f.name === from)) {
+      this.d = { ...this.d, foreignKeys: (this.d.foreignKeys ?? []).map((f) => (f.name === from ? { ...f, name: to } : f)) };
+      return;
+    }
     if (what === 'constraint' && this.d.checks.some((c) => c.name === from)) {
       this.d = { ...this.d, checks: this.d.checks.map((c) => (c.name === from ? { ...c, name: to } : c)) };
       return;

@@ -34,6 +34,8 @@ import { ExprCompiler, Scope } from '../sem/expr.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
 import type { Datum } from '../sem/datum.js';
 import { withUniqueIndexes } from '../schema/table-indexes.js';
+import { addForeignKeys, dropReferencingFks } from '../schema/foreign-keys.js';
+import { putDescriptor } from '../schema/index-ddl.js';
 
 export interface UtilityResult {
   readonly columns: readonly { readonly name: string; readonly type: SqlType }[] | undefined;
@@ -113,7 +115,7 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
       pk = [...k.columns];
     } else if (k.kind === 'Unique') {
       uniques.push({ name: k.name, columns: k.columns });
-    } else checks.push({ name: k.name, expr: k.expr });
+    } else if (k.kind === 'Check') checks.push({ name: k.name, expr: k.expr });
   }
   if (pk === undefined) {
     let name = 'rowid';
@@ -166,13 +168,15 @@ export async function createTable(txn: SqlTxn, database: string, s: CreateTableS
     checks: checkDescs,
   };
   desc = withUniqueIndexes(desc, uniques);
+  const fks = [...s.columns.flatMap((c) => c.references ?? []), ...s.constraints.filter((k) => k.kind === 'ForeignKey')];
+  if (fks.length > 0) desc = addForeignKeys(snap, desc, fks).desc;
   new RowCodec(desc); // rejects key columns without a key encoding (0A000)
   await writeNewDescriptor(txn.kv, desc, snap.version);
   txn.schemaDirty = true;
   return { columns: undefined, rows: [], tag: 'CREATE TABLE' };
 }
 
-export async function dropTables(txn: SqlTxn, database: string, names: readonly TableName[], ifExists: boolean): Promise<UtilityResult> {
+export async function dropTables(txn: SqlTxn, database: string, names: readonly TableName[], ifExists: boolean, cascade = false): Promise<UtilityResult> {
   const snap = await txnSnapshot(txn);
   const notices: string[] = [];
   const b = new KVBatch();
@@ -189,6 +193,9 @@ export async function dropTables(txn: SqlTxn, database: string, names: readonly 
     }
     dropped.push(t);
   }
+  const fks = dropReferencingFks(dropped, cascade); // foreign keys of other tables (sql/schema/foreign-keys.ts)
+  for (const d of fks.children) putDescriptor(b, d, snap.version);
+  notices.push(...fks.notices);
   for (const t of dropped) {
     deleteDescriptor(b, t.desc, snap.version);
     const span = tableSpan(t.desc.id);

@@ -79,6 +79,7 @@ import { alterTable, rename } from '../schema/alter-table.js';
 import { createView, dropViews, expandViews } from '../schema/view-ddl.js';
 import { SessionSequences, createSequence, dropSequences } from '../schema/sequences.js';
 import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
+import { truncateTargets } from '../schema/foreign-keys.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
 const MAX_AUTO_RETRIES = 100;
@@ -777,18 +778,18 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
       }
       case 'DropTable':
-        if (ast.cascade) throw unimplemented('DROP TABLE … CASCADE');
         return util(await dropTables(txn, this.database, ast.tables, ast.ifExists, ast.cascade));
       case 'Truncate': {
-        if (ast.cascade) throw unimplemented('TRUNCATE … CASCADE');
         const snap = await this.verifiedSnapshot(txn);
         const b = new KVBatch();
-        for (const n of ast.tables) {
-          const span = tableSpan(resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, n).desc.id);
+        const named = ast.tables.map((n) => resolveTable({ snapshot: snap, database: this.database, paramTypes: [] }, n));
+        const t = truncateTargets(named, ast.cascade); // referencing tables (sql/schema/foreign-keys.ts)
+        for (const e of t.tables) {
+          const span = tableSpan(e.desc.id);
           b.delRange(span.key, span.endKey);
         }
         await txn.run(b);
-        return util({ tag: 'TRUNCATE', columns: undefined, rows: [] });
+        return util({ tag: 'TRUNCATE', columns: undefined, rows: [], notices: t.notices });
       }
       case 'CreateDatabase':
         return util(await createDatabase(txn, ast.name, ast.ifNotExists));
