@@ -9,13 +9,29 @@
  *   - another range covers our start key at a higher generation (we were
  *     merged away, or replaced) → drop it likewise (clearReplicaData keeps user
  *     data that an initialized replica on this store still owns);
- *   - otherwise (member, or meta2 not yet as new as us) → keep.
+ *   - otherwise (member, or meta2 not yet as new as us, or frozen for a merge
+ *     that this store's left neighbour has yet to apply) → keep.
  * Ownership: one per store; the owner drives it (ReplicaQueue.tick/runOnce).
  */
 import type { DistSender } from './dist-sender.js';
 import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
 import { clearReplicaData } from './replica-change.js';
 import type { Store } from './store.js';
+import type { Replica } from './replica.js';
+import { FROZEN_REPLICA_ID } from './merge-trigger.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+
+/**
+ * A frozen replica (Subsume applied) whose left neighbour on this store has
+ * not applied the merge yet: meta2 already shows the merged range, but the
+ * merge trigger of that left replica absorbs this one — removing it first
+ * crashed the store when the merge applied ("merges r225 into r223 before its
+ * replica froze"). The left replica removes it.
+ */
+function awaitsMerge(s: Store, r: Replica): boolean {
+  if (r.lease?.replica.replicaId !== FROZEN_REPLICA_ID) return false;
+  return s.allReplicas().some((l) => l.initialized && !l.stopped && compareBytes(l.desc.endKey, r.desc.startKey) === 0);
+}
 
 export function newReplicaGCQueue(store: () => Store | null, ds: DistSender, settings: RangeQueueSettings): ReplicaQueue {
   return new ReplicaQueue(
@@ -35,7 +51,7 @@ export function newReplicaGCQueue(store: () => Store | null, ds: DistSender, set
           d.rangeId === r.rangeId
             ? d.generation >= r.desc.generation && !d.replicas.some((x) => x.storeId === s.storeId && x.replicaId === r.replicaId)
             : d.generation > r.desc.generation;
-        if (!stale || s.replica(r.rangeId) !== r) return;
+        if (!stale || s.replica(r.rangeId) !== r || awaitsMerge(s, r)) return;
         s.removeReplica(r.rangeId);
         await clearReplicaData(s, r.desc, true);
       },

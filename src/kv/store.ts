@@ -495,13 +495,24 @@ export class Store implements StoreContext {
     // wait for this round's fsync): their clients are answered one fsync
     // sooner. Entries appended by this very Ready (a single-replica range
     // commits on append) and everything after a snapshot wait for step 3.
+    //
+    // Not in a round that installs a snapshot or persists an uninitialized
+    // replica's Raft state: a split trigger staged early would judge the
+    // right-hand replica by its state before this round (an uninitialized
+    // one about to be initialized by the snapshot), and its batch would race
+    // this round's write of the same range's keys (two engine writes in
+    // flight have no order): a snapshot's frozen lease overwritten by the
+    // split's copy crashed a later merge ("merges r225 into r223 before its
+    // replica froze"); a placeholder's hard state could erase the split's
+    // commit index.
+    const earlyOk = this.settings.applyDurableEarly && descKeys.size === 0 && rounds.every(({ r }) => r.initialized);
     let early = this.engine.newBatch();
     const earlyApplies: { r: Replica; fx: ApplyEffects }[] = [];
     const late: { r: Replica; entries: Entry[] }[] = [];
     for (const { r, rd } of rounds) {
       const ents = rd.committedEntries;
       if (ents.length === 0) continue;
-      const durable = descKeys.has(r) || !this.settings.applyDurableEarly ? 0 : r.storage.lastIndex();
+      const durable = earlyOk ? r.storage.lastIndex() : 0;
       let n = 0;
       while (n < ents.length && (ents[n] as Entry).index <= durable) n++;
       if (n > 0) {
