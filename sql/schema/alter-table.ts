@@ -274,8 +274,8 @@ class Alter {
       }
       throw new SqlError('sql.undefined_column', '42703', `column "${name}" of relation "${this.d.name}" does not exist`);
     }
-    if (this.d.primaryIndex.keyColumnIds.includes(col.id)) throw unimplemented('dropping a primary-key column');
     checkColumnUnreferenced(this.orig, col.id, name);
+    if (this.d.primaryIndex.keyColumnIds.includes(col.id)) throw unimplemented('dropping a primary-key column');
     if (this.d.columns.filter((c) => !c.hidden).length === 1) {
       // PostgreSQL allows zero-column tables; Cairn's rows need a value column or key.
       throw unimplemented('dropping the last column');

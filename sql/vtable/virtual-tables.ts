@@ -14,7 +14,8 @@
  *   database    descriptor id (50 defaultdb, 51 postgres, ≥100 user)
  *   table       REL_OID_BASE + id × 1000              (relation of the table)
  *   index       table oid + index id (1 = primary, < 500)
- *   constraint  table oid + 500 + ordinal (CHECK constraints)
+ *   constraint  table oid + 500 + ordinal (CHECK constraints),
+ *               table oid + 700 + ordinal (FOREIGN KEY constraints)
  *   type        sql/types' PostgreSQL OIDs (pg_type.dat)
  *   role        10 for root, 16384 + ordinal for the others
  *
@@ -23,7 +24,7 @@
  * single schema `public`).
  */
 import type { CatalogSnapshot, TableEntry } from '../catalog/catalog.js';
-import type { ColumnDesc, IndexDesc, TableDesc } from '../catalog/descriptor.js';
+import type { ColumnDesc, FkAction, ForeignKeyDesc, IndexDesc, TableDesc } from '../catalog/descriptor.js';
 import type { TableName } from '../parser/ast.js';
 import type { Datum } from '../sem/datum.js';
 import type { ScopeColumn } from '../sem/expr.js';
@@ -101,6 +102,51 @@ function publicIndexes(d: TableDesc): IndexDesc[] {
  */
 function isConstraintIndex(d: TableDesc, ix: IndexDesc): boolean {
   return ix.id === d.primaryIndex.id || (ix.unique && ix.name.endsWith('_key'));
+}
+
+// ---- foreign keys (sql/schema/foreign-keys.ts) ----------------------------------------
+
+/** pg_constraint's action / match codes and information_schema's rule names. */
+const FK_ACTION_CODE: Readonly<Record<FkAction, string>> = { 'no action': 'a', restrict: 'r', cascade: 'c', 'set null': 'n', 'set default': 'd' };
+
+export function fkOid(d: TableDesc, ordinal: number): number {
+  return tableOid(d) + 700 + ordinal;
+}
+
+interface FkRow {
+  readonly oid: number;
+  readonly fk: ForeignKeyDesc;
+  readonly child: TableDesc;
+  readonly parent: TableDesc;
+  /** The parent's primary or unique index holding the referenced columns. */
+  readonly parentIndex: IndexDesc | undefined;
+}
+
+function foreignKeyRows(t: TableEntry): FkRow[] {
+  return t.outboundFks.map((ref) => {
+    const d = t.desc;
+    const p = ref.parent.desc;
+    const ord = (d.foreignKeys ?? []).indexOf(ref.fk);
+    const same = (ix: IndexDesc): boolean => ix.keyColumnIds.length === ref.fk.referencedColumnIds.length && ix.keyColumnIds.every((id) => ref.fk.referencedColumnIds.includes(id));
+    const parentIndex = same(p.primaryIndex) ? p.primaryIndex : p.indexes.find((ix) => ix.unique && same(ix));
+    return { oid: fkOid(d, ord), fk: ref.fk, child: d, parent: p, parentIndex };
+  });
+}
+
+function colName(d: TableDesc, id: number): string {
+  return d.columns.find((c) => c.id === id)?.name ?? '?';
+}
+
+/** pg_get_constraintdef of a foreign key, as PostgreSQL prints it. */
+function fkDef(r: FkRow): string {
+  const cols = r.fk.columnIds.map((id) => quoteIdent(colName(r.child, id))).join(', ');
+  const refs = r.fk.referencedColumnIds.map((id) => quoteIdent(colName(r.parent, id))).join(', ');
+  let s = `FOREIGN KEY (${cols}) REFERENCES ${quoteIdent(r.parent.name)}(${refs})`;
+  if (r.fk.match === 'full') s += ' MATCH FULL';
+  if (r.fk.onUpdate !== 'no action') s += ` ON UPDATE ${r.fk.onUpdate.toUpperCase()}`;
+  if (r.fk.onDelete !== 'no action') s += ` ON DELETE ${r.fk.onDelete.toUpperCase()}`;
+  if (!r.fk.validated) s += ' NOT VALID';
+  return s;
 }
 
 function typeCategory(t: SqlType): string {
@@ -225,6 +271,12 @@ const PG_CATALOG: Record<string, VTable> = {
           out.push([indexOid(d, ix) + 0, ix.name, PUBLIC_NAMESPACE_OID, primary ? 'p' : 'u', false, false, true, rel, 0, indexOid(d, ix), 0, 0, ' ', ' ', ' ', true, 0, true, ix.keyColumnIds.map((id) => attnum(d, id)), null, null]);
         }
         d.checks.forEach((ck, i) => out.push([rel + 500 + i, ck.name, PUBLIC_NAMESPACE_OID, 'c', false, false, true, rel, 0, 0, 0, 0, ' ', ' ', ' ', true, 0, false, null, null, ck.expr]));
+        for (const r of foreignKeyRows(t)) {
+          const conkey = r.fk.columnIds.map((id) => attnum(d, id));
+          const confkey = r.fk.referencedColumnIds.map((id) => attnum(r.parent, id));
+          const conindid = r.parentIndex !== undefined ? indexOid(r.parent, r.parentIndex) : 0;
+          out.push([r.oid, r.fk.name, PUBLIC_NAMESPACE_OID, 'f', false, false, r.fk.validated, rel, 0, conindid, 0, tableOid(r.parent), FK_ACTION_CODE[r.fk.onUpdate], FK_ACTION_CODE[r.fk.onDelete], r.fk.match === 'full' ? 'f' : 's', true, 0, true, conkey, confkey, null]);
+        }
       }
       return out;
     },
@@ -363,6 +415,7 @@ function publishDefinitions(ctx: VTableContext): void {
       if (isConstraintIndex(d, ix)) catalogTexts.constraintDefs.set(indexOid(d, ix), constraintDef(d, ix));
     }
     d.checks.forEach((ck, i) => catalogTexts.constraintDefs.set(tableOid(d) + 500 + i, `CHECK ((${ck.expr}))`));
+    for (const r of foreignKeyRows(t)) catalogTexts.constraintDefs.set(r.oid, fkDef(r));
   }
 }
 
@@ -421,6 +474,7 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
           if (isConstraintIndex(d, ix)) rows.push([ctx.database, 'public', ix.name, ctx.database, 'public', d.name, primary ? 'PRIMARY KEY' : 'UNIQUE', 'NO', 'NO', 'YES', primary ? null : 'YES']);
         }
         for (const ck of d.checks) rows.push([ctx.database, 'public', ck.name, ctx.database, 'public', d.name, 'CHECK', 'NO', 'NO', 'YES', null]);
+        for (const r of foreignKeyRows(t)) rows.push([ctx.database, 'public', r.fk.name, ctx.database, 'public', d.name, 'FOREIGN KEY', 'NO', 'NO', 'YES', null]);
         return rows;
       }),
   },
@@ -431,16 +485,37 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
         const d = t.desc;
         return publicIndexes(d)
           .filter((ix) => isConstraintIndex(d, ix))
-          .flatMap((ix) => ix.keyColumnIds.map((id, i) => [ctx.database, 'public', ix.name, ctx.database, 'public', d.name, d.columns.find((c) => c.id === id)?.name ?? null, i + 1, null]));
+          .flatMap((ix) => ix.keyColumnIds.map((id, i) => [ctx.database, 'public', ix.name, ctx.database, 'public', d.name, d.columns.find((c) => c.id === id)?.name ?? null, i + 1, null]))
+          .concat(
+            foreignKeyRows(t).flatMap((r) =>
+              r.fk.columnIds.map((id, i) => {
+                const refId = r.fk.referencedColumnIds[i] as number;
+                const pos = r.parentIndex !== undefined ? r.parentIndex.keyColumnIds.indexOf(refId) + 1 : null;
+                return [ctx.database, 'public', r.fk.name, ctx.database, 'public', d.name, colName(d, id), i + 1, pos];
+              }),
+            ),
+          );
       }),
   },
   referential_constraints: {
     columns: [['constraint_catalog', SQL_ID], ['constraint_schema', SQL_ID], ['constraint_name', SQL_ID], ['unique_constraint_catalog', SQL_ID], ['unique_constraint_schema', SQL_ID], ['unique_constraint_name', SQL_ID], ['match_option', YESNO], ['update_rule', YESNO], ['delete_rule', YESNO]],
-    rows: () => [],
+    rows: (ctx) =>
+      userTables(ctx).flatMap((t) =>
+        foreignKeyRows(t).map((r) => [ctx.database, 'public', r.fk.name, ctx.database, 'public', r.parentIndex?.name ?? null, r.fk.match === 'full' ? 'FULL' : 'NONE', r.fk.onUpdate.toUpperCase(), r.fk.onDelete.toUpperCase()]),
+      ),
   },
   constraint_column_usage: {
     columns: [['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['column_name', SQL_ID], ['constraint_catalog', SQL_ID], ['constraint_schema', SQL_ID], ['constraint_name', SQL_ID]],
-    rows: () => [],
+    // PRIMARY KEY / UNIQUE: their own columns; FOREIGN KEY: the referenced table's columns.
+    rows: (ctx) =>
+      userTables(ctx).flatMap((t) => {
+        const d = t.desc;
+        const own = publicIndexes(d)
+          .filter((ix) => isConstraintIndex(d, ix))
+          .flatMap((ix) => ix.keyColumnIds.map((id) => [ctx.database, 'public', d.name, colName(d, id), ctx.database, 'public', ix.name]));
+        const fks = foreignKeyRows(t).flatMap((r) => r.fk.referencedColumnIds.map((id) => [ctx.database, 'public', r.parent.name, colName(r.parent, id), ctx.database, 'public', r.fk.name]));
+        return [...own, ...fks];
+      }),
   },
   check_constraints: {
     columns: [['constraint_catalog', SQL_ID], ['constraint_schema', SQL_ID], ['constraint_name', SQL_ID], ['check_clause', TEXT]],
