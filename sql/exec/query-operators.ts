@@ -525,19 +525,36 @@ class ApplyIter implements RowIter {
   }
   async next(): Promise<Row[] | null> {
     const { node, ctx } = this;
+    if (node.mode === 'lateral' || node.mode === 'lateral-left') {
+      for (;;) {
+        const lb = await this.input.next();
+        if (lb === null) return null;
+        const out = await this.lateral(lb);
+        if (out.length > 0) return out;
+      }
+    }
     const b = await this.input.next();
     if (b === null) return null;
     const out: Row[] = new Array(b.length);
     for (let i = 0; i < b.length; i++) {
       const row = b[i] as Row;
       node.outer.set(ctx.env, row);
-      const it = open(node.plan, ctx);
       let value: Datum;
       if (node.mode === 'exists') {
+        const it = open(node.plan, ctx);
         let found = false;
         for (let r = await it.next(); r !== null && !found; r = found ? null : await it.next()) found = r.length > 0;
         value = found;
+      } else if (node.mode === 'array') {
+        // Charged while collected (a huge ARRAY(subquery) is 53200, not an OOM), then released.
+        const mem = queryMemory(ctx.env);
+        const rows = await drain(node.plan, ctx, mem, 'ARRAY(subquery)');
+        let bytes = 0;
+        for (const r of rows) bytes += rowBytes(r);
+        mem.shrink(bytes);
+        value = rows.map((r) => r[0] as Datum);
       } else {
+        const it = open(node.plan, ctx);
         const rows: Row[] = [];
         for (let r = await it.next(); r !== null && rows.length < 2; r = rows.length < 2 ? await it.next() : null) rows.push(...r);
         if (rows.length > 1) throw new SqlError('sql.cardinality_violation', '21000', 'more than one row returned by a subquery used as an expression');
@@ -547,6 +564,31 @@ class ApplyIter implements RowIter {
       if ((i & 255) === 255) ctx.checkCancel();
     }
     node.outer.delete(ctx.env);
+    return out;
+  }
+
+  /** LATERAL join of one input batch: each row ++ each subquery row passing `on`. */
+  private async lateral(b: readonly Row[]): Promise<Row[]> {
+    const { node, ctx } = this;
+    const env = ctx.env;
+    const on = node.on;
+    const out: Row[] = [];
+    for (const row of b) {
+      node.outer.set(env, row);
+      const it = open(node.plan, ctx);
+      let matched = false;
+      for (let r = await it.next(); r !== null; r = await it.next()) {
+        for (const sub of r) {
+          const joined = row.concat(sub);
+          if (on !== undefined && on(joined, env) !== true) continue;
+          matched = true;
+          out.push(joined);
+        }
+      }
+      if (!matched && node.mode === 'lateral-left') out.push(row.concat(nulls(node.columns.length - row.length)));
+      ctx.checkCancel();
+    }
+    node.outer.delete(env);
     return out;
   }
 }

@@ -38,7 +38,7 @@ export function describeQueryNode(n: QueryNode): { name: string; attrs: string[]
     case 'project-set':
       return { name: 'project set', attrs: [`functions: ${n.text.join(', ')}`], children: [n.input] };
     case 'apply':
-      return { name: 'apply (correlated subquery)', attrs: [`${n.mode}: ${n.text}`], children: [n.input, n.plan] };
+      return n.mode === 'lateral' || n.mode === 'lateral-left' ? { name: 'apply (lateral join)', attrs: [`lateral: ${n.text}`], children: [n.input, n.plan] } : { name: 'apply (correlated subquery)', attrs: [`${n.mode}: ${n.text}`], children: [n.input, n.plan] };
     case 'window':
       return { name: 'window', attrs: [`window: ${n.text}`, `functions: ${n.funcs.map((f) => f.text).join(', ')}`], children: [n.input] };
     default:

@@ -182,15 +182,21 @@ export interface WindowNode {
 
 /**
  * A correlated subquery evaluated once per input row (apply): the row is
- * published in `outer` while the subquery runs, and its result (scalar value
- * or EXISTS boolean) is appended to the row.
+ * published in `outer` while the subquery runs, and its result is appended
+ * to the row: the scalar value (scalar), the EXISTS boolean (exists), or the
+ * array of its one column's values (array: ARRAY(subquery), and the IN / ANY /
+ * ALL forms, which then compare against that array). The lateral modes are
+ * a LATERAL join instead: the input row ++ each subquery row passing `on`
+ * (lateral-left: ++ NULLs when none passes).
  */
 export interface ApplyNode {
   readonly kind: 'apply';
   readonly input: PlanNode;
   readonly plan: PlanNode;
-  readonly mode: 'scalar' | 'exists';
+  readonly mode: 'scalar' | 'exists' | 'array' | 'lateral' | 'lateral-left';
   readonly outer: WeakMap<EvalEnv, readonly Datum[]>;
+  /** lateral modes: the join condition over input row ++ subquery row. */
+  readonly on?: EvalFn | undefined;
   readonly text: string;
   readonly columns: readonly ScopeColumn[];
 }

@@ -25,11 +25,17 @@
  * last_value, count/sum/avg/min/max/bool_and/bool_or OVER) run after HAVING,
  * one window node per distinct window definition (default frame only).
  *
- * Not supported (0A000 naming it): window frames, LATERAL, correlated
- * subqueries (other than [NOT] EXISTS with equality correlations),
- * ARRAY(subquery); aggregates in WHERE are 42803.
+ * Correlated subqueries (scalar, EXISTS, IN / NOT IN / op ANY / op ALL,
+ * ARRAY(subquery)) in WHERE, the select list and JOIN … ON run per outer row
+ * in an apply node (EXISTS with equality correlations become semi / anti
+ * joins); LATERAL subqueries and functions in FROM that read earlier FROM
+ * items are apply nodes too (inner, cross, LEFT).
+ *
+ * Not supported (0A000 naming it): LATERAL under RIGHT / FULL joins or with
+ * USING / NATURAL, correlated subqueries in an aggregated select list, HAVING
+ * or ORDER BY; aggregates in WHERE are 42803.
  */
-import { formatExpr, formatWindowDef } from '../parser/format.js';
+import { formatExpr, formatTableExpr, formatWindowDef } from '../parser/format.js';
 import { mapExpr, walkExpr } from '../parser/walk.js';
 import type { Expr, FuncCall, JoinExpr, NamedWindow, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr, WindowDef } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
@@ -77,7 +83,7 @@ export function needsQueryPlanner(s: SelectStatement): boolean {
   if (b.from.length > 1 || b.from.some((f) => f.kind !== 'TableRef')) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && isVirtualTable(f.table))) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && f.alias !== undefined && f.alias.columns.length > 0)) return true;
-  const srf = (x: Expr): boolean => x.kind === 'FuncCall' && x.name[x.name.length - 1] === 'unnest';
+  const srf = (x: Expr): boolean => x.kind === 'FuncCall' && (x.name[x.name.length - 1] === 'unnest' || x.name[x.name.length - 1] === 'generate_series');
   return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, (x) => isSpecial(x) || srf(x))) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
 }
 
@@ -343,8 +349,36 @@ function pushTarget(conj: Expr, leaves: ReadonlyMap<TableExpr, LeafInfo>, all: r
 function planFromList(q: QueryCtx, from: readonly TableExpr[], pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
   if (from.length === 0) return { node: { kind: 'values', rows: [[]], columns: [] }, columns: [] };
   let rel = planFromItem(q, from[0] as TableExpr, pushed);
-  for (let i = 1; i < from.length; i++) rel = joinRels(q, 'inner', rel, planFromItem(q, from[i] as TableExpr, pushed), undefined);
+  for (let i = 1; i < from.length; i++) {
+    const t = from[i] as TableExpr;
+    rel = (t.kind === 'SubqueryRef' && t.lateral ? planLateral(q, rel, t, 'inner', undefined) : undefined) ?? joinRels(q, 'inner', rel, planFromItem(q, t, pushed), undefined);
+  }
   return rel;
+}
+
+/**
+ * `left, LATERAL (subquery) s` / `left [LEFT] JOIN LATERAL (…) s ON …` (and a
+ * function in FROM, which is implicitly lateral) whose subquery reads `left`'s
+ * columns: an apply node runs the subquery per left row, publishing the row
+ * as its outer row, and emits left ++ each subquery row that passes `on`
+ * (LEFT: left ++ NULLs when none does). Undefined when the subquery does not
+ * read `left` (it is then an ordinary join).
+ */
+function planLateral(q: QueryCtx, left: Rel, t: Extract<TableExpr, { kind: 'SubqueryRef' }>, type: 'inner' | 'left', on: Expr | undefined): Rel | undefined {
+  if (t.alias === undefined) throw new SqlError('sql.syntax_error', '42601', 'subquery in FROM must have an alias');
+  try {
+    planStatement(new QueryCtx(q.ctx, q.ctes, 'none', q.outer), t.query);
+    return undefined;
+  } catch {
+    // reads the left side (or is wrong: planned again below, which reports it)
+  }
+  const slot = new WeakMap<EvalEnv, readonly Datum[]>();
+  const inner = new QueryCtx(q.ctx, q.ctes, 'none', { scope: new Scope(left.columns), slot, parent: q.outer });
+  const sub = planStatement(inner, t.query);
+  const columns = [...left.columns, ...renameColumns(sub.columns, t.alias.columns, t.alias.name)];
+  const pred = on === undefined ? undefined : compilerFor(q, new Scope(columns)).compileBool(on, 'JOIN/ON').fn;
+  const text = `${type === 'left' ? 'LEFT JOIN ' : ''}${formatTableExpr(t)}${on === undefined ? '' : ` ON ${formatExpr(on)}`}`;
+  return { node: { kind: 'apply', input: left.node, plan: sub.node, mode: type === 'left' ? 'lateral-left' : 'lateral', outer: slot, on: pred, text, columns }, columns };
 }
 
 function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
@@ -365,7 +399,6 @@ function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, 
       return { node: p.root, columns: renameColumns(resultScope(result, alias), t.alias?.columns ?? [], alias), result };
     }
     case 'SubqueryRef': {
-      if (t.lateral) throw unimplemented('LATERAL');
       if (t.alias === undefined) throw new SqlError('sql.syntax_error', '42601', 'subquery in FROM must have an alias');
       const rel = planStatement(q, t.query);
       return { node: rel.node, columns: renameColumns(rel.columns, t.alias.columns, t.alias.name) };
@@ -421,6 +454,11 @@ function statementMentions(s: SelectStatement, name: string): boolean {
 
 function planJoin(q: QueryCtx, j: JoinExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
   const l = planFromItem(q, j.left, pushed);
+  if (j.right.kind === 'SubqueryRef' && j.right.lateral) {
+    const simple = !j.natural && j.using.length === 0 && j.alias === undefined;
+    const lat = simple && (j.type === 'inner' || j.type === 'cross' || j.type === 'left') ? planLateral(q, l, j.right, j.type === 'left' ? 'left' : 'inner', j.on) : undefined;
+    if (lat !== undefined) return lat;
+  }
   const r = planFromItem(q, j.right, pushed);
   let using = j.using;
   if (j.natural) using = l.columns.filter((c) => !c.hidden && r.columns.some((rc) => !rc.hidden && rc.name === c.name)).map((c) => c.name);
@@ -618,7 +656,7 @@ function applyCorrelated(q: QueryCtx, rel: Rel, e: Expr): { rel: Rel; expr: Expr
   if (!exprHas(e, (x) => x.kind === 'SubLink')) return { rel, expr: e };
   let cur = rel;
   const expr = mapExpr(e, (x) => {
-    if (x.kind !== 'SubLink' || (x.type !== 'scalar' && x.type !== 'exists')) return x;
+    if (x.kind !== 'SubLink') return x;
     try {
       planStatement(new QueryCtx(q.ctx, q.ctes, 'none', q.outer), x.query);
       return x;
@@ -633,12 +671,19 @@ function applyCorrelated(q: QueryCtx, rel: Rel, e: Expr): { rel: Rel; expr: Expr
     } catch {
       return x;
     }
-    if (x.type === 'scalar' && sub.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', 'subquery must return only one column');
+    if (x.type !== 'exists' && sub.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', sub.columns.length > 1 && x.type !== 'scalar' ? 'subquery has too many columns' : 'subquery must return only one column');
     const name = `a${applySeq++}`;
-    const type = x.type === 'exists' ? T.bool : (sub.columns[0] as ScopeColumn).type;
+    const ref: Expr = { kind: 'ColumnRef', names: ['\u0000apply', name], star: false };
+    const mode = x.type === 'exists' || x.type === 'scalar' ? x.type : 'array';
+    const col = (sub.columns[0] as ScopeColumn | undefined)?.type;
+    let type: SqlType = T.bool;
+    if (mode === 'scalar') type = col as SqlType;
+    else if (mode === 'array') type = subqueryArrayType(col as SqlType);
     const columns = [...cur.columns, { name, table: '\u0000apply', type, hidden: true }];
-    cur = { node: { kind: 'apply', input: cur.node, plan: sub.node, mode: x.type, outer: slot, text: formatExpr(x), columns }, columns, result: cur.result };
-    return { kind: 'ColumnRef', names: ['\u0000apply', name], star: false };
+    cur = { node: { kind: 'apply', input: cur.node, plan: sub.node, mode, outer: slot, text: formatExpr(x), columns }, columns, result: cur.result };
+    // IN / op ANY / op ALL compare with the array of the subquery's values, with the same NULL rules.
+    if (x.type === 'in' || x.type === 'any' || x.type === 'all') return { kind: 'ArrayOp', op: x.type === 'in' ? '=' : (x.op as string), quantifier: x.type === 'all' ? 'all' : 'any', left: x.test as Expr, right: ref };
+    return ref;
   });
   return { rel: cur, expr };
 }
@@ -749,24 +794,48 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
     aggRw = agg.rw;
     having = agg.having;
     orderExprs = agg.order;
+    const hasSubLink = (e: Expr | number | undefined): boolean => e !== undefined && typeof e !== 'number' && exprHas(e, (x) => x.kind === 'SubLink');
+    if (hasSubLink(having) || projTargets.some((t) => hasSubLink(t.expr)) || orderExprs.some(hasSubLink)) {
+      // Correlated subqueries over grouped rows read the GROUP BY columns by their names.
+      const g = groupAliases({ node, columns: scope.columns }, agg.rw, aggInScope);
+      node = g.node;
+      scope = new Scope(g.columns);
+      c = compilerFor(q, scope);
+      if (having !== undefined) {
+        const a = applyCorrelated(q, g, having);
+        node = a.rel.node;
+        scope = new Scope(a.rel.columns);
+        c = compilerFor(q, scope);
+        having = a.expr;
+      }
+    }
     if (having !== undefined) {
       const pred = c.compileBool(having, 'HAVING');
       node = { kind: 'filter', input: node, pred: pred.fn, text: formatExpr(b.having as Expr), columns: scope.columns };
     }
   }
-  if (!hasAgg && projTargets.some((t) => exprHas(t.expr, (x) => x.kind === 'SubLink'))) {
+  const orderSubLinks = orderExprs.some((e) => typeof e !== 'number' && exprHas(e, (x) => x.kind === 'SubLink'));
+  if (orderSubLinks || projTargets.some((t) => exprHas(t.expr, (x) => x.kind === 'SubLink'))) {
     let cur: Rel = { node, columns: scope.columns };
     projTargets = projTargets.map((t) => {
       const a = applyCorrelated(q, cur, t.expr);
       cur = a.rel;
       return { expr: a.expr, alias: t.alias };
     });
+    if (orderSubLinks) {
+      orderExprs = orderExprs.map((e) => {
+        if (typeof e === 'number') return e;
+        const a = applyCorrelated(q, cur, e);
+        cur = a.rel;
+        return a.expr;
+      });
+    }
     node = cur.node;
     scope = new Scope(cur.columns);
     c = compilerFor(q, scope);
   }
   // unnest(array) in the select list: a project-set node appends the elements.
-  const isUnnest = (x: Expr): boolean => x.kind === 'FuncCall' && x.over === undefined && x.name.length === 1 && x.name[0] === 'unnest' && x.args.length === 1;
+  const isUnnest = (x: Expr): boolean => x.kind === 'FuncCall' && x.over === undefined && x.name.length === 1 && (x.name[0] === 'unnest' ? x.args.length === 1 : x.name[0] === 'generate_series' && (x.args.length === 2 || x.args.length === 3));
   if (!hasAgg && projTargets.some((t) => exprHas(t.expr, isUnnest))) {
     const arrays: EvalFn[] = [];
     const texts: string[] = [];
@@ -776,7 +845,7 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       alias: t.alias,
       expr: mapExpr(t.expr, (x) => {
         if (!isUnnest(x) || x.kind !== 'FuncCall') return x;
-        const a = sc.compile(x.args[0] as Expr);
+        const a = x.name[0] === 'generate_series' ? compileSeries(sc, x.args) : sc.compile(x.args[0] as Expr);
         if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function unnest(${formatType(a.type)}) does not exist`);
         arrays.push(a.fn);
         texts.push(formatExpr(x));
@@ -1033,6 +1102,26 @@ interface AggRewrite {
   readonly baseWidth: number;
 }
 
+/**
+ * The aggregate's output widened with a hidden copy of each GROUP BY column
+ * under its input name (`p.id`), so a correlated subquery in the select list,
+ * HAVING or ORDER BY of a grouped query can read it as an outer column.
+ */
+function groupAliases(rel: Rel, rw: AggRewrite, inScope: Scope): Rel {
+  const extra: ScopeColumn[] = [];
+  const fns: EvalFn[] = [];
+  rw.groupCols.forEach((ci, gi) => {
+    const col = inScope.columns[ci];
+    if (ci < 0 || col === undefined) return;
+    extra.push({ name: col.name, table: col.table, type: (rw.scope.columns[gi] as ScopeColumn).type, hidden: true });
+    fns.push((row) => row[gi] as Datum);
+  });
+  if (extra.length === 0) return rel;
+  const columns = [...rel.columns, ...extra];
+  const exprs: EvalFn[] = [...rel.columns.map((_c, i) => (row: readonly Datum[]) => row[i] as Datum), ...fns];
+  return { node: { kind: 'project', input: rel.node, exprs, text: [], columns }, columns };
+}
+
 function planAggregate(
   q: QueryCtx,
   c: ExprCompiler,
@@ -1222,9 +1311,44 @@ function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
 
 // ---- subqueries in expressions ---------------------------------------------------------
 
+/** generate_series rows one input row may produce (the series is built as an array first). */
+export const MAX_SERIES_LENGTH = 10_000_000;
+
+/**
+ * generate_series(start, stop [, step]) over integers, as the array of its
+ * values (the project-set node turns it into rows): int4, or int8 when an
+ * argument is int8. Other argument types (numeric, timestamps) are 0A000.
+ */
+function compileSeries(c: ExprCompiler, args: readonly Expr[]): Typed {
+  const typed = args.map((a) => c.resolveUnknown(c.compile(a, T.int4)));
+  if (typed.some((t) => t.type.family !== 'int')) throw unimplemented(`generate_series(${typed.map((t) => formatType(t.type)).join(', ')})`);
+  const big = typed.some((t) => t.type.oid === T.int8.oid);
+  const fns = typed.map((t) => c.coerce(t, T.int8, 'implicit').fn);
+  return {
+    type: arrayOf(big ? T.int8 : T.int4),
+    fn: (row, env) => {
+      const v = fns.map((f) => f(row, env));
+      if (v.some((x) => x === null)) return [];
+      const [lo, hi, step = 1n] = v as bigint[];
+      if (step === 0n) throw new SqlError('sql.invalid_parameter_value', '22023', 'step size cannot equal zero');
+      const n = step > 0n ? ((hi as bigint) - (lo as bigint)) / step + 1n : ((lo as bigint) - (hi as bigint)) / -step + 1n;
+      if (n > BigInt(MAX_SERIES_LENGTH)) throw new SqlError('sql.program_limit_exceeded', '54000', `generate_series: more than ${MAX_SERIES_LENGTH} rows for one input row`);
+      const out: Datum[] = [];
+      for (let x = lo as bigint, i = 0n; i < n; i++, x += step) out.push(big ? x : Number(x));
+      return out;
+    },
+  };
+}
+
+/** The type of ARRAY(subquery) over a column of type `t` (arrays of arrays are not supported). */
+function subqueryArrayType(t: SqlType): SqlType {
+  if (t.family === 'array') throw unimplemented('ARRAY(subquery) over an array column');
+  if (t.family === 'unknown') return arrayOf(T.text);
+  return arrayOf(t);
+}
+
 function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlType | undefined): Typed {
   void hint;
-  if (e.type === 'array') throw unimplemented('ARRAY(subquery)');
   let rel: Rel;
   const sub = new QueryCtx(q.ctx, q.ctes, 'none', q.outer);
   try {
@@ -1248,6 +1372,22 @@ function compileSubLink(q: QueryCtx, outer: ExprCompiler, e: SubLink, hint: SqlT
   }
   if (rel.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', rel.columns.length > 1 ? 'subquery has too many columns' : 'subquery must return only one column');
   const ct = types[0] as SqlType;
+  if (e.type === 'array') {
+    const at = subqueryArrayType(ct);
+    q.cells.push({ plan: rel.node, mode: 'rows', types, text, results });
+    const arrays = new WeakMap<EvalEnv, Datum[]>();
+    return {
+      type: at,
+      fn: (_row, env) => {
+        let a = arrays.get(env);
+        if (a === undefined) {
+          a = ((results.get(env) as Datum[][] | undefined) ?? []).map((r) => r[0] as Datum);
+          arrays.set(env, a);
+        }
+        return a;
+      },
+    };
+  }
   if (e.type === 'scalar') {
     q.cells.push({ plan: rel.node, mode: 'scalar', types, text, results });
     return { type: ct, fn: (_row, env) => (results.get(env) as Datum | undefined) ?? null };
