@@ -13,6 +13,11 @@
  *        [--cairn-only | --skip-postgres] [--skip-cairn]
  *        [--cairn-url URL…] [--splits 12] [--out bench/results]
  *
+ * --splits N (default 12): usertable is split into N ranges before loading
+ * and the i-th range's lease is moved to node i mod 3 (support/scatter.ts,
+ * through the nodes' HTTP admin hooks), as `cockroach workload init ycsb`
+ * does with SPLIT AT + SCATTER: otherwise one leaseholder does all the work.
+ *
  * Order: one target at a time (the machine's cores are shared): start,
  * load (recording rows/s over time and the last-10 %/first-10 % ratio), then
  * for each concurrency every workload in the order given on the same data (D
@@ -35,7 +40,8 @@ import {
   type YcsbInitResult,
   type YcsbRunResult,
 } from '../src/workload/index.js';
-import { startCairn, startPostgresTarget, type BenchTarget } from './support/cluster.js';
+import { startCairn, startPostgresTarget, type BenchTarget, type CairnCluster } from './support/cluster.js';
+import { scatterTable, splitAndScatter } from './support/scatter.js';
 import { cpuMeter } from './support/proc-stats.js';
 import { barPanel, mdTable, mergedPercentiles, ratio, svgDocument, type Percentiles } from './support/report.js';
 
@@ -80,16 +86,38 @@ function p(x: number): string {
   return Math.round(x).toLocaleString('en-US');
 }
 
-async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>, o: YcsbBenchOptions, measured: boolean): Promise<TargetResult> {
+async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>, o: YcsbBenchOptions, measured: boolean, cluster?: CairnCluster): Promise<TargetResult> {
   const log = o.log ?? ((s: string) => void process.stdout.write(s));
   log(`\n== ${t.name}: loading ${p(o.records)} records\n`);
+  // Pre-split + scatter through the nodes' admin hooks when this bench
+  // started the cluster (SQL SPLIT AT otherwise).
+  const splitter =
+    cluster === undefined
+      ? undefined
+      : async (keys: readonly string[]): Promise<void> => {
+          const s = await splitAndScatter(cluster, 'usertable', keys);
+          log(`cairn: usertable in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}\n`);
+        };
   const lm = cpuMeter(t.pids);
   const load = await initYcsb(
-    { urls: [...t.urls], drop: true, insertCount: o.records, concurrency: Math.min(Math.max(...o.concurrency), 8), batchSize: 200, splits: t.name === 'cairn' ? o.splits : 0 },
+    {
+      urls: [...t.urls],
+      drop: true,
+      insertCount: o.records,
+      concurrency: Math.min(Math.max(...o.concurrency), 8),
+      batchSize: 200,
+      splits: t.name === 'cairn' ? o.splits : 0,
+      ...(splitter !== undefined ? { splitter } : {}),
+    },
     { output: quiet },
   );
   const loadCpu = measured ? lm.stop() : null;
   log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}\n`);
+  if (cluster !== undefined && o.splits > 1) {
+    // Lease moves during the load (replicate queue on stale lease counts) are undone before measuring.
+    const s = await scatterTable(cluster, 'usertable', { stableRounds: 4, intervalMs: 750, timeoutMs: 30_000 });
+    log(`cairn: before the runs, usertable in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}\n`);
+  }
   const runs: WorkloadMeasurement[] = [];
   for (const c of o.concurrency) {
     for (const w of o.workloads) {
@@ -190,8 +218,8 @@ export async function runYcsbBench(o: YcsbBenchOptions): Promise<{ results: Targ
     } else {
       const t = await startCairn(3);
       try {
-        results.push(await measure(t, o, true));
-        targets.push({ name: 'cairn: 3 nodes, replication factor 3' });
+        results.push(await measure(t, o, true, t));
+        targets.push({ name: `cairn: 3 nodes, replication factor 3${o.splits > 1 ? `, usertable pre-split into ${o.splits} ranges, leases spread` : ''}` });
       } finally {
         await t.stop();
       }
@@ -229,7 +257,7 @@ async function main(): Promise<void> {
     .option('--skip-postgres', 'skip PostgreSQL (same as --cairn-only)')
     .option('--skip-cairn', 'measure only PostgreSQL')
     .option('--cairn-url <urls...>', 'SQL URLs of a running Cairn cluster instead of starting one')
-    .option('--splits <n>', 'ranges to split usertable into on Cairn (ALTER TABLE … SPLIT AT; 0: none — not served by the node yet)', (v) => Number(v), 0)
+    .option('--splits <n>', 'ranges to split usertable into on Cairn before loading, leases spread over the nodes (0/1: none)', (v) => Number(v), 12)
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
   const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; out: string }>();

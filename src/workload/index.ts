@@ -4,7 +4,7 @@
  * the generators, and duration parsing. Speaks only SQL over the PostgreSQL
  * protocol (pg), so it measures Cairn and PostgreSQL alike.
  */
-export { initYcsb, splitKeys, type YcsbInitOptions, type YcsbInitResult, type LoadPoint } from './ycsb/loader.js';
+export { initYcsb, loadPlan, splitKeys, type YcsbInitOptions, type YcsbInitResult, type LoadPoint } from './ycsb/loader.js';
 export { runYcsb, YcsbRunError, type YcsbRunOptions, type YcsbRunIo, type YcsbRunResult } from './ycsb/runner.js';
 export {
   WORKLOADS,

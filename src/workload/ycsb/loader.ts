@@ -2,18 +2,27 @@
  * The YCSB load phase: `initYcsb(options, { output })`.
  *
  *   [--drop] DROP TABLE usertable → CREATE TABLE usertable
- *   [--splits N] ALTER TABLE usertable SPLIT AT VALUES (…)   (Cairn only)
+ *   [--splits N] ALTER TABLE usertable SPLIT AT VALUES (…)   (Cairn only),
+ *                or the caller's `splitter` (bench/ycsb.ts: the nodes' HTTP
+ *                admin split + lease transfers, i.e. SPLIT AT + SCATTER)
  *   C loaders, each: claim the next batch of insertion indexes from a shared
  *   CounterGenerator → one multi-row INSERT with parameters → repeat
  *   a progress display: a redrawn bar on a terminal, periodic lines otherwise
  *
  * Records are indexes 0..insertCount-1; record i has key keyName(i) ("user" +
- * FNV-64 of i) and ten fields of 100 random printable characters. Each batch
- * draws its values from its own Prng, seeded by (seed, batch number), so the
- * loaded data depends only on the seed and the batch size — not on the
- * concurrency or the servers' timing — and two targets loaded with the same
- * flags hold identical tables. Loaders' connections are spread round-robin
- * over the URLs.
+ * FNV-64 of i) and ten fields of 100 random printable characters drawn from
+ * its own Prng, seeded by (seed, i), so the loaded data depends only on the
+ * seed — not on the batching, the concurrency or the servers' timing — and
+ * two targets loaded with the same seed hold identical tables. Loaders'
+ * connections are spread round-robin over the URLs.
+ *
+ * Batches (loadPlan): without splits, consecutive indexes. With split points,
+ * each batch holds only records of one future range (indexes bucketed by
+ * key, each bucket cut into batches, the buckets' batches interleaved so the
+ * loaders work on every range at once): a batch is then a single-range
+ * transaction, which Cairn commits in one Raft round (1PC) without intents to
+ * resolve afterwards — as CockroachDB's IMPORT sorts its input by range
+ * rather than writing scattered keys in distributed transactions.
  *
  * Split points (only against Cairn, detected by `SELECT version()` containing
  * "Cairn"; other servers get a notice and no splits): the keys of the records
@@ -46,6 +55,12 @@ export interface YcsbInitOptions {
   readonly seed?: number;
   /** Period of the plain progress lines when the output is not a terminal; default 5 s. */
   readonly progressIntervalMs?: number;
+  /**
+   * Splits the new, empty table at these keys (sorted ycsb_key values) and
+   * spreads the ranges' leases, instead of `ALTER TABLE … SPLIT AT`; called
+   * only against Cairn, after CREATE TABLE and before any row is loaded.
+   */
+  readonly splitter?: (keys: readonly string[]) => Promise<void>;
 }
 
 export interface LoadPoint {
@@ -81,9 +96,50 @@ export function splitKeys(insertCount: number, splits: number): string[] {
   return out;
 }
 
-/** The seed of batch `batch`'s Prng: a 32-bit mix of the run's seed and the batch number. */
-function batchSeed(seed: number, batch: number): number {
-  return (Math.imul(seed ^ 0x5bd1e995, 0x9e3779b1) + Math.imul(batch, 0x85ebca6b)) >>> 0;
+/** The seed of record `index`'s Prng: a 32-bit mix of the run's seed and the record index. */
+function recordSeed(seed: number, index: number): number {
+  return (Math.imul(seed ^ 0x5bd1e995, 0x9e3779b1) + Math.imul(index, 0x85ebca6b)) >>> 0;
+}
+
+/**
+ * The load's batches: lists of record indexes, each at most `batchSize` long,
+ * together holding every index in [0, total) once. Without split keys,
+ * consecutive runs of indexes; with them (sorted), each batch's keys fall
+ * between two neighbouring split keys, and the batches of the buckets are
+ * interleaved (bucket 0's first, bucket 1's first, …, bucket 0's second, …).
+ */
+export function loadPlan(total: number, batchSize: number, splitKeys: readonly string[] = []): number[][] {
+  const out: number[][] = [];
+  if (splitKeys.length === 0) {
+    for (let first = 0; first < total; first += batchSize) {
+      const b: number[] = [];
+      for (let i = first; i < Math.min(total, first + batchSize); i++) b.push(i);
+      out.push(b);
+    }
+    return out;
+  }
+  const buckets: number[][] = Array.from({ length: splitKeys.length + 1 }, () => []);
+  for (let i = 0; i < total; i++) {
+    const k = keyName(i);
+    // The number of split keys ≤ k: the bucket (range) the key falls in.
+    let lo = 0;
+    let hi = splitKeys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((splitKeys[mid] as string) <= k) lo = mid + 1;
+      else hi = mid;
+    }
+    (buckets[lo] as number[]).push(i);
+  }
+  for (let c = 0; ; c++) {
+    let any = false;
+    for (const b of buckets) {
+      if (c * batchSize >= b.length) continue;
+      any = true;
+      out.push(b.slice(c * batchSize, (c + 1) * batchSize));
+    }
+    if (!any) return out;
+  }
 }
 
 const BAR_WIDTH = 30;
@@ -147,8 +203,11 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
       if (server.includes('Cairn')) {
         splitAt = splitKeys(total, splits);
         if (splitAt.length > 0) {
-          const values = splitAt.map((k) => `('${k}')`).join(', ');
-          await admin.client.query(`ALTER TABLE ${TABLE} SPLIT AT VALUES ${values}`);
+          if (options.splitter !== undefined) await options.splitter(splitAt);
+          else {
+            const values = splitAt.map((k) => `('${k}')`).join(', ');
+            await admin.client.query(`ALTER TABLE ${TABLE} SPLIT AT VALUES ${values}`);
+          }
           print(`split ${TABLE} into ${splitAt.length + 1} ranges`);
         }
       } else {
@@ -162,6 +221,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
   const conns = await openConnections(urls, concurrency);
 
   const seed = options.seed ?? 1;
+  const plan = loadPlan(total, batchSize, splitAt ?? []);
   const batches = new CounterGenerator(0);
   const fullSql = insertSql(batchSize);
   const start = performance.now();
@@ -193,14 +253,13 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
 
   async function loader(conn: Connection): Promise<void> {
     for (;;) {
-      const batch = batches.next();
-      const first = batch * batchSize;
-      if (first >= total) return;
-      const fields = new FieldGenerator(new Prng(batchSeed(seed, batch)));
-      const n = Math.min(batchSize, total - first);
+      const batch = plan[batches.next()];
+      if (batch === undefined) return;
+      const n = batch.length;
       const values: string[] = new Array<string>(n * (1 + FIELD_COUNT));
       let v = 0;
-      for (let i = first; i < first + n; i++) {
+      for (const i of batch) {
+        const fields = new FieldGenerator(new Prng(recordSeed(seed, i)));
         values[v++] = keyName(i);
         for (let f = 0; f < FIELD_COUNT; f++) values[v++] = fields.value();
       }
