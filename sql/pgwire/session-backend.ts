@@ -136,6 +136,15 @@ export interface RowSink {
   canRewind(): boolean;
   /** Discards everything this statement produced; only while canRewind(). */
   rewind(): void;
+  /**
+   * Extended protocol, during an Execute: true when the next message has
+   * already arrived and is Sync, so the statement is the last of its
+   * implicit transaction and may commit with itself (one-phase commit) —
+   * CockroachDB's look-ahead. Optional: without it (or when false) an
+   * Execute outside BEGIN leaves its implicit transaction open, and
+   * `sync()` commits it.
+   */
+  syncFollows?(): boolean;
   /** Sends a NoticeResponse (e.g. a WARNING) now, between rows or results. */
   notice(fields: NoticeFields): void;
   /** Reports a changed session parameter (SET TimeZone …) as ParameterStatus. */
@@ -185,7 +194,9 @@ export interface SessionBackend<S extends PreparedStatement = PreparedStatement,
   closeStatement(statement: S): void;
   closePortal(portal: P): void;
   /**
-   * Sync: ends the implicit transaction of the extended protocol. `failed`
+   * Sync: ends the implicit transaction of the extended protocol — the
+   * Executes since the previous Sync outside BEGIN share it (PostgreSQL's
+   * rule) — committing it, or rolling it back when `failed`. `failed`
    * is true when an ErrorResponse was sent since the previous Sync — raised by
    * the session or by pgwire itself (unknown statement, parameter count, …) —
    * so the implicit transaction must roll back and an explicit one becomes

@@ -27,6 +27,17 @@
  * by any error; only its current statement can be retried transparently.
  * (A string that mixes in BEGIN/COMMIT/SAVEPOINT runs statement by statement.)
  *
+ * The extended protocol's rule is the same with Sync as the end (DESIGN.md
+ * §3, PostgreSQL's exec_execute_message): the Executes between two Syncs
+ * outside BEGIN share one implicit transaction (`pending`), committed at
+ * Sync, rolled back when an error was sent since the previous Sync. Only
+ * its first statement can be retried transparently. When pgwire says the
+ * Execute is the last message before Sync (RowSink.syncFollows — the usual
+ * Parse/Bind/Execute/Sync of a driver), the statement commits with itself as
+ * before, so a DML keeps its one-phase commit (CockroachDB does the same
+ * look-ahead). BEGIN after earlier Executes of the same Sync makes their
+ * transaction explicit, as PostgreSQL does; COMMIT/ROLLBACK end it.
+ *
  * DDL works inside explicit transactions (ddl.ts): later statements of the
  * transaction plan against its own uncommitted schema; the node's catalog
  * cache is dropped when it commits.
@@ -236,6 +247,10 @@ function varValue(values: readonly Expr[]): string {
 export class Session implements SessionBackend<SessionStatement, SessionPortal> {
   private readonly vars: SessionVars;
   private txn: ExplicitTxn | undefined;
+  /** The extended protocol's implicit transaction until the next Sync (see the header). */
+  private pending: { readonly sql: SqlTxn; failed: boolean } | undefined;
+  /** execute() is running: the statement follows the extended protocol's Sync rule. */
+  private inExecute = false;
   private running: { cancelled: boolean; reason: string } | undefined;
   private closed = false;
 
@@ -278,6 +293,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
   // ---- protocol entry points ---------------------------------------------------------
 
   async simpleQuery(sql: string, sink: SimpleQuerySink): Promise<void> {
+    // A Query inside an extended-protocol batch ends its implicit transaction first.
+    if (this.pending !== undefined) await this.finishPending(false);
     let parsed: readonly ParsedStatement[];
     try {
       parsed = this.deps.statementCache.get(sql);
@@ -359,8 +376,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
   private async prepareResult(stmt: SessionStatement, ast: Statement): Promise<void> {
     const plannable = ast.kind === 'Select' || ast.kind === 'Insert' || ast.kind === 'Update' || ast.kind === 'Delete';
     if (plannable) {
-      const dirty = this.txn !== undefined && this.txn.sql.schemaDirty;
-      const snap = dirty ? await loadSnapshot((this.txn as ExplicitTxn).sql.kv) : await this.nodeSnapshot();
+      const open = this.txn?.sql ?? this.pending?.sql;
+      const dirty = open !== undefined && open.schemaDirty;
+      const snap = dirty ? await loadSnapshot((open as SqlTxn).kv) : await this.nodeSnapshot();
       try {
         stmt.plan = this.plan(ast, snap, stmt.types);
       } catch (e) {
@@ -413,7 +431,12 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
               },
             }
           : undefined;
-      portal.result = await this.runOne(ps, portal.stmt, portal.params, sink, emitter);
+      this.inExecute = true;
+      try {
+        portal.result = await this.runOne(ps, portal.stmt, portal.params, sink, emitter);
+      } finally {
+        this.inExecute = false;
+      }
       if (portal.result.streamed === true) return { kind: 'complete', tag: portal.result.tag };
     } else if (portal.pos >= portal.result.rows.length && portal.result.columns === undefined) {
       return { kind: 'complete', tag: portal.result.tag };
@@ -436,6 +459,26 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
 
   async sync(failed: boolean): Promise<void> {
     if (failed) this.failTxn();
+    if (this.pending !== undefined) await this.finishPending(failed);
+  }
+
+  /** Commits the extended protocol's implicit transaction, or rolls it back after an error. */
+  private async finishPending(failed: boolean): Promise<StmtResult> {
+    const p = this.pending as { readonly sql: SqlTxn; failed: boolean };
+    this.pending = undefined;
+    if (failed || p.failed) {
+      await p.sql.kv.rollback();
+      return { tag: 'ROLLBACK', columns: undefined, rows: [] };
+    }
+    try {
+      await p.sql.commit();
+    } catch (e) {
+      await p.sql.kv.rollback();
+      throw toClientError(e);
+    } finally {
+      if (p.sql.schemaDirty) this.deps.catalog.invalidate();
+    }
+    return { tag: 'COMMIT', columns: undefined, rows: [] };
   }
 
   cancel(): void {
@@ -451,12 +494,16 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const t = this.txn;
     this.txn = undefined;
     if (t !== undefined) await t.sql.kv.rollback();
+    const p = this.pending;
+    this.pending = undefined;
+    if (p !== undefined) await p.sql.kv.rollback();
   }
 
   // ---- statements ----------------------------------------------------------------------
 
   private failTxn(): void {
     if (this.txn !== undefined) this.txn.aborted = true;
+    if (this.pending !== undefined) this.pending.failed = true;
   }
 
   /** Runs one statement with its transaction handling; materialises its result. */
@@ -544,7 +591,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         // layer may then skip the transaction record and commit for free).
         let opts: KVTxnOptions | undefined = ast.kind === 'Select' && ast.locking.length === 0 ? { readOnly: true } : undefined;
         if (ast.kind === 'Select' && ast.asOfSystemTime !== undefined) {
-          if (this.txn !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
+          if (this.txn !== undefined || this.pending !== undefined) throw unimplemented('AS OF SYSTEM TIME inside a transaction (give it on BEGIN)');
           opts = { readOnly: true, asOf: asOfTimestamp(ast.asOfSystemTime, this.deps.db.now()) };
         }
         return this.inTxn(
@@ -564,20 +611,30 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       if (ex.readOnly && writes) throw new PgError('sql.read_only_sql_transaction', '25006', 'cannot execute this statement in a read-only transaction');
       return (await fn(ex.sql, false)).result;
     }
+    const p = this.pending;
+    if (p !== undefined) return (await fn(p.sql, false)).result;
+    // Extended protocol: unless Sync is known to follow, the transaction stays open for the next Executes.
+    const defer = this.inExecute && opts?.asOf === undefined && sink.syncFollows?.() !== true;
+    const txnOpts = defer ? undefined : opts;
     let kv: KVTxn | undefined;
     for (let attempt = 0; ; attempt++) {
-      if (kv === undefined) kv = this.deps.db.newTxn(opts);
+      if (kv === undefined) kv = this.deps.db.newTxn(txnOpts);
       else {
         try {
           await kv.restart();
         } catch {
           // A transaction that cannot be restarted is replaced by a fresh one.
           await kv.rollback();
-          kv = this.deps.db.newTxn(opts);
+          kv = this.deps.db.newTxn(txnOpts);
         }
       }
       const txn = new SqlTxn(kv);
       try {
+        if (defer) {
+          const { result } = await fn(txn, false);
+          this.pending = { sql: txn, failed: false };
+          return result;
+        }
         const { result, committed } = await fn(txn, true);
         if (!committed) await txn.commit();
         if (txn.schemaDirty) this.deps.catalog.invalidate();
@@ -980,6 +1037,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
     const n = modesNotice(modes, this.vars);
     if (n !== undefined) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
+    const p = this.pending;
+    if (p !== undefined) {
+      // PostgreSQL: BEGIN inside an implicit transaction block makes it explicit, earlier statements included.
+      if (modes.asOfSystemTime !== undefined) throw unimplemented('BEGIN … AS OF SYSTEM TIME after other statements before the same Sync');
+      this.pending = undefined;
+      this.txn = { sql: p.sql, aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true };
+      return { tag: 'BEGIN', columns: undefined, rows: [] };
+    }
     const asOf = modes.asOfSystemTime !== undefined ? asOfTimestamp(modes.asOfSystemTime, this.deps.db.now()) : undefined;
     const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf });
     this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true || asOf !== undefined };
@@ -988,7 +1053,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
 
   private async commit(): Promise<StmtResult> {
     const t = this.txn;
-    if (t === undefined) return { tag: 'COMMIT', columns: undefined, rows: [] };
+    if (t === undefined) return this.pending !== undefined ? this.finishPending(false) : { tag: 'COMMIT', columns: undefined, rows: [] };
     this.txn = undefined;
     if (t.aborted) {
       await t.sql.kv.rollback();
@@ -1010,6 +1075,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const t = this.txn;
     this.txn = undefined;
     if (t !== undefined) await t.sql.kv.rollback();
+    if (this.pending !== undefined) await this.finishPending(true);
     return { tag: 'ROLLBACK', columns: undefined, rows: [] };
   }
 
