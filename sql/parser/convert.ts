@@ -518,12 +518,13 @@ export class Converter {
         // A function in FROM (`SELECT * FROM current_schema()`, as TypeORM sends;
         // `generate_series(1, t.n)`, `unnest(t.arr) AS u(x)`) is the subquery
         // `(SELECT f(…) AS f) AS f`, LATERAL for the set-returning ones (a function in FROM
-        // may read earlier FROM items); WITH ORDINALITY, ROWS FROM and column definitions stay 0A000.
+        // may read earlier FROM items). WITH ORDINALITY adds `row_number() OVER ()` as the
+        // column `ordinality` (the subquery runs once per outer row, so it restarts per row);
+        // ROWS FROM and column definitions stay 0A000.
         const rf = body<{ functions?: { List?: { items?: (Node | null)[] } }[]; alias?: PgAlias; ordinality?: boolean; lateral?: boolean; coldeflist?: unknown }>(n, tag);
-        const fnode = rf.functions?.length === 1 && rf.ordinality !== true && rf.coldeflist === undefined ? rf.functions[0]?.List?.items?.[0] : undefined;
+        const fnode = rf.functions?.length === 1 && rf.coldeflist === undefined ? rf.functions[0]?.List?.items?.[0] : undefined;
         const call = fnode === undefined || fnode === null ? undefined : this.expr(fnode);
         const fname = call?.kind === 'FuncCall' ? call.name[call.name.length - 1] : call?.kind === 'SqlValueFunction' ? call.name : undefined;
-        if (rf.ordinality === true) throw unimplemented('WITH ORDINALITY');
         const srf = fname !== undefined && SET_RETURNING_FROM_FUNCTIONS.has(fname);
         if (call === undefined || fname === undefined || (!SCALAR_FROM_FUNCTIONS.has(fname) && !srf)) throw unimplemented(fname === undefined ? 'function in FROM' : `function ${fname} in FROM`);
         const a = alias(rf.alias);
@@ -531,7 +532,7 @@ export class Converter {
         const query: SelectStatement = {
           kind: 'Select',
           with: undefined,
-          body: { kind: 'SelectClause', distinct: false, targets: [{ expr: call, alias: column }], from: [], where: undefined, groupBy: [], having: undefined, windows: [] },
+          body: { kind: 'SelectClause', distinct: false, targets: [{ expr: call, alias: column }, ...(rf.ordinality === true ? [{ expr: ORDINALITY, alias: a?.columns[1] ?? 'ordinality' }] : [])], from: [], where: undefined, groupBy: [], having: undefined, windows: [] },
           orderBy: [],
           limit: undefined,
           offset: undefined,
@@ -1372,7 +1373,9 @@ export function nameFromParts(parts: readonly string[]): TableName {
 }
 
 /** Scalar functions a FROM clause may call (each yields one row, one column). */
-const SET_RETURNING_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['generate_series', 'unnest']);
+/** The ordinality column of `f(…) WITH ORDINALITY`: the row's position in the function's output. */
+const ORDINALITY: Expr = { kind: 'FuncCall', name: ['row_number'], args: [], star: false, distinct: false, orderBy: [], filter: undefined, over: { refName: undefined, partitionBy: [], orderBy: [], frame: undefined } };
+const SET_RETURNING_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['generate_series', 'unnest', 'pg_partition_ancestors']);
 const SCALAR_FROM_FUNCTIONS: ReadonlySet<string> = new Set(['current_schema', 'current_database', 'current_user', 'session_user', 'version', 'current_setting', 'pg_backend_pid']);
 
 function alias(a: PgAlias | undefined): Alias | undefined {

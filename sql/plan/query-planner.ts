@@ -83,7 +83,7 @@ export function needsQueryPlanner(s: SelectStatement): boolean {
   if (b.from.length > 1 || b.from.some((f) => f.kind !== 'TableRef')) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && isVirtualTable(f.table))) return true;
   if (b.from.some((f) => f.kind === 'TableRef' && f.alias !== undefined && f.alias.columns.length > 0)) return true;
-  const srf = (x: Expr): boolean => x.kind === 'FuncCall' && (x.name[x.name.length - 1] === 'unnest' || x.name[x.name.length - 1] === 'generate_series');
+  const srf = (x: Expr): boolean => x.kind === 'FuncCall' && Object.hasOwn(SRF_ARITY, x.name[x.name.length - 1] as string);
   return exprHas(b.where, isSpecial) || b.targets.some((t) => exprHas(t.expr, (x) => isSpecial(x) || srf(x))) || s.orderBy.some((o) => exprHas(o.expr, isSpecial));
 }
 
@@ -661,16 +661,12 @@ function applyCorrelated(q: QueryCtx, rel: Rel, e: Expr): { rel: Rel; expr: Expr
       planStatement(new QueryCtx(q.ctx, q.ctes, 'none', q.outer), x.query);
       return x;
     } catch (err) {
-      if (!(err instanceof SqlError) || (err.sqlState !== '42703' && err.sqlState !== '42P01')) return x;
+      if (!(err instanceof SqlError)) throw err;
+      // Reads the outer row — or is wrong, which planning it with the outer row reports.
     }
     const slot = new WeakMap<EvalEnv, readonly Datum[]>();
     const inner = new QueryCtx(q.ctx, q.ctes, 'none', { scope: new Scope(cur.columns), slot, parent: q.outer });
-    let sub: Rel;
-    try {
-      sub = planStatement(inner, x.query);
-    } catch {
-      return x;
-    }
+    const sub = planStatement(inner, x.query);
     if (x.type !== 'exists' && sub.columns.length !== 1) throw new SqlError('sql.syntax_error', '42601', sub.columns.length > 1 && x.type !== 'scalar' ? 'subquery has too many columns' : 'subquery must return only one column');
     const name = `a${applySeq++}`;
     const ref: Expr = { kind: 'ColumnRef', names: ['\u0000apply', name], star: false };
@@ -835,7 +831,7 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
     c = compilerFor(q, scope);
   }
   // unnest(array) in the select list: a project-set node appends the elements.
-  const isUnnest = (x: Expr): boolean => x.kind === 'FuncCall' && x.over === undefined && x.name.length === 1 && (x.name[0] === 'unnest' ? x.args.length === 1 : x.name[0] === 'generate_series' && (x.args.length === 2 || x.args.length === 3));
+  const isUnnest = (x: Expr): boolean => x.kind === 'FuncCall' && x.over === undefined && x.name.length === 1 && SRF_ARITY[x.name[0] as string]?.includes(x.args.length) === true;
   if (!hasAgg && projTargets.some((t) => exprHas(t.expr, isUnnest))) {
     const arrays: EvalFn[] = [];
     const texts: string[] = [];
@@ -845,7 +841,7 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       alias: t.alias,
       expr: mapExpr(t.expr, (x) => {
         if (!isUnnest(x) || x.kind !== 'FuncCall') return x;
-        const a = x.name[0] === 'generate_series' ? compileSeries(sc, x.args) : sc.compile(x.args[0] as Expr);
+        const a = x.name[0] === 'generate_series' ? compileSeries(sc, x.args) : x.name[0] === 'pg_partition_ancestors' ? partitionAncestors(sc, x.args[0] as Expr) : sc.compile(x.args[0] as Expr);
         if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function unnest(${formatType(a.type)}) does not exist`);
         arrays.push(a.fn);
         texts.push(formatExpr(x));
@@ -1310,6 +1306,19 @@ function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
 }
 
 // ---- subqueries in expressions ---------------------------------------------------------
+
+/** The set-returning functions of the select list (a project-set node) and their argument counts. */
+const SRF_ARITY: Readonly<Record<string, readonly number[]>> = { unnest: [1], generate_series: [2, 3], pg_partition_ancestors: [1] };
+
+/** pg_partition_ancestors(regclass): Cairn has no partitions, so the relation itself (PostgreSQL lists it first). */
+function partitionAncestors(c: ExprCompiler, arg: Expr): Typed {
+  const a = c.coerce(c.resolveUnknown(c.compile(arg, T.regclass)), T.regclass, 'implicit');
+  const f = a.fn;
+  return { type: arrayOf(T.regclass), fn: (row, env) => {
+    const v = f(row, env);
+    return v === null ? [] : [v];
+  } };
+}
 
 /** generate_series rows one input row may produce (the series is built as an array first). */
 export const MAX_SERIES_LENGTH = 10_000_000;

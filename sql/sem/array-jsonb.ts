@@ -263,6 +263,21 @@ export function compileContainerFunction(c: ExprCompiler, name: string, exprs: r
     case 'jsonb_each':
     case 'generate_series':
       throw unimplemented(`set-returning function ${name}`);
+    case 'array_upper':
+    case 'array_lower': {
+      // Arrays have lower bound 1: upper is the dimension's length, lower 1; NULL for an empty array or a missing dimension.
+      if (exprs.length !== 2) return undefined;
+      const a = c.compile(exprs[0] as Expr);
+      if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function ${name}(${formatType(a.type)}, integer) does not exist`);
+      const dim = c.coerce(c.compile(exprs[1] as Expr, T.int4), T.int4, 'implicit');
+      const upper = name === 'array_upper';
+      return strict2(T.int4, a.fn, dim.fn, (arr, d) => {
+        let cur: Datum = arr;
+        for (let i = 1; i < Number(d); i++) cur = Array.isArray(cur) ? ((cur as readonly Datum[])[0] ?? null) : null;
+        if (Number(d) < 1 || !Array.isArray(cur) || (cur as readonly Datum[]).length === 0) return null;
+        return upper ? (cur as readonly Datum[]).length : 1;
+      });
+    }
     case 'array_length':
     case 'cardinality': {
       const want = name === 'array_length' ? 2 : 1;

@@ -2,8 +2,10 @@
  * sql/sem/catalog-builtins.ts — the system-catalog functions drivers, ORMs and
  * psql call (issue 7 part 3, tools): format_type, pg_table_is_visible,
  * pg_type_is_visible, pg_get_userbyid, obj_description, col_description,
- * pg_get_expr, pg_backend_pid, pg_encoding_to_char, current_schemas,
- * has_*_privilege, set_config, array_to_string, quote_ident.
+ * pg_get_expr, pg_get_indexdef (whole index or one column), pg_backend_pid,
+ * pg_encoding_to_char, current_schemas, has_*_privilege, set_config,
+ * array_to_string, quote_ident, pg_relation_is_publishable,
+ * pg_get_statisticsobjdef_columns, pg_get_triggerdef.
  *
  * lookupBuiltin (builtins.ts) asks here first for names it does not know, and
  * strips a `pg_catalog.` qualifier. Results follow PostgreSQL 15 for the
@@ -28,7 +30,7 @@ import type { EvalFn, ExprCompiler, Typed } from './expr.js';
  * pg_class in the same statement). OIDs are never reused (they derive from
  * descriptor ids), so an entry is never wrong for another object.
  */
-export const catalogTexts = { indexDefs: new Map<number, string>(), constraintDefs: new Map<number, string>() };
+export const catalogTexts = { indexDefs: new Map<number, string>(), constraintDefs: new Map<number, string>(), indexColumns: new Map<number, readonly string[]>() };
 
 /** The pid pg_backend_pid() reports (Cairn sessions have no OS process). */
 export const BACKEND_PID = 4242;
@@ -94,9 +96,48 @@ export function lookupCatalogBuiltin(c: ExprCompiler, name: string, exprs: reado
     case 'pg_get_indexdef':
     case 'pg_get_constraintdef': {
       if (exprs.length < 1 || exprs.length > 3) return undefined;
-      const [o] = compileArgs(c, exprs, [T.oid, name === 'pg_get_indexdef' ? T.int4 : T.bool, T.bool]) as [Typed];
+      const [o, col] = compileArgs(c, exprs, [T.oid, name === 'pg_get_indexdef' ? T.int4 : T.bool, T.bool]) as [Typed, Typed | undefined];
       const texts = name === 'pg_get_indexdef' ? catalogTexts.indexDefs : catalogTexts.constraintDefs;
+      if (name === 'pg_get_indexdef' && col !== undefined) {
+        // pg_get_indexdef(index, column, pretty): column > 0 is that index column's definition (psql's \d index).
+        const cf = col.fn;
+        return { type: T.text, fn: (row, env) => {
+          const v = o.fn(row, env);
+          const k = cf(row, env);
+          if (v === null || k === null) return null;
+          if (Number(k) === 0) return texts.get(Number(v)) ?? null;
+          return catalogTexts.indexColumns.get(Number(v))?.[Number(k) - 1] ?? '';
+        } };
+      }
+      if (name === 'pg_get_constraintdef' && col !== undefined) {
+        // Pretty: a CHECK's expression loses the parentheses the plain form wraps it in.
+        const pf = col.fn;
+        return { type: T.text, fn: (row, env) => {
+          const v = o.fn(row, env);
+          if (v === null) return null;
+          const t = texts.get(Number(v)) ?? null;
+          return t !== null && pf(row, env) === true && t.startsWith('CHECK ((') && t.endsWith('))') ? `CHECK (${t.slice(8, -2)})` : t;
+        } };
+      }
       return strict1(T.text, o.fn, (v) => texts.get(Number(v)) ?? null);
+    }
+    case 'pg_relation_is_publishable': {
+      // Cairn has no logical replication: no relation is published.
+      if (exprs.length !== 1) return undefined;
+      const [o] = compileArgs(c, exprs, [T.regclass]) as [Typed];
+      return strict1(T.bool, o.fn, () => false);
+    }
+    case 'pg_get_triggerdef': {
+      // Cairn has no triggers (pg_trigger is empty).
+      if (exprs.length < 1 || exprs.length > 2) return undefined;
+      compileArgs(c, exprs, [T.oid, T.bool]);
+      return constant(T.text, null);
+    }
+    case 'pg_get_statisticsobjdef_columns': {
+      // Extended statistics objects do not exist (pg_statistic_ext is empty).
+      if (exprs.length !== 1) return undefined;
+      compileArgs(c, exprs, [T.oid]);
+      return constant(T.text, null);
     }
     case 'pg_get_serial_sequence': {
       // Cairn has no owned sequences behind SERIAL columns yet: NULL, as PostgreSQL answers for a plain column.

@@ -35,6 +35,9 @@ import { REGEX_OPS, compileRegexOp } from './catalog-builtins.js';
 import { CONTAINER_OPS, compileArrayExpr, compileArrayOp, compileContainerFunction, compileContainerOp, compileSubscript } from './array-jsonb.js';
 import { binaryOpType, evalBinary, type BinaryOp as BinaryArithOp } from '../types/arith.js';
 
+
+/** pg_namespace's rows by OID (sql/vtable/virtual-tables.ts), for ::regnamespace. */
+const NAMESPACE_NAMES: ReadonlyMap<number, string> = new Map([[11, 'pg_catalog'], [99, 'pg_toast'], [2200, 'public'], [13000, 'information_schema']]);
 export interface ScopeColumn {
   readonly name: string;
   readonly table: string | undefined;
@@ -144,6 +147,8 @@ export function unifyTypes(a: SqlType, b: SqlType): SqlType | undefined {
     return a.family === 'timestamptz' || b.family === 'timestamptz' ? T.timestamptz : T.timestamp;
   }
   if ((a.family === 'json' || a.family === 'jsonb') && a.family === b.family) return a;
+  // oid and the reg* aliases compare as oids (regclass → oid is binary-coercible in PostgreSQL).
+  if (a.family === 'oid' && b.family === 'oid') return T.oid;
   return undefined;
 }
 
@@ -206,6 +211,20 @@ export class ExprCompiler {
   }
 
   /** Compiles a boolean condition (WHERE, CHECK, ON …): 42804 if not boolean. */
+  /**
+   * `x::regnamespace` (psql's \\d reads pg_statistic_ext.stxnamespace this
+   * way): the namespace's name, typed `name`; an unknown OID prints as its
+   * number, as PostgreSQL's regnamespaceout does.
+   */
+  private regnamespace(arg: Expr): Typed {
+    const a = this.coerce(this.resolveUnknown(this.compile(arg, T.oid)), T.oid, 'explicit');
+    const f = a.fn;
+    return { type: T.name, fn: (row, env) => {
+      const v = f(row, env);
+      return v === null ? null : NAMESPACE_NAMES.get(Number(v)) ?? String(v);
+    } };
+  }
+
   compileBool(e: Expr, clause: string): Typed {
     const t = this.compile(e, T.bool);
     if (t.type.family !== 'bool') {
@@ -360,6 +379,7 @@ export class ExprCompiler {
       case 'FuncCall':
         return this.funcCall(e);
       case 'Cast': {
+        if (e.type.arrayDims === 0 && e.type.name.replace(/^pg_catalog\./, '') === 'regnamespace') return this.regnamespace(e.arg);
         const to = typeFromName(e.type.name, e.type.mods, e.type.arrayDims);
         const a = this.compileRaw(e.arg, to);
         if (a.literal !== undefined || a.param !== undefined) return this.coerce(a, to, 'explicit');

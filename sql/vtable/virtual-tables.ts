@@ -201,7 +201,9 @@ const PG_CATALOG: Record<string, VTable> = {
       for (const t of userTables(ctx)) {
         const d = t.desc;
         const idx = publicIndexes(d);
-        out.push([tableOid(d), d.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 2, tableOid(d), 0, -1, idx.length > 0, false, 'p', 'r', visibleColumns(d).length, d.checks.length, false, false, false, false, false, true, 'd', false, null, null, 0, 0, 0, null, 0, 0]);
+        // relhastriggers: PostgreSQL enforces foreign keys with triggers on both tables (psql's \d lists FKs only then).
+        const fkTriggers = t.outboundFks.length + t.inboundFks.length > 0;
+        out.push([tableOid(d), d.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 2, tableOid(d), 0, -1, idx.length > 0, false, 'p', 'r', visibleColumns(d).length, d.checks.length, false, fkTriggers, false, false, false, true, 'd', false, null, null, 0, 0, 0, null, 0, 0]);
         for (const i of idx) {
           out.push([indexOid(d, i), i.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 403, indexOid(d, i), 0, -1, false, false, 'p', 'i', i.keyColumnIds.length + i.storeColumnIds.length, 0, false, false, false, false, false, true, 'n', false, null, null, 0, 0, 0, null, 0, 0]);
         }
@@ -322,11 +324,12 @@ const PG_CATALOG: Record<string, VTable> = {
   pg_policies: { columns: [['schemaname', NAME], ['tablename', NAME], ['policyname', NAME], ['permissive', TEXT], ['roles', arrayOf(NAME)], ['cmd', TEXT], ['qual', TEXT], ['with_check', TEXT]], rows: () => [] },
   pg_views: { columns: [['schemaname', NAME], ['viewname', NAME], ['viewowner', NAME], ['definition', TEXT]], rows: () => [] },
   pg_matviews: { columns: [['schemaname', NAME], ['matviewname', NAME], ['matviewowner', NAME], ['definition', TEXT]], rows: () => [] },
-  pg_policy: { columns: [['oid', OIDT], ['polname', NAME], ['polrelid', OIDT]], rows: () => [] },
+  pg_policy: { columns: [['oid', OIDT], ['polname', NAME], ['polrelid', OIDT], ['polcmd', CHAR], ['polpermissive', BOOL], ['polroles', OID_ARR], ['polqual', TEXT], ['polwithcheck', TEXT]], rows: () => [] },
   pg_rewrite: { columns: [['oid', OIDT], ['rulename', NAME], ['ev_class', OIDT]], rows: () => [] },
-  pg_statistic_ext: { columns: [['oid', OIDT], ['stxrelid', OIDT], ['stxname', NAME]], rows: () => [] },
-  pg_publication: { columns: [['oid', OIDT], ['pubname', NAME]], rows: () => [] },
-  pg_publication_rel: { columns: [['oid', OIDT], ['prpubid', OIDT], ['prrelid', OIDT]], rows: () => [] },
+  pg_statistic_ext: { columns: [['oid', OIDT], ['stxrelid', OIDT], ['stxname', NAME], ['stxnamespace', OIDT], ['stxowner', OIDT], ['stxstattarget', INT4], ['stxkeys', T.int2vector], ['stxkind', arrayOf(CHAR)], ['stxexprs', TEXT]], rows: () => [] },
+  pg_publication: { columns: [['oid', OIDT], ['pubname', NAME], ['pubowner', OIDT], ['puballtables', BOOL], ['pubinsert', BOOL], ['pubupdate', BOOL], ['pubdelete', BOOL], ['pubtruncate', BOOL], ['pubviaroot', BOOL]], rows: () => [] },
+  pg_publication_rel: { columns: [['oid', OIDT], ['prpubid', OIDT], ['prrelid', OIDT], ['prqual', TEXT], ['prattrs', T.int2vector]], rows: () => [] },
+  pg_publication_namespace: { columns: [['oid', OIDT], ['pnpubid', OIDT], ['pnnspid', OIDT]], rows: () => [] },
   pg_foreign_table: { columns: [['ftrelid', OIDT], ['ftserver', OIDT]], rows: () => [] },
   pg_partitioned_table: { columns: [['partrelid', OIDT], ['partstrat', CHAR]], rows: () => [] },
   pg_proc: {
@@ -412,6 +415,7 @@ function publishDefinitions(ctx: VTableContext): void {
     for (const ix of publicIndexes(d)) {
       publishRelation(indexOid(d, ix), ix.name);
       catalogTexts.indexDefs.set(indexOid(d, ix), indexDef(d, ix));
+      catalogTexts.indexColumns.set(indexOid(d, ix), [...ix.keyColumnIds, ...ix.storeColumnIds].map((id) => quoteIdent(d.columns.find((c) => c.id === id)?.name ?? '?')));
       if (isConstraintIndex(d, ix)) catalogTexts.constraintDefs.set(indexOid(d, ix), constraintDef(d, ix));
     }
     d.checks.forEach((ck, i) => catalogTexts.constraintDefs.set(tableOid(d) + 500 + i, `CHECK ((${ck.expr}))`));

@@ -1,7 +1,9 @@
 /**
  * test/compat/psql-catalog.test.ts — pg_catalog / information_schema as tools
- * see them (issue 7 part 3): psql's \dt and \dn print the same headers and rows
- * on Cairn as on PostgreSQL 15 for the same schema; catalog rows and the
+ * see them (issue 7 part 3, must show 1): psql's \dt, \dn, \di, \d <table>
+ * (defaults, indexes, CHECK, foreign keys both ways) and \d <index> print
+ * exactly what PostgreSQL 15 prints for the same schema; \du and \l print its
+ * columns and the same superuser / database row; catalog rows and the
  * functions drivers call agree with PostgreSQL's answers.
  */
 import { spawn } from 'node:child_process';
@@ -15,6 +17,10 @@ const SCHEMA = [
   'CREATE TABLE events (id BIGINT PRIMARY KEY, at TIMESTAMPTZ, payload JSONB, ref TEXT UNIQUE)',
   'CREATE INDEX accounts_owner_idx ON accounts (owner)',
   'CREATE UNIQUE INDEX events_at_uniq ON events (at)',
+  // Defaults, a CHECK and a foreign key for \d; the FK's index exists first (Cairn would otherwise add one, PostgreSQL does not).
+  "CREATE TABLE orders (id BIGINT PRIMARY KEY, account INT NOT NULL, note TEXT DEFAULT 'none', placed TIMESTAMPTZ DEFAULT now(), paid BOOLEAN DEFAULT false, qty INT CHECK (qty > 0))",
+  'CREATE INDEX orders_account_idx ON orders (account)',
+  'ALTER TABLE orders ADD CONSTRAINT orders_account_fkey FOREIGN KEY (account) REFERENCES accounts (id) ON DELETE CASCADE',
 ];
 
 /** Runs psql asynchronously (the Cairn server lives in this process). */
@@ -62,6 +68,23 @@ describe('catalog for tools', () => {
       expect(withoutOwner(a)).toEqual(withoutOwner(b));
     });
   }
+
+  // \d of a table (columns, defaults, indexes, CHECK, FKs both ways) and of each index kind: the whole output.
+  for (const cmd of ['\\d accounts', '\\d orders', '\\d events', '\\d accounts_pkey', '\\d accounts_owner_idx', '\\d events_ref_key', '\\d events_at_uniq']) {
+    it(`psql ${cmd} prints what PostgreSQL prints`, async () => {
+      const [a, b] = await Promise.all([psql(cairnUrl, cmd), psql(pgs.url, cmd)]);
+      expect(a).toBe(b);
+    });
+  }
+
+  it('psql \\du prints PostgreSQL\'s columns and the superuser row (root on Cairn, postgres there)', async () => {
+    const [a, b] = await Promise.all([psql(cairnUrl, '\\du'), psql(pgs.url, '\\du')]);
+    const rows = (out: string): string[][] => out.split('\n').filter((l) => l.includes('|')).map((l) => l.split('|').map((x) => x.trim()));
+    const [ha, ...ra] = rows(a);
+    const [hb, ...rb] = rows(b);
+    expect(ha).toEqual(hb);
+    expect(ra.find((r) => r[0] === 'root')?.slice(1)).toEqual(rb.find((r) => r[0] === 'postgres')?.slice(1));
+  });
 
   it('psql \\l prints PostgreSQL\'s columns and the same row for database postgres', async () => {
     const [a, b] = await Promise.all([psql(cairnUrl, '\\l'), psql(pgs.url, '\\l')]);
