@@ -11,6 +11,9 @@
  *
  *   replica    = nodeId:uv storeId:uv replicaId:uv type:u8
  *   desc       = rangeId:uv startKey:bytes endKey:bytes n:uv replica×n nextReplicaId:uv generation:uv
+ *                opt(stickyBit:ts)
+ *                (stickyBit added in session 2: descriptors written before it do not decode —
+ *                 there is no on-disk version to keep; a store is rebuilt, not upgraded)
  *   lease      = replica start:ts expiration:ts sequence:uv
  *   opt(x)     = 0:u8 | 1:u8 x
  *   txn        = id:bytes epoch:uv writeTs:ts opt(minTs:ts) seq:uv key:bytes opt(priority:uv)
@@ -132,6 +135,7 @@ export function writeDescriptor(wr: BufWriter, d: RangeDescriptor): void {
   for (const rep of d.replicas) writeReplica(wr, rep);
   wr.uvarint(d.nextReplicaId);
   wr.uvarint(d.generation);
+  writeOpt(wr, d.stickyBit, (w, t) => w.timestamp(t));
 }
 
 export function readDescriptor(r: BufReader): RangeDescriptor {
@@ -141,7 +145,10 @@ export function readDescriptor(r: BufReader): RangeDescriptor {
   const n = r.uvarint();
   const replicas: ReplicaDescriptor[] = [];
   for (let i = 0; i < n; i++) replicas.push(readReplica(r));
-  return { rangeId, startKey, endKey, replicas, nextReplicaId: r.uvarint(), generation: r.uvarint() };
+  const nextReplicaId = r.uvarint();
+  const generation = r.uvarint();
+  const stickyBit = readOpt(r, (x) => x.timestamp());
+  return stickyBit === null ? { rangeId, startKey, endKey, replicas, nextReplicaId, generation } : { rangeId, startKey, endKey, replicas, nextReplicaId, generation, stickyBit };
 }
 
 function writeLease(wr: BufWriter, l: Lease): void {
@@ -315,6 +322,7 @@ function writeRequest(wr: BufWriter, q: Request): void {
     case 'adminSplit':
       wr.bytes(q.key);
       wr.uvarint(q.newRangeId);
+      writeOpt(wr, q.expiration, (w, t) => w.timestamp(t));
       return;
     case 'subsume':
       wr.bytes(q.key);
@@ -377,8 +385,12 @@ function readRequest(r: BufReader): Request {
       return { kind, checksumId: r.uvarint() };
     case 'truncateLog':
       return { kind, index: r.uvarint() };
-    case 'adminSplit':
-      return { kind, key: r.bytes(), newRangeId: r.uvarint() };
+    case 'adminSplit': {
+      const key = r.bytes();
+      const newRangeId = r.uvarint();
+      const expiration = readOpt(r, (x) => x.timestamp());
+      return expiration === null ? { kind, key, newRangeId } : { kind, key, newRangeId, expiration };
+    }
     case 'subsume':
       return { kind, key: r.bytes() };
     case 'adminMerge':

@@ -78,6 +78,15 @@ export interface RangeDescriptor {
   readonly nextReplicaId: number;
   /** Bumped by every split, merge and replica change. */
   readonly generation: number;
+  /**
+   * CockroachDB's sticky bit: the range's start is a manual split point (an
+   * AdminSplit with an expiration, e.g. /_admin/split or SPLIT AT), and the
+   * merge queue leaves it alone until this time (MAX_TIMESTAMP: forever).
+   * Absent: the boundary came from the split queue and may be merged away.
+   * Split halves: the right one carries the split's expiration, the left one
+   * keeps its own; a merge keeps the left's.
+   */
+  readonly stickyBit?: Timestamp;
 }
 
 /**
@@ -206,6 +215,8 @@ export interface AdminSplitRequest {
   readonly kind: 'adminSplit';
   readonly key: Buffer;
   readonly newRangeId: number;
+  /** A manual split: the right-hand range's stickyBit (see RangeDescriptor). */
+  readonly expiration?: Timestamp;
 }
 
 /**

@@ -8,10 +8,16 @@
  *     below half of splitMaxRangeBytes, so a merge never feeds a split), cold
  *     (no command applied on either for coldMicros of the store's clock) and
  *     colocated (replicas on the same stores, all voters — the replicate
- *     queue does not relocate replicas for merges yet).
+ *     queue does not relocate replicas for merges yet), and
+ *   - the boundary between them is not sticky: a manual split
+ *     (/_admin/split, SPLIT AT) gives the right range a stickyBit
+ *     (api.ts RangeDescriptor) and the queue leaves that boundary alone until
+ *     the store's clock passes it (MAX_TIMESTAMP: never). An explicit
+ *     AdminMerge (merge.ts, /_admin/merge) still merges it.
  * Ownership: one per store; the owner drives it (ReplicaQueue.tick/runOnce).
  */
 import { compareBytes } from '../../storage/encoding/bytes.js';
+import { tsLess, type Timestamp } from '../util/hlc.js';
 import { KEY_MAX } from '../../storage/keys.js';
 import type { DistSender } from './dist-sender.js';
 import { adminMerge, completeMerge } from './merge.js';
@@ -28,6 +34,11 @@ function colocated(a: Replica, b: Replica): boolean {
       .sort((p, q) => p - q)
       .join(',');
   return key(a) === key(b) && a.desc.replicas.every((x) => x.type === 0);
+}
+
+/** Whether the range's start is a manual split point the merge queue must keep at `now`. */
+export function isSticky(r: Replica, now: Timestamp): boolean {
+  return r.desc.stickyBit !== undefined && tsLess(now, r.desc.stickyBit);
 }
 
 export function isFrozen(r: Replica): boolean {
@@ -57,6 +68,7 @@ export function newMergeQueue(store: () => Store | null, ds: DistSender, setting
         const r = rightOf(s, l);
         if (r === undefined) return 0;
         if (isFrozen(r)) return 10;
+        if (isSticky(r, s.clock.now())) return 0;
         // Never merge into something the split queue would split again.
         const maxCombined = Math.min(settings.mergeMaxCombinedBytes, settings.splitMaxRangeBytes / 2);
         if (maxCombined <= 0) return 0;

@@ -50,11 +50,16 @@ async function sendOne(ds: DistSender, q: Request): Promise<RangeDescriptorRespo
   return res.responses[0] as RangeDescriptorResponse;
 }
 
+/** The range holding `key`, looked up afresh in meta2 (the cache may predate a split or merge). */
+async function freshLookup(ds: DistSender, key: Buffer): Promise<RangeDescriptor> {
+  const stale = ds.cache.get(key);
+  if (stale !== undefined) ds.cache.evict(stale);
+  return ds.cache.lookup(key);
+}
+
 /** Merges the range holding `leftKey` with its right neighbour; null when it is the last range. */
 export async function adminMerge(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}): Promise<RangeDescriptor | null> {
-  const stale = ds.cache.get(leftKey);
-  if (stale !== undefined) ds.cache.evict(stale);
-  const left = await ds.cache.lookup(leftKey);
+  const left = await freshLookup(ds, leftKey);
   if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
   const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey });
   await hooks.afterFreeze?.(right);
@@ -68,6 +73,59 @@ export async function completeMerge(ds: DistSender, leftStart: Buffer, right: Ra
   await hooks.afterMerge?.(merged);
   await fixMeta2(ds, merged);
   return merged;
+}
+
+/**
+ * Errors after which a merge is tried again from a fresh lookup: the routing
+ * ones (the DistSender gave up), a boundary or descriptor that moved under
+ * the merge (a concurrent split or merge: kv.merge_mismatch), a freeze not
+ * yet visible (kv.merge_not_frozen) or not yet reached by every replica
+ * (kv.merge_timeout). Never an ambiguous one: a merge that may have happened
+ * must not be repeated (it would merge the next neighbour too).
+ */
+const MERGE_RETRY = new Set(['kv.merge_mismatch', 'kv.merge_not_frozen']);
+
+/**
+ * adminMerge for callers that should never see transient errors (/_admin/merge,
+ * Node.adminMerge): retried, bounded, from a fresh lookup each time; a right
+ * neighbour that an earlier attempt froze is rolled forward (completeMerge)
+ * rather than frozen again.
+ */
+export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}, maxAttempts = 8): Promise<RangeDescriptor | null> {
+  const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let frozen: RangeDescriptor | null = null;
+  const recording: MergeHooks = {
+    ...hooks,
+    afterFreeze: async (right) => {
+      frozen = right;
+      await hooks.afterFreeze?.(right);
+    },
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if (frozen !== null) {
+        // An earlier attempt froze this range and then failed (its left
+        // neighbour split meanwhile): roll it forward into whatever range now
+        // ends at its start — a frozen range serves nothing until merged.
+        const right: RangeDescriptor = frozen;
+        const cur = await freshLookup(ds, right.startKey);
+        if (cur.rangeId === right.rangeId) {
+          const cached = await ds.cache.lookup(right.startKey, true);
+          ds.cache.evict(cached);
+          const left = await ds.cache.lookup(right.startKey, true);
+          const merged = await completeMerge(ds, left.startKey, right, hooks);
+          frozen = null;
+          if (compareBytes(merged.startKey, leftKey) <= 0 && compareBytes(leftKey, merged.endKey) < 0) return merged;
+        }
+        frozen = null;
+      }
+      return await adminMerge(ds, leftKey, recording);
+    } catch (e) {
+      const retry = e instanceof CairnError && !e.ambiguous && (e.retryable || MERGE_RETRY.has(e.code));
+      if (!retry || attempt >= maxAttempts) throw e;
+      await sleep(Math.min(500, 50 * attempt));
+    }
+  }
 }
 
 async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHooks): Promise<void> {

@@ -24,14 +24,22 @@
  *
  * A retried split (its first attempt's outcome unknown) that finds the range
  * already starting at `key` (kv.already_split) succeeds without doing anything.
+ * Transient routing errors (range key mismatch, not lease holder, range not
+ * found, proposal dropped — a concurrent split/merge or lease move) that
+ * outlast the DistSender's own retries are retried here, bounded: callers
+ * (/_admin/split, SPLIT AT) never see them while the cluster is healthy.
+ *
+ * Sticky bit: a manual split passes an expiration; the right-hand
+ * descriptor carries it as stickyBit and the merge queue does not merge the
+ * boundary away before it (CockroachDB's sticky bit; merge-queue.ts).
  *
  * Ownership: src/kv; all I/O through the injected Sender (a DistSender).
  */
 import { CairnError } from '../util/errors.js';
-import { ZERO_TIMESTAMP } from '../util/hlc.js';
+import { ZERO_TIMESTAMP, type Timestamp } from '../util/hlc.js';
 import { RANGE_ID_GENERATOR_KEY, meta2Key, meta2LookupKey } from '../../storage/keys.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
-import type { AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response, ScanResponse } from './api.js';
+import type { AdminSplitRequest, AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response, ScanResponse } from './api.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from './api-codec.js';
 import type { Sender } from './kv-client.js';
 
@@ -110,6 +118,27 @@ export interface SplitHooks {
   /** Called between the steps (kill tests stop nodes here). */
   readonly afterAllocate?: (rangeId: number) => Promise<void>;
   readonly afterSplit?: (res: AdminSplitResponse) => Promise<void>;
+  /**
+   * A manual split (/_admin/split, SPLIT AT): the new boundary is sticky — the
+   * merge queue leaves it alone — until this time (MAX_TIMESTAMP: forever).
+   * Absent: an automatic split (the split queue).
+   */
+  readonly expiration?: Timestamp;
+  /** Backoff between attempts after a transient routing error (default: 20 ms × attempt, capped at 500 ms). */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Transient routing errors an AdminSplit may meet while the range is moving
+ * (a concurrent split or merge, a lease changing hands) after the
+ * DistSender's own retries: the split is re-resolved and sent again. Never
+ * an ambiguous error (that is answered by idempotence below).
+ */
+const TRANSIENT_SPLIT_ERRORS = new Set(['kv.range_key_mismatch', 'kv.not_lease_holder', 'kv.range_not_found', 'kv.proposal_dropped']);
+const MAX_TRANSIENT_RETRIES = 5;
+
+function isTransient(e: unknown): boolean {
+  return e instanceof CairnError && !e.ambiguous && TRANSIENT_SPLIT_ERRORS.has(e.code);
 }
 
 /**
@@ -121,14 +150,21 @@ export interface SplitHooks {
 export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}): Promise<AdminSplitResponse | null> {
   const newRangeId = await allocateRangeId(db);
   await hooks.afterAllocate?.(newRangeId);
+  const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const req: AdminSplitRequest = hooks.expiration === undefined ? { kind: 'adminSplit', key, newRangeId } : { kind: 'adminSplit', key, newRangeId, expiration: hooks.expiration };
   let res: AdminSplitResponse;
-  for (let attempt = 0; ; attempt++) {
+  for (let ambiguous = 0, transient = 0; ; ) {
     try {
-      [res] = (await send(db, [{ kind: 'adminSplit', key, newRangeId }])) as [AdminSplitResponse];
+      [res] = (await send(db, [req])) as [AdminSplitResponse];
       break;
     } catch (e) {
       if (e instanceof CairnError && e.code === 'kv.already_split') return null;
-      if (!(e instanceof CairnError) || !e.ambiguous || attempt >= 3) throw e;
+      if (isTransient(e) && transient < MAX_TRANSIENT_RETRIES) {
+        await sleep(Math.min(500, 20 * ++transient));
+        continue;
+      }
+      if (!(e instanceof CairnError) || !e.ambiguous || ambiguous >= 3) throw e;
+      ambiguous++;
     }
   }
   await hooks.afterSplit?.(res);

@@ -56,7 +56,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CairnError } from '../util/errors.js';
-import { Clock, systemPhysicalMicros, type ClockOffsetError } from '../util/hlc.js';
+import { Clock, MAX_TIMESTAMP, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import { Prng } from '../util/prng.js';
 import type { Engine } from '../../storage/engine.js';
@@ -78,6 +78,7 @@ import { TxnDB } from '../kv/client/txn-db.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS, type RangeQueueSettings, type ReplicaQueue } from '../kv/queue.js';
 import { newSplitQueue } from '../kv/split-queue.js';
 import { newMergeQueue } from '../kv/merge-queue.js';
+import { adminMergeWithRetry } from '../kv/merge.js';
 import { newReplicateQueue } from '../kv/replicate-queue.js';
 import { newReplicaGCQueue } from '../kv/replica-change-gc.js';
 import { NodeStorePool } from './store-pool.js';
@@ -714,11 +715,29 @@ export class Node {
     }
   }
 
-  /** Admin: splits the range holding `key` at `key` (null: a range already starts there). */
-  async adminSplit(key: Buffer): Promise<{ left: RangeDescriptor; right: RangeDescriptor } | null> {
+  /**
+   * Admin: splits the range holding `key` at `key` (null: a range already
+   * starts there). A manual split: the boundary is sticky — the merge queue
+   * leaves it alone — until `expiration` (default forever; CockroachDB's
+   * SPLIT AT … WITH EXPIRATION). Transient routing errors are retried
+   * (split.ts), so callers see only real failures.
+   */
+  async adminSplit(key: Buffer, expiration: Timestamp = MAX_TIMESTAMP): Promise<{ left: RangeDescriptor; right: RangeDescriptor } | null> {
     this.requireKv();
-    const res = await adminSplit(this.distSender as DistSender, key);
+    const res = await adminSplit(this.distSender as DistSender, key, { expiration });
     return res === null ? null : { left: res.left, right: res.right };
+  }
+
+  /**
+   * Admin: merges the range holding `key` with its right neighbour
+   * (merge.ts; sticky or not). Null when it is the last range. Transient
+   * errors (a concurrent split or merge moved the boundary, a lease moving,
+   * the freeze still reaching a replica) are retried with the range
+   * re-resolved, bounded.
+   */
+  async adminMerge(key: Buffer): Promise<RangeDescriptor | null> {
+    this.requireKv();
+    return adminMergeWithRetry(this.distSender as DistSender, key);
   }
 
   /** The transport the Store sees: RpcContext, with KV batches measured and refused while the clock is unhealthy. */

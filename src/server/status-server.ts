@@ -22,7 +22,11 @@
  *                                own KV batch through this node's router
  *   POST /_admin/checksum        → [{"rangeId":N,"checksums":{nodeId:hex}}]
  *   POST /_admin/transfer-lease  {"rangeId":N,"toNodeId":M}
- *   POST /_admin/split           {"key":HEX} → {"left":desc,"right":desc} | {"split":null}
+ *   POST /_admin/split           {"key":HEX, "expirationMs"?:N} → {"left":desc,"right":desc} | {"split":null}
+ *                                a manual split: sticky (never merged by the merge queue) until
+ *                                expirationMs (ms since the epoch; default forever)
+ *   POST /_admin/merge           {"key":HEX} → {"merged":desc|null}: the range holding key absorbs its
+ *                                right neighbour (sticky or not); null: it is the last range
  *                                (already a range boundary)
  *
  * The admin KV endpoint is for tests and tools (JSON is fine off the hot
@@ -36,6 +40,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { CairnError } from '../util/errors.js';
+import { ts } from '../util/hlc.js';
 import type { FaultSpec } from '../rpc/fault-hook.js';
 import type { RangeDescriptor } from '../kv/api.js';
 import { ServerError, type HostPort } from './config.js';
@@ -91,8 +96,8 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
   res.end(text);
 }
 
-function describe(d: RangeDescriptor): { rangeId: number; startKey: string; endKey: string; generation: number } {
-  return { rangeId: d.rangeId, startKey: d.startKey.toString('hex'), endKey: d.endKey.toString('hex'), generation: d.generation };
+function describe(d: RangeDescriptor): { rangeId: number; startKey: string; endKey: string; generation: number; sticky: boolean } {
+  return { rangeId: d.rangeId, startKey: d.startKey.toString('hex'), endKey: d.endKey.toString('hex'), generation: d.generation, sticky: d.stickyBit !== undefined };
 }
 
 export class StatusServer {
@@ -194,9 +199,16 @@ export class StatusServer {
         return;
       }
       case 'POST /_admin/split': {
-        const b = (await readBody(req)) as { key?: string };
-        const r = await n.adminSplit(hex(b.key, 'key'));
+        const b = (await readBody(req)) as { key?: string; expirationMs?: number };
+        const exp = b.expirationMs === undefined ? undefined : ts(Number(b.expirationMs) * 1000);
+        const r = await n.adminSplit(hex(b.key, 'key'), exp);
         send(res, 200, r === null ? { split: null } : { left: describe(r.left), right: describe(r.right) });
+        return;
+      }
+      case 'POST /_admin/merge': {
+        const b = (await readBody(req)) as { key?: string };
+        const r = await n.adminMerge(hex(b.key, 'key'));
+        send(res, 200, { merged: r === null ? null : describe(r) });
         return;
       }
       default:

@@ -53,7 +53,9 @@ registerCommand<AdminSplitRequest>({
     }
     if (ctx.lease === null) throw new CairnError('kv.invalid_split_key', `kv: r${d.rangeId} has no lease to copy`);
     const left: RangeDescriptor = { ...d, endKey: key, generation: d.generation + 1 };
-    const right: RangeDescriptor = { rangeId: req.newRangeId, startKey: key, endKey: d.endKey, replicas: d.replicas, nextReplicaId: d.nextReplicaId, generation: d.generation + 1 };
+    // A manual split makes the new boundary sticky (api.ts RangeDescriptor.stickyBit).
+    const sticky = req.expiration === undefined ? {} : { stickyBit: req.expiration };
+    const right: RangeDescriptor = { rangeId: req.newRangeId, startKey: key, endKey: d.endKey, replicas: d.replicas, nextReplicaId: d.nextReplicaId, generation: d.generation + 1, ...sticky };
     // Everything in [key, end) and its range-local keys moves right.
     const local = rangeLocalSpan(key, d.endKey);
     const rightStats = await computeStats(rw, key, d.endKey);
