@@ -44,16 +44,18 @@
  *
  * Ownership: one per transaction; calls are never concurrent (KVTxn's rule).
  */
-import { CairnError } from '../../util/errors.js';
+import { AmbiguousResultError, CairnError } from '../../util/errors.js';
 import { ZERO_TIMESTAMP, tsLess, tsMax, tsNext, type Clock, type Timestamp } from '../../util/hlc.js';
 import { keyNext, ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type SeqRange, type Txn, type TxnMeta } from '../../../storage/mvcc.js';
 import type { BatchResponse, KeyValue, Request, Response, ScanResponse } from '../api.js';
 import type { Sender } from '../kv-client.js';
 import { MAX_TXN_PRIORITY } from '../concurrency/push-policy.js';
-import { TransactionAbortedError, TxnRetryError, retryTimestampOf, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
+import { TransactionAbortedError, TxnRetryError, recordResponse, retryTimestampOf, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
 import type { IntentResolver } from '../txn-intent-resolver.js';
 import type { TxnPusher } from '../txn-pusher.js';
 import { txnLiveness } from '../txn-record.js';
+import { queryInFlightWrites } from '../txn-recovery.js';
+import { recordMeta } from '../txn-eval.js';
 import { KvConditionFailedError, type KVBatchLike, type KVPriority, type KVRequest, type KVResult, type KVTxnOptions } from './kv-txn-types.js';
 
 export interface TxnCoordContext {
@@ -295,6 +297,8 @@ export class TxnCoordSender {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
         res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs) }, requests: all });
       } catch (e) {
+        // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
+        if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
         if (attempt >= MAX_RETRIES) throw this.fail(e);
         await this.handleError(e, writes || end !== null);
         continue;
@@ -303,7 +307,9 @@ export class TxnCoordSender {
       if (!readsNoted) this.noteReads(seg);
       readsNoted = true;
       if (tsLess(this.writeTs, res.timestamp)) {
-        // A write was pushed by the timestamp cache: refresh eagerly, and for a commit, stage again.
+        // A write was pushed by the timestamp cache: refresh eagerly, and for a commit, stage again — unless the
+        // record staged at the old timestamp is committed already (a pushed write may be a replay kept below it).
+        if (end !== null && (await this.settleStaging((res.responses[res.responses.length - 1] as TxnRecordResponse).record))) return seg.map((q) => toKvResult(q, writeResponse(q)));
         await this.refreshTo(res.timestamp, 'RETRY_SERIALIZABLE');
         if (end !== null) continue;
       }
@@ -316,6 +322,45 @@ export class TxnCoordSender {
   private endTxnRequest(inFlight: readonly InFlightWrite[]): Request {
     const spans = [...this.lockSpans.values()];
     return { kind: 'endTxn', key: this.anchor as Buffer, commit: true, inFlightWrites: inFlight, lockSpans: spans };
+  }
+
+  /**
+   * After a commit attempt that did not cleanly succeed (it failed, or a write
+   * was pushed above the staging timestamp), before the coordinator moves on —
+   * stages again higher, restarts, rolls back —, it proves or prevents its own
+   * implicit commit, as a recoverer would (txn-recovery.ts): a STAGING record
+   * of this epoch is committed as soon as all its in-flight writes are there at
+   * or below its timestamp, and some may come from earlier attempts (a re-sent
+   * write that is already there is a no-op that keeps its first timestamp), so
+   * this attempt's failure proves nothing. QueryIntent of every in-flight
+   * write at the staging timestamp: one missing is thereby prevented (the
+   * record can never be committed at that timestamp; false), all found means
+   * committed (made explicit here; true). `staged`: the record this attempt's
+   * EndTxn returned; null: read it (no record, another epoch's, or not
+   * STAGING: false; COMMITTED: true; ABORTED: TransactionAbortedError).
+   * An answer we cannot get leaves the outcome unknown: AmbiguousResultError.
+   */
+  private async settleStaging(staged: TxnRecord | null): Promise<boolean> {
+    let rec = staged;
+    try {
+      if (rec === null && this.anchor !== null) {
+        const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: this.anchor, txnId: this.id }] });
+        rec = (res.responses[0] as TxnRecordResponse).record;
+      }
+      if (rec === null || rec.epoch !== this.epoch) return false;
+      if (rec.status === 'staging') {
+        if (!(await queryInFlightWrites(this.ctx.sender, rec))) return false;
+        const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'recoverTxn', key: rec.key, txn: recordMeta(rec), implicitlyCommitted: true }] });
+        rec = (res.responses[0] as TxnRecordResponse).record;
+        if (rec === null) return false;
+      }
+    } catch (e) {
+      throw this.fail(new AmbiguousResultError(`kv: could not tell whether the staged commit of txn ${this.id.toString('hex').slice(0, 8)} happened`, e));
+    }
+    if (rec.status === 'aborted') throw this.fail(new TransactionAbortedError(this.id));
+    if (rec.status !== 'committed') return false;
+    this.afterCommit(recordResponse('endTxn', rec));
+    return true;
   }
 
   /** Translates an error of a send into a retry of the segment, or throws. */
@@ -527,6 +572,11 @@ function toApiRequest(q: KVRequest): Request {
     case 'delRange':
       return { kind: 'deleteRange', key: q.key, endKey: q.endKey, returnKeys: true };
   }
+}
+
+/** The response of a write of a commit found committed by settleStaging (writes answer nothing more). */
+function writeResponse(q: KVRequest): Response {
+  return { kind: q.kind === 'del' ? 'delete' : q.kind } as Response;
 }
 
 function toKvResult(q: KVRequest, r: Response): KVResult {
