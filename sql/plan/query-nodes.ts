@@ -163,11 +163,33 @@ export interface WindowFuncSpec {
   readonly text: string;
 }
 
+/** One end of a window frame; `offset` for the `n PRECEDING` / `n FOLLOWING` kinds. */
+export interface FrameBoundSpec {
+  readonly kind: 'unbounded preceding' | 'unbounded following' | 'current row' | 'preceding' | 'following';
+  readonly offset: EvalFn | undefined;
+}
+
 /**
- * Window functions sharing one window (PARTITION BY … ORDER BY …, default
- * frame): output row = input row ++ one value per function. With ORDER BY the
- * frame is RANGE UNBOUNDED PRECEDING … CURRENT ROW (peers included), without
- * it the whole partition.
+ * An explicit window frame (`ROWS | RANGE | GROUPS BETWEEN start AND end
+ * [EXCLUDE …]`). Offsets are evaluated once per partition (PostgreSQL forbids
+ * column references in them). For RANGE with an offset, `shift(key, offset,
+ * back)` is the single ORDER BY key moved by the offset (back: towards
+ * PRECEDING in ascending order).
+ */
+export interface WindowFrameSpec {
+  readonly mode: 'rows' | 'range' | 'groups';
+  readonly start: FrameBoundSpec;
+  readonly end: FrameBoundSpec;
+  readonly exclude: 'no others' | 'current row' | 'group' | 'ties';
+  readonly shift: ((key: Exclude<Datum, null>, offset: Exclude<Datum, null>, back: boolean) => Datum) | undefined;
+}
+
+/**
+ * Window functions sharing one window (PARTITION BY … ORDER BY … [frame]):
+ * output row = input row ++ one value per function. Without a frame clause,
+ * with ORDER BY the frame is RANGE UNBOUNDED PRECEDING … CURRENT ROW (peers
+ * included), without it the whole partition. Frames apply to the aggregates,
+ * first_value and last_value; the ranking functions and lag / lead ignore them.
  */
 export interface WindowNode {
   readonly kind: 'window';
@@ -176,6 +198,7 @@ export interface WindowNode {
   readonly partitionTypes: readonly SqlType[];
   readonly order: readonly { fn: EvalFn; desc: boolean; nullsFirst: boolean; cmp: (a: Exclude<Datum, null>, b: Exclude<Datum, null>) => number }[];
   readonly funcs: readonly WindowFuncSpec[];
+  readonly frame: WindowFrameSpec | undefined;
   readonly text: string;
   readonly columns: readonly ScopeColumn[];
 }

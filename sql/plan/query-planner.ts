@@ -23,7 +23,8 @@
  *
  * Window functions (row_number, rank, dense_rank, lag, lead, first_value,
  * last_value, count/sum/avg/min/max/bool_and/bool_or OVER) run after HAVING,
- * one window node per distinct window definition (default frame only).
+ * one window node per distinct window definition, with its frame (ROWS /
+ * RANGE / GROUPS, offsets, EXCLUDE).
  *
  * Correlated subqueries (scalar, EXISTS, IN / NOT IN / op ANY / op ALL,
  * ARRAY(subquery)) in WHERE, the select list and JOIN … ON run per outer row
@@ -37,9 +38,9 @@
  */
 import { formatExpr, formatTableExpr, formatWindowDef } from '../parser/format.js';
 import { mapExpr, walkExpr } from '../parser/walk.js';
-import type { Expr, FuncCall, JoinExpr, NamedWindow, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr, WindowDef } from '../parser/ast.js';
+import type { Expr, FrameBound, FuncCall, JoinExpr, NamedWindow, SelectBody, SelectStatement, SelectTarget, SortBy, SubLink, TableExpr, WindowDef, WindowFrame } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
-import { ExprCompiler, Scope, opError, unifyTypes, type EvalEnv, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
+import { ExprCompiler, Scope, isNumericType, opError, unifyTypes, type EvalEnv, type EvalFn, type ScopeColumn, type Typed } from '../sem/expr.js';
 import type { Datum } from '../sem/datum.js';
 import { castDatum } from '../types/cast.js';
 import { datumKey } from '../types/compare.js';
@@ -47,7 +48,8 @@ import { compareTest } from '../sem/array-jsonb.js';
 import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
-import type { AggName, AggSpec, HashJoinNode, JoinType, SubqueryCell, WindowFuncSpec } from './query-nodes.js';
+import type { AggName, AggSpec, FrameBoundSpec, HashJoinNode, JoinType, SubqueryCell, WindowFrameSpec, WindowFuncSpec } from './query-nodes.js';
+import { evalBinary } from '../types/arith.js';
 import { compileLimit, outputName as coreOutputName, planSelect, sortKey, type PlanContext } from './planner.js';
 import { isVirtualTable, virtualTable } from '../vtable/virtual-tables.js';
 
@@ -1024,7 +1026,6 @@ function planWindows(
   const groups = new Map<string, { def: WindowDef; calls: number[] }>();
   calls.forEach((f, i) => {
     const def = resolveDef(f.over as WindowDef);
-    if (def.frame !== undefined) throw unimplemented('window frames (ROWS / RANGE / GROUPS)');
     const key = formatWindowDef(def);
     let g = groups.get(key);
     if (g === undefined) groups.set(key, (g = { def, calls: [] }));
@@ -1047,7 +1048,8 @@ function planWindows(
       colOf[i] = base + j;
     });
     cols = [...cols, ...newCols];
-    node = { kind: 'window', input: node, partition: part.map((t) => t.fn), partitionTypes: part.map((t) => t.type), order: ord, funcs, text: key === '' ? '()' : key, columns: cols };
+    const frame = g.def.frame === undefined ? undefined : planFrame(wc, g.def.frame, g.def.orderBy, ord.length);
+    node = { kind: 'window', input: node, partition: part.map((t) => t.fn), partitionTypes: part.map((t) => t.type), order: ord, funcs, frame, text: key === '' ? '()' : key, columns: cols };
   }
   const rewrite = (e: Expr): Expr =>
     mapExpr(e, (x) => {
@@ -1057,6 +1059,41 @@ function planWindows(
     });
   void c;
   return { node, scope: new Scope(cols), targets: targets.map((t) => ({ expr: rewrite(t.expr), alias: t.alias })), order: order.map((o) => (typeof o === 'number' ? o : rewrite(o))) };
+}
+
+/**
+ * A frame clause → WindowFrameSpec. ROWS / GROUPS offsets are bigint row or
+ * peer-group counts; RANGE offsets need exactly one ORDER BY key, numeric
+ * (offset of a numeric type) or timestamp[tz] (offset an interval).
+ */
+function planFrame(c: ExprCompiler, f: WindowFrame, orderBy: readonly SortBy[], nOrder: number): WindowFrameSpec {
+  const end: FrameBound = f.end ?? { kind: 'current row' };
+  const hasOffset = (b: FrameBound): boolean => b.kind === 'preceding' || b.kind === 'following';
+  let keyType: SqlType | undefined;
+  let offType: SqlType = T.int8;
+  if (f.mode === 'range' && (hasOffset(f.start) || hasOffset(end))) {
+    if (nOrder !== 1) throw new SqlError('sql.windowing_error', '42P20', 'RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column');
+    keyType = c.resolveUnknown(c.compile((orderBy[0] as SortBy).expr)).type;
+    if (isNumericType(keyType)) offType = keyType;
+    else if (keyType.family === 'timestamp' || keyType.family === 'timestamptz') offType = T.interval;
+    else throw new SqlError('sql.feature_not_supported', '0A000', `RANGE with offset PRECEDING/FOLLOWING is not supported for column type ${formatType(keyType)}`);
+  }
+  if (f.mode === 'groups' && nOrder === 0) throw new SqlError('sql.windowing_error', '42P20', 'GROUPS mode requires an ORDER BY clause');
+  const bound = (b: FrameBound): FrameBoundSpec => {
+    if (b.kind !== 'preceding' && b.kind !== 'following') return { kind: b.kind, offset: undefined };
+    const o = c.compile(b.offset, offType);
+    if (exprHas(b.offset, (x) => x.kind === 'ColumnRef' || x.kind === 'SubLink' || isWindow(x) || isAgg(x))) {
+      throw new SqlError('sql.invalid_column_reference', '42P10', `argument of ${f.mode.toUpperCase()} must not contain variables`);
+    }
+    return { kind: b.kind, offset: c.coerce(o, offType, 'implicit').fn };
+  };
+  let shift: WindowFrameSpec['shift'];
+  if (keyType !== undefined) {
+    const kt = keyType;
+    const ot = offType;
+    shift = (key, off, back) => evalBinary(back ? '-' : '+', key, kt, off, ot);
+  }
+  return { mode: f.mode, start: bound(f.start), end: bound(end), exclude: f.exclude, shift };
 }
 
 function windowFunc(c: ExprCompiler, f: FuncCall, def: WindowDef): WindowFuncSpec {

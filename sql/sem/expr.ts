@@ -126,7 +126,7 @@ export function opError(op: string, l: SqlType, r: SqlType | undefined): SqlErro
 
 const NUMERIC_RANK: Record<number, number> = { [Oid.int2]: 1, [Oid.int4]: 2, [Oid.int8]: 3, [Oid.numeric]: 4, [Oid.float4]: 5, [Oid.float8]: 6 };
 
-function isNumericType(t: SqlType): boolean {
+export function isNumericType(t: SqlType): boolean {
   return t.family === 'int' || t.family === 'float' || t.family === 'numeric';
 }
 
