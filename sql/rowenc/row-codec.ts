@@ -5,9 +5,18 @@
  *
  *     /Table/<tableId>/<indexId=1>/<pk col 1>/<pk col 2>/…
  *     each pk column ascending or descending as the index declares;
- *     bool→bool, int/date/timestamp→int, float→float, text/uuid/json→string,
- *     bytea→bytes. (numeric key columns: 0A000 for now — no order-preserving
- *     decimal encoding exists in storage/encoding yet.)
+ *     bool→bool, int/oid/date/timestamp→int, float→float, text/uuid→string,
+ *     bytea→bytes, numeric→bytes of key-decimal.ts (order-preserving),
+ *     interval→the same of its span in µs (months as 30 days: PostgreSQL's
+ *     interval_cmp_value, so '1 mon' = '30 days' as keys too).
+ *     Not key-encodable: json (42704, as PostgreSQL: no btree operator
+ *     class), jsonb and arrays (0A000: their orders are not implemented).
+ *
+ *     Composite key columns (CockroachDB's term): numeric and interval keys
+ *     lose what their order ignores (the display scale of 1.50; '1 day' vs
+ *     '24:00:00'), so when a value differs from what its key decodes to it is
+ *     also written into the row value, under its column id, and decodeValue
+ *     (always after decodeKey) puts it back.
  *
  * Value: every non-key column that is not NULL, in column-id order:
  *
@@ -38,7 +47,9 @@ import { appendTableIndexPrefix, tableIndexPrefix } from '../../storage/keys.js'
 import { CorruptionError } from '../../src/util/errors.js';
 import { Decimal } from '../types/decimal.js';
 import { typeFromOid, Oid, type SqlType } from '../types/type.js';
-import { unimplemented } from '../parser/sql-error.js';
+import { SqlError, unimplemented } from '../parser/sql-error.js';
+import { Interval } from '../types/interval.js';
+import { decodeDecimalKey, encodeDecimalKey } from './key-decimal.js';
 import { datumFromText, datumToText, type Datum } from '../sem/datum.js';
 import type { ColumnType, TableDesc } from '../catalog/descriptor.js';
 
@@ -62,13 +73,18 @@ function isStringFamily(t: SqlType): boolean {
   return t.family === 'string' || t.family === 'uuid' || t.family === 'json';
 }
 
-type KeyKind = 'bool' | 'int' | 'float' | 'string' | 'bytes';
+type KeyKind = 'bool' | 'int' | 'float' | 'string' | 'bytes' | 'decimal' | 'interval';
 
 function keyKindOf(t: SqlType): KeyKind {
   switch (t.family) {
     case 'bool':
       return 'bool';
+    case 'numeric':
+      return 'decimal';
+    case 'interval':
+      return 'interval';
     case 'int':
+    case 'oid':
     case 'date':
     case 'timestamp':
     case 'timestamptz':
@@ -79,11 +95,27 @@ function keyKindOf(t: SqlType): KeyKind {
       return 'bytes';
     case 'string':
     case 'uuid':
-    case 'json':
       return 'string';
+    case 'json':
+      throw new SqlError('sql.undefined_object', '42704', 'data type json has no default operator class for access method "btree"', {
+        hint: 'You must specify an operator class for the index or define a default operator class for the data type.',
+      });
     default:
-      throw unimplemented(`key column of type ${t.family}`);
+      throw unimplemented(`key column of type ${t.family === 'array' ? 'array' : t.family}`);
   }
+}
+
+/** The value a composite key column's key decodes to, when it differs from `d` (else undefined). */
+function compositeRemainder(kind: KeyKind, d: Datum): Datum | undefined {
+  if (kind === 'decimal') {
+    const v = d as Decimal;
+    return v.isFinite() && v.scale > 0 && v.stripTrailingZeros().scale !== v.scale ? v : undefined;
+  }
+  if (kind === 'interval') {
+    const v = d as Interval;
+    return v.months !== 0 || v.days !== 0 ? v : undefined;
+  }
+  return undefined;
 }
 
 export class RowCodec {
@@ -95,6 +127,8 @@ export class RowCodec {
   /** Non-key ordinals in column-id order. */
   private readonly valueOrdinals: readonly number[];
   private readonly valueIds: readonly number[];
+  /** Composite key columns (numeric, interval; see the header): pk positions, in column-id order. */
+  private readonly compositePositions: readonly number[];
   /** column id → ordinal (−1: not a value column). */
   private readonly ordByValueId: Int32Array;
   readonly indexPrefix: Buffer;
@@ -114,6 +148,13 @@ export class RowCodec {
     this.valueIds = vals.map((x) => x.id);
     this.ordByValueId = new Int32Array(table.nextColumnId + 1).fill(-1);
     for (const v of vals) this.ordByValueId[v.id] = v.i;
+    const composite = this.pkKinds.map((k, p) => ({ p, k })).filter((x) => x.k === 'decimal' || x.k === 'interval');
+    composite.sort((a, b) => (table.columns[this.pkOrdinals[a.p] as number]?.id ?? 0) - (table.columns[this.pkOrdinals[b.p] as number]?.id ?? 0));
+    this.compositePositions = composite.map((x) => x.p);
+    for (const { p } of composite) {
+      const ord = this.pkOrdinals[p] as number;
+      this.ordByValueId[(table.columns[ord] as { id: number }).id] = ord;
+    }
     this.indexPrefix = tableIndexPrefix(table.id, table.primaryIndex.id);
   }
 
@@ -140,6 +181,12 @@ export class RowCodec {
       case 'bytes':
         w.appendBytes(d as Buffer, dir);
         return;
+      case 'decimal':
+        w.appendBytes(encodeDecimalKey(d as Decimal), dir);
+        return;
+      case 'interval':
+        w.appendBytes(encodeDecimalKey(Decimal.of((d as Interval).span())), dir);
+        return;
     }
   }
 
@@ -163,11 +210,30 @@ export class RowCodec {
     const w = this.w.reset();
     w.appendByte(ROW_FORMAT_V1);
     let prev = 0;
-    for (let i = 0; i < this.valueOrdinals.length; i++) {
-      const ord = this.valueOrdinals[i] as number;
-      const d = row[ord] as Datum;
+    // Composite key columns go in column-id order among the value columns.
+    let c = 0;
+    const nc = this.compositePositions.length;
+    const nv = this.valueOrdinals.length;
+    for (let i = 0; i < nv || c < nc; ) {
+      let ord: number;
+      let id: number;
+      let d: Datum;
+      const cOrd = c < nc ? (this.pkOrdinals[this.compositePositions[c] as number] as number) : -1;
+      const cId = cOrd >= 0 ? (this.table.columns[cOrd] as { id: number }).id : Infinity;
+      if (i < nv && (this.valueIds[i] as number) < cId) {
+        ord = this.valueOrdinals[i] as number;
+        id = this.valueIds[i] as number;
+        d = row[ord] as Datum;
+        i++;
+      } else {
+        const p = this.compositePositions[c] as number;
+        c++;
+        ord = cOrd;
+        id = cId;
+        const v = row[ord] as Datum;
+        d = v === null ? null : (compositeRemainder(this.pkKinds[p] as KeyKind, v) ?? null);
+      }
       if (d === null) continue;
-      const id = this.valueIds[i] as number;
       w.appendUvarint(id - prev);
       prev = id;
       const t = this.types[ord] as SqlType;
@@ -231,6 +297,17 @@ export class RowCodec {
         case 'bytes': {
           const b = r.readBytes();
           out[ord] = b === null ? null : Buffer.from(b);
+          break;
+        }
+        case 'decimal': {
+          const b = r.readBytes();
+          out[ord] = b === null ? null : decodeDecimalKey(b);
+          break;
+        }
+        case 'interval': {
+          const b = r.readBytes();
+          // Only a span of pure µs is canonical; other intervals come back from the value (composite).
+          out[ord] = b === null ? null : new Interval(0, 0, decodeDecimalKey(b).toNumber());
           break;
         }
       }
