@@ -51,6 +51,10 @@ export async function tableId(url: string, table: string): Promise<number> {
   }
 }
 
+function maxHex(a: string, b: string): string {
+  return a > b ? a : b;
+}
+
 async function retrying<T>(what: string, attempts: number, f: () => Promise<T>): Promise<T> {
   for (let i = 1; ; i++) {
     try {
@@ -103,11 +107,13 @@ export async function scatterTable(
   for (;;) {
     const views = await Promise.all(cluster.nodes.map((_, i) => cluster.json<RangeStatus[]>(i, '/_status/ranges').catch(() => [] as RangeStatus[])));
     const holder = new Map<number, number>(); // rangeId → node index holding a valid lease
+    const startOf = new Map<number, string>();
     const starts = new Map<number, string>();
     const otherStarts = new Map<number, string>();
     views.forEach((rs, i) => {
       for (const r of rs) {
         (inTable(r) ? starts : otherStarts).set(r.rangeId, r.startKey);
+        startOf.set(r.rangeId, r.startKey);
         if (r.isLeaseholder) holder.set(r.rangeId, i);
       }
     });
@@ -129,6 +135,10 @@ export async function scatterTable(
         if (at === want) return;
         if (count) moves++;
         if (at !== undefined) transfers.push(cluster.json(at, '/_admin/transfer-lease', 'POST', { rangeId: rid, toNodeId: nodeIds[want] }).catch(() => undefined));
+        // No valid lease anywhere (a new right-hand range, or a lease that
+        // lapsed while idle): a read through the target node makes a replica
+        // take one; the next round moves it if it landed elsewhere.
+        else if (count || (startOf.get(rid) ?? '') !== '') transfers.push(cluster.json(want, '/_admin/kv', 'POST', { ops: [{ op: 'get', key: count ? maxHex(startOf.get(rid) ?? lo, lo) : (startOf.get(rid) ?? '') }] }).catch(() => undefined));
       });
     place(ranges, true);
     place(others, false);
