@@ -5,8 +5,11 @@
  *
  *   2 writes, 2 ranges     parallel commit (STAGING + both writes in one round)
  *   2 writes, 1 range      one-phase commit
- *   RMW uniform            get + put of one key, uniform over 100,000 keys
- *   RMW zipfian θ=0.99     the same on a zipfian hot set (YCSB's generator)
+ *   RMW uniform            locking get (FOR UPDATE, as SQL's UPDATE reads) + put
+ *                          of one key, uniform over 100,000 keys
+ *   RMW zipfian θ=0.99     the same on a zipfian hot set (YCSB's generator): the
+ *                          hot keys' writers queue in the leaseholders' lock
+ *                          tables instead of restarting each other
  * Prints txns/s, p50/p99 latency and the retry rate (restarts per commit);
  * the zipfian/uniform ratio is the contention check (issue 5: ≥ 50 %).
  * Never asserted in `npm test`. Usage: npm run bench:txn [-- seconds-per-case]
@@ -119,7 +122,7 @@ async function main(): Promise<void> {
     const k = key(pick(rng));
     await db.runTxn(async (t) => {
       const b = new KVBatch();
-      b.get(k);
+      b.get(k, 'exclusive');
       const r = await t.run(b);
       const v = (r[0] as { value: Buffer | null }).value;
       const n = v === null ? 0 : v.readUInt32LE(0);

@@ -282,6 +282,9 @@ function writeRequest(wr: BufWriter, q: Request): void {
       writeTxnRequest(wr, q);
       return;
     case 'get':
+      wr.bytes(q.key);
+      wr.bool(q.lock === 'exclusive');
+      return;
     case 'delete':
       wr.bytes(q.key);
       return;
@@ -305,6 +308,7 @@ function writeRequest(wr: BufWriter, q: Request): void {
       wr.bytes(q.key);
       wr.bytes(q.endKey);
       wr.uvarint(q.maxKeys);
+      wr.bool(q.lock === 'exclusive');
       return;
     case 'requestLease':
     case 'transferLease':
@@ -364,7 +368,10 @@ function readRequest(r: BufReader): Request {
     case 'refresh':
     case 'refreshRange':
       return readTxnRequest(r, kind);
-    case 'get':
+    case 'get': {
+      const key = r.bytes();
+      return r.bool() ? { kind, key, lock: 'exclusive' } : { kind, key };
+    }
     case 'delete':
       return { kind, key: r.bytes() };
     case 'put':
@@ -374,8 +381,10 @@ function readRequest(r: BufReader): Request {
     case 'deleteRange':
       return { kind, key: r.bytes(), endKey: r.bytes(), returnKeys: r.bool() };
     case 'scan':
-    case 'reverseScan':
-      return { kind, key: r.bytes(), endKey: r.bytes(), maxKeys: r.uvarint() };
+    case 'reverseScan': {
+      const scan = { kind, key: r.bytes(), endKey: r.bytes(), maxKeys: r.uvarint() } as const;
+      return r.bool() ? { ...scan, lock: 'exclusive' } : scan;
+    }
     case 'requestLease':
     case 'transferLease':
       return { kind, lease: readLease(r), prevLease: readOpt(r, readLease) };

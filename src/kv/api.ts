@@ -144,9 +144,19 @@ export function leaseEqual(a: Lease | null, b: Lease | null): boolean {
 
 // ---- Requests --------------------------------------------------------------------
 
+/**
+ * The lock a read takes (SELECT … FOR UPDATE): 'exclusive' holds an
+ * unreplicated lock on every key read until the transaction ends, blocking
+ * other transactions' writes and locking reads (not their plain reads); the
+ * read fails with WriteTooOldError when a newer committed version exists.
+ * Absent: 'none'.
+ */
+export type LockStrength = 'none' | 'exclusive';
+
 export interface GetRequest {
   readonly kind: 'get';
   readonly key: Buffer;
+  readonly lock?: LockStrength;
 }
 export interface PutRequest {
   readonly kind: 'put';
@@ -178,6 +188,7 @@ export interface ScanRequest {
   readonly endKey: Buffer;
   /** 0: no limit. */
   readonly maxKeys: number;
+  readonly lock?: LockStrength;
 }
 /** Acquire or extend the lease for the proposing replica (built by the replica itself). */
 export interface RequestLeaseRequest {

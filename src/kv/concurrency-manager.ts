@@ -1,14 +1,36 @@
 /**
  * The transaction layer's part of a Replica's request path on the
- * leaseholder (CockroachDB's replica_send / concurrency hooks):
+ * leaseholder (CockroachDB's replica_send + concurrency_manager hooks):
  *
- *   send(ba) ─► ensureLease ─► latches ─► prepare(h): request timestamp bounds
- *                                          (non-txn: ≤ now + max offset); writes pushed
- *                                          above the timestamp cache
- *                                       ─► evaluate ─► finish(h): the batch's
- *                                          reads enter the timestamp cache;
- *                                          push/query responses get the
- *                                          waiters' ids (deadlock detection)
+ *   send(ba) ─► ensureLease ─► sequence: latches (concurrency/latch-manager.ts,
+ *                              interval trees) + lock table (concurrency/
+ *                              lock-table.ts): a request that meets another
+ *                              transaction's lock waits in the key's queue with
+ *                              its latches released, and is woken when the lock
+ *                              is released (resolution, commit, abort)
+ *            ─► prepare(h): request timestamp bounds (non-txn: ≤ now + max
+ *                           offset); writes pushed above the timestamp cache
+ *            ─► evaluate ─► an intent the lock table did not know
+ *                           (WriteIntentError) becomes a discovered lock and the
+ *                           request waits for it (handleWriteIntentError)
+ *            ─► finish(h): the batch's reads enter the timestamp cache; push/query
+ *                          responses get the waiters' ids (deadlock detection);
+ *                          onApplied: locks acquired (intents written, FOR UPDATE)
+ *                          and released (ResolveIntent, EndTxn's local resolution)
+ *            ─► finishReq: latches released, the request leaves the lock table
+ *
+ * Pushing stays with the client (departure, see below): a waiter that is
+ * still blocked by a transaction after `pushDelayMs` leaves the queue with a
+ * WriteIntentError naming the blocker, and the client's TxnPusher pushes it
+ * (priority, liveness, STAGING recovery, waits-for cycles) and resends. The
+ * common case — the holder commits or aborts within the delay — never leaves
+ * the server: the waiter is woken in queue order and evaluates at once.
+ *
+ * Lock-table contents are leaseholder memory: cleared (waiters woken to
+ * re-scan and rediscover intents; unreplicated FOR UPDATE locks lost) when a
+ * new lease applies, when the range's bounds change (split: each side
+ * rediscovers its intents; merge: the right-hand side's locks were never
+ * here) and when the replica stops (removal).
  *
  * Timestamp cache (kv/concurrency/timestamp-cache.ts): one per replica,
  * keyed by user keys (range-local keys — txn records — are never cached).
@@ -28,23 +50,62 @@
  * + the pusher's own dependents) for a few seconds; PushTxn and QueryTxn
  * responses carry the transitive set of waiters of their transaction, which
  * the pusher uses to detect a waits-for cycle across ranges
- * (client/txn-pusher.ts). The registry is leaseholder memory: a lease move
+ * (txn-pusher.ts). The registry is leaseholder memory: a lease move
  * loses it, and pushers re-register on their next push.
  *
- * Departures (known gaps): the lock table and its fair wait queue of
- * kv/concurrency are not yet in this path — a conflicting intent is returned
- * to the client as WriteIntentError and the client pushes (txn-pusher.ts);
- * latches are still the stand-in replica-latches.ts.
+ * Departures (known gaps): the push runs on the client (the Store has no
+ * KV sender to address a pushee's record from the server), so deadlocks are
+ * found pushDelayMs after they form, by the clients' pushers; latches are
+ * not MVCC-aware (a read and a write of one key are serialized whatever
+ * their timestamps, as the stand-in they replaced did).
  *
- * Ownership: one per Replica; called only from Replica.send.
+ * Ownership: one per Replica; called only from Replica.send (and its
+ * lease/descriptor/stop hooks). Time comes from the injected clock and sleep.
  */
-import { tsLess, tsLessEq, tsNext, type Clock, type Timestamp } from '../util/hlc.js';
+import { ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsNext, type Clock, type Timestamp } from '../util/hlc.js';
 import { isLocal } from '../../storage/keys.js';
-import { ConditionFailedError, WriteTooOldError } from '../../storage/mvcc.js';
-import type { Lease, Request, Response } from './api.js';
+import { ConditionFailedError, WriteIntentError, WriteTooOldError, type Intent, type TxnMeta } from '../../storage/mvcc.js';
+import type { Lease, Request, Response, ScanResponse } from './api.js';
 import type { DeclaredSpan, EvalHeader } from './batcheval/command.js';
+import { ConcurrencyManager, type Pusher, type RequestGuard } from './concurrency/concurrency-manager.js';
+import type { LatchGuard, LatchManager } from './concurrency/latch-manager.js';
+import { LockTable, type LockUpdate } from './concurrency/lock-table.js';
+import type { DeclaredSpan as LatchSpan } from './concurrency/span-set.js';
 import { TimestampCache } from './concurrency/timestamp-cache.js';
 import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from './txn-api.js';
+
+/** The requests that go through the lock table: clients' MVCC reads and writes (record, resolution, refresh, lease and admin commands never wait for locks). */
+const LOCK_TABLE_KINDS: ReadonlySet<string> = new Set(['get', 'scan', 'reverseScan', 'put', 'cput', 'delete', 'deleteRange']);
+
+/** A waiter still blocked by a transaction after this long goes back to its client, which pushes (ms). */
+export const DEFAULT_PUSH_DELAY_MS = 100;
+
+/** Evaluations of one request that may meet intents unknown to the lock table before the client handles them. */
+const MAX_DISCOVERY_ROUNDS = 3;
+
+export interface ReplicaConcurrencyOptions {
+  /** Timer of the push delay (default setTimeout). */
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly pushDelayMs?: number;
+}
+
+/** A request sequenced through latches and the lock table; hand it back to finishReq. */
+export interface SequencedGuard {
+  readonly guard: RequestGuard;
+  /** The spans every request of the batch declared (batcheval), in order. */
+  readonly spans: readonly DeclaredSpan[];
+  /** Evaluations that met intents the lock table did not know. */
+  discoveries: number;
+}
+
+function latchSpan(s: DeclaredSpan): LatchSpan {
+  return { access: s.write ? 'write' : 'read', span: s };
+}
+
+/** Whether a request reads with an exclusive lock (SELECT FOR UPDATE). */
+function isLockingRead(q: Request): q is Extract<Request, { kind: 'get' | 'scan' | 'reverseScan' }> {
+  return (q.kind === 'get' || q.kind === 'scan' || q.kind === 'reverseScan') && q.lock === 'exclusive';
+}
 
 /** Transactional requests may run this many max offsets ahead of the serving clock (non-transactional: one). */
 export const MAX_FUTURE_OFFSETS = 1;
@@ -65,12 +126,149 @@ interface Waiter {
 
 export class ReplicaConcurrency {
   readonly tscache: TimestampCache;
+  /** Latches and the lock table, sequenced together (concurrency/concurrency-manager.ts). */
+  readonly manager: ConcurrencyManager;
   private readonly waiters = new Map<string, Map<string, Waiter>>();
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly pushDelayMs: number;
   /** Planted-bug switch for the randomized test: skip the timestamp-cache push of writes. */
   static skipTsCacheBump = false;
 
-  constructor(private readonly clock: Clock) {
+  constructor(
+    private readonly clock: Clock,
+    opts: ReplicaConcurrencyOptions = {},
+  ) {
     this.tscache = new TimestampCache({ lowWater: this.horizon() });
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.pushDelayMs = opts.pushDelayMs ?? DEFAULT_PUSH_DELAY_MS;
+    const pusher: Pusher = {
+      // The push itself is the client's (see the header): name the blocker to it.
+      push: (_req, o) => Promise.reject(new WriteIntentError([{ key: o.key, txn: o.pushee as TxnMeta }])),
+      pushDelay: () => this.sleep(this.pushDelayMs),
+    };
+    this.manager = new ConcurrencyManager({ pusher, lockTable: new LockTable({ unreplicatedLocksBlockReads: false }) });
+  }
+
+  get latches(): LatchManager {
+    return this.manager.latches;
+  }
+
+  get lockTable(): LockTable {
+    return this.manager.lockTable;
+  }
+
+  /** Requests holding or waiting for latches. */
+  get activeRequests(): number {
+    const m = this.manager.latches.metrics();
+    return m.held + m.waiting;
+  }
+
+  /** Latches alone, for the replica's own commands (lease requests), which never wait for locks. */
+  acquireLatches(spans: readonly DeclaredSpan[]): Promise<LatchGuard> {
+    return this.manager.latches.acquire(spans.map(latchSpan));
+  }
+
+  /**
+   * Sequences a batch: returns once it holds its latches and no other
+   * transaction's lock blocks it (waiting, with latches released, in the
+   * lock table's queues). `declare` adds one request's spans (batcheval's
+   * declareKeys). Rejects with WriteIntentError when a blocker outlives the
+   * push delay (the client pushes it), having left the lock table.
+   */
+  async sequence(h: EvalHeader, reqs: readonly Request[], declare: (q: Request, out: DeclaredSpan[]) => void): Promise<SequencedGuard> {
+    const spans: DeclaredSpan[] = [];
+    const lockSpans: LatchSpan[] = [];
+    for (const q of reqs) {
+      const from = spans.length;
+      declare(q, spans);
+      if (!LOCK_TABLE_KINDS.has(q.kind)) continue;
+      for (let i = from; i < spans.length; i++) {
+        const s = spans[i] as DeclaredSpan;
+        if (!isLocal(s.key)) lockSpans.push(latchSpan(s));
+      }
+    }
+    const zero = compareTimestamps(h.timestamp, ZERO_TIMESTAMP) === 0;
+    const guard = await this.manager.sequenceReq({
+      ...(h.txn === undefined ? {} : { txn: h.txn }),
+      timestamp: zero ? this.clock.now() : h.timestamp,
+      latchSpans: spans.map(latchSpan),
+      lockSpans,
+    });
+    return { guard, spans, discoveries: 0 };
+  }
+
+  /**
+   * Evaluation met intents the lock table did not know: records them as locks
+   * and waits for them as for any lock (latches released meanwhile). Returns
+   * false when the request should hand the intents to its client instead
+   * (it met fresh intents too often, or it does not use the lock table).
+   */
+  async handleWriteIntentError(sg: SequencedGuard, intents: readonly Intent[]): Promise<boolean> {
+    if (sg.guard.req.lockSpans.length === 0 || ++sg.discoveries > MAX_DISCOVERY_ROUNDS) return false;
+    this.manager.handleWriterIntentError(sg.guard, intents);
+    await this.manager.sequenceReq(sg.guard.req, sg.guard);
+    return true;
+  }
+
+  /** The request is done: latches released, out of the lock table. */
+  finishReq(sg: SequencedGuard): void {
+    this.manager.finishReq(sg.guard);
+  }
+
+  /**
+   * After a batch took effect on the leaseholder (a read answered, a write
+   * applied), under its latches: its transaction's locks are acquired
+   * (intents written: replicated; locking reads: unreplicated) and the
+   * locks its resolutions and EndTxn released are released, waking waiters.
+   */
+  onApplied(h: EvalHeader, reqs: readonly Request[], responses: readonly Response[]): void {
+    const lt = this.manager.lockTable;
+    for (let i = 0; i < reqs.length; i++) {
+      const q = reqs[i] as Request;
+      switch (q.kind) {
+        case 'put':
+        case 'cput':
+        case 'delete':
+          if (h.txn !== undefined) lt.tryAcquireLock(h.txn, q.key, 'replicated');
+          break;
+        case 'get':
+          if (h.txn !== undefined && q.lock === 'exclusive') lt.tryAcquireLock(h.txn, q.key, 'unreplicated');
+          break;
+        case 'scan':
+        case 'reverseScan':
+          if (h.txn !== undefined && q.lock === 'exclusive') for (const row of (responses[i] as ScanResponse).rows) lt.tryAcquireLock(h.txn, row.key, 'unreplicated');
+          break;
+        case 'resolveIntent':
+        case 'resolveIntentRange':
+          lt.updateLocks({ span: { key: q.key, endKey: q.kind === 'resolveIntentRange' ? q.endKey : null }, txn: q.txn, status: q.status });
+          break;
+        case 'endTxn': {
+          // EndTxn resolved its local intents (and, 1PC, never wrote any): its locks here go.
+          const rec = (responses[i] as TxnRecordResponse | undefined)?.record;
+          if (rec === null || rec === undefined || (rec.status !== 'committed' && rec.status !== 'aborted') || h.txn === undefined) break;
+          const txn = { ...h.txn, epoch: rec.epoch, writeTimestamp: rec.writeTimestamp };
+          for (const s of q.lockSpans) lt.updateLocks({ span: s, txn, status: rec.status } satisfies LockUpdate);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  /**
+   * A locking read failed with WriteTooOldError: its transaction keeps the
+   * lock anyway (it reads again above the newer version at once), so the
+   * waiters behind it do not all fail the same way in turn.
+   */
+  onLockingReadTooOld(h: EvalHeader, reqs: readonly Request[]): void {
+    if (h.txn === undefined) return;
+    for (const q of reqs) if (q.kind === 'get' && q.lock === 'exclusive') this.manager.lockTable.tryAcquireLock(h.txn, q.key, 'unreplicated');
+  }
+
+  /** Forgets every lock and wakes the waiters (lease change, bounds change, replica stopped). */
+  clearLocks(): void {
+    this.manager.lockTable.clear();
   }
 
   /**
@@ -93,13 +291,15 @@ export class ReplicaConcurrency {
    */
   onLeaseApplied(lease: Lease, prev: Lease | null): void {
     if (prev !== null && prev.sequence === lease.sequence) return;
+    this.clearLocks();
     this.tscache.setLowWater(lease.start);
     this.tscache.setLowWater(this.horizon());
   }
 
-  /** The range's bounds changed (a merge absorbed reads served elsewhere). */
-  onDescriptorChanged(): void {
-    this.tscache.setLowWater(this.horizon());
+  /** The range's bounds changed: a merge absorbed reads served elsewhere; locks of either side are rediscovered. */
+  onDescriptorChanged(widened: boolean): void {
+    this.clearLocks();
+    if (widened) this.tscache.setLowWater(this.horizon());
   }
 
   /**
@@ -208,6 +408,8 @@ export class ReplicaConcurrency {
     }
     for (let i = 0; i < reqs.length; i++) {
       const q = reqs[i] as Request;
+      // A locking read declares its key as written (latches, lock table), but it read it all the same.
+      if (isLockingRead(q)) this.tscache.add({ key: q.key, endKey: q.kind === 'get' ? null : q.endKey }, h.timestamp, own);
       if (q.kind !== 'pushTxn' && q.kind !== 'queryTxn') continue;
       const res = responses[i] as TxnRecordResponse;
       const pushee = (q.kind === 'pushTxn' ? q.pushee.id : q.txnId).toString('hex');

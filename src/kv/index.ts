@@ -12,9 +12,6 @@
  *   bootstrap.ts    bootstrapCluster, writeStoreIdent, writeRangeDescriptor (+meta2), loadRangeDescriptors
  *   kv-client.ts    Sender, NodeDialer/RpcNodeDialer, LeaseholderRouter, KvClient
  *   settings.ts     KvSettings (Raft timing, leases, truncation), defaults and test values
- *
- * src/kv/replica-latches.ts is a stand-in for src/kv/concurrency's latch
- * manager and is not exported.
  */
 export * from './api.js';
 export * from './api-codec.js';

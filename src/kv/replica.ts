@@ -3,7 +3,10 @@
  * (RawNode over ReplicaRaftStorage), its applied state and lease, and the
  * request path (CockroachDB's kvserver.Replica, proposer-evaluated KV).
  *
- *   send(ba) ─► ensureLease ─► latches ─► evaluate ──reads──► answer from the engine
+ *   send(ba) ─► ensureLease ─► sequence: latches + lock table (a request blocked by
+ *               another transaction's lock waits in the key's queue, latches
+ *               released — concurrency-manager.ts)
+ *            ─► evaluate ──reads──► answer from the engine
  *                                             │ writes: into a WriteBatch (+ stats delta,
  *                                             ▼         + replicated side effects)
  *                                     RaftCommand {cmdId, leaseSeq, maxLeaseIndex, repr, …}
@@ -11,7 +14,8 @@
  *                                             ▼
  *   every replica: stageApply(entry) — checks the command is still valid and
  *   applies repr + applied state in the store's apply batch; the proposer
- *   answers the waiting request in finishApply (latches released after).
+ *   answers the waiting request in finishApply (locks acquired/released in
+ *   the lock table, then latches released).
  *
  * Apply rules (deterministic on every replica; CockroachDB's):
  *   - a lease request/transfer applies iff the lease in force equals its
@@ -51,6 +55,7 @@ import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
 import { addressOf, isLocal, rangeAppliedStateKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { WriteIntentError, WriteTooOldError } from '../../storage/mvcc.js';
 import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
 import { hasPrefix, compareBytes } from '../../storage/encoding/bytes.js';
 import { RawNode } from '../../raft/raw-node.js';
@@ -79,7 +84,6 @@ import {
 } from './api.js';
 import { decodeAppliedState, decodeLease, decodeRaftCommand, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
 import { lookupCommand, type DeclaredSpan, type EvalContext, type EvalHeader, type SideEffectsBuilder } from './batcheval/index.js';
-import { LatchManager } from './replica-latches.js';
 import { ReplicaConcurrency } from './concurrency-manager.js';
 import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } from './replica-lease.js';
 import { ReplicaRaftStorage } from './raft-storage.js';
@@ -172,8 +176,7 @@ export class Replica {
   readonly storage: ReplicaRaftStorage;
   applied: RangeAppliedState;
   lease: Lease | null;
-  readonly latches = new LatchManager();
-  /** Timestamp cache and txn hooks of the request path (concurrency-manager.ts). */
+  /** Latches, lock table, timestamp cache and txn hooks of the request path (concurrency-manager.ts). */
   readonly concurrency: ReplicaConcurrency;
   private readonly proposals = new Map<number, Proposal>();
   private nextMaxLeaseIndex: number;
@@ -266,8 +269,9 @@ export class Replica {
    */
   setDescriptor(desc: RangeDescriptor): void {
     assert(desc.rangeId === this.rangeId, `kv: r${this.rangeId} given the descriptor of r${desc.rangeId}`);
-    // A merge widens the range over reads the right-hand range served.
-    if (compareBytes(desc.endKey, this.desc.endKey) > 0) this.concurrency.onDescriptorChanged();
+    // A merge widens the range over reads the right-hand range served; a split or merge moves locks between ranges.
+    const widened = compareBytes(desc.endKey, this.desc.endKey) > 0;
+    if (widened || !desc.startKey.equals(this.desc.startKey) || !desc.endKey.equals(this.desc.endKey)) this.concurrency.onDescriptorChanged(widened);
     this.desc = desc;
   }
 
@@ -311,30 +315,48 @@ export class Replica {
     const limit = canary.skipUncertaintyRestart ? undefined : ba.header.uncertaintyLimit;
     const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) };
     await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
-    const spans: DeclaredSpan[] = [];
-    for (const q of reqs) lookupCommand(q.kind).declareKeys(h0, q, this.desc, spans);
-    const guard = await this.latches.acquire(spans);
+    const sg = await this.concurrency.sequence(h0, reqs, (q, out) => lookupCommand(q.kind).declareKeys(h0, q, this.desc, out));
     try {
-      const now = this.ctx.clock.now();
-      if (!staleReads && !this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
-      // A split may have shrunk the range while we waited.
-      for (const q of reqs) this.checkKeys(q);
-      const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
-      const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
-      if (!isWrite) {
-        const ec = this.evalContext(emptyStats(), {});
-        const responses: Response[] = [];
-        for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, h, q));
-        this.concurrency.finish(h, reqs, spans, responses);
-        return { now: this.ctx.clock.now(), timestamp: ts, responses };
+      for (;;) {
+        try {
+          return await this.evaluateSequenced(ba, h0, reqs, sg.spans, isWrite, staleReads);
+        } catch (e) {
+          // An intent the lock table did not know: wait for it in its queue (latches released), then evaluate again.
+          if (!(e instanceof WriteIntentError) || !(await this.concurrency.handleWriteIntentError(sg, e.intents))) throw e;
+        }
       }
-      const lease = this.lease as Lease;
-      const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined));
-      this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
-      return res;
     } finally {
-      guard.release();
+      this.concurrency.finishReq(sg);
     }
+  }
+
+  /** One evaluation of a sequenced batch (holding its latches, unblocked by the lock table). */
+  private async evaluateSequenced(ba: BatchRequest, h0: EvalHeader, reqs: readonly Request[], spans: readonly DeclaredSpan[], isWrite: boolean, staleReads: boolean): Promise<BatchResponse> {
+    if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
+    const now = this.ctx.clock.now();
+    if (!staleReads && !this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
+    // A split may have shrunk the range while we waited.
+    for (const q of reqs) this.checkKeys(q);
+    const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
+    const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
+    if (!isWrite) {
+      const ec = this.evalContext(emptyStats(), {});
+      const responses: Response[] = [];
+      try {
+        for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, h, q));
+      } catch (e) {
+        if (e instanceof WriteTooOldError) this.concurrency.onLockingReadTooOld(h, reqs);
+        throw e;
+      }
+      this.concurrency.finish(h, reqs, spans, responses);
+      this.concurrency.onApplied(h, reqs, responses);
+      return { now: this.ctx.clock.now(), timestamp: ts, responses };
+    }
+    const lease = this.lease as Lease;
+    const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined));
+    this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
+    this.concurrency.onApplied(h, reqs, res.responses);
+    return res;
   }
 
   private checkKeys(q: Request): void {
@@ -470,7 +492,7 @@ export class Replica {
     const h: EvalHeader = { rangeId: this.rangeId, timestamp: q.lease.start };
     const spans: DeclaredSpan[] = [];
     lookupCommand(q.kind).declareKeys(h, q, this.desc, spans);
-    const guard = await this.latches.acquire(spans);
+    const guard = await this.concurrency.acquireLatches(spans);
     try {
       if (!leaseEqual(this.lease, q.prevLease)) throw this.notLeaseHolder('the lease changed');
       await this.evaluateAndPropose(h, [q], q.prevLease?.sequence ?? 0, q.prevLease);
@@ -560,7 +582,7 @@ export class Replica {
   }
 
   private maybeQuiesce(): void {
-    if (!this.isLeader() || this.proposals.size > 0 || this.leaseRequest !== null || this.transferring !== null || this.latches.size > 0) return;
+    if (!this.isLeader() || this.proposals.size > 0 || this.leaseRequest !== null || this.transferring !== null || this.concurrency.activeRequests > 0) return;
     if (this.raw.hasReady()) return;
     const st = this.raw.status();
     if (!st.quiescable) return;
@@ -726,6 +748,7 @@ export class Replica {
     assert(replicaOf(desc, this.replicaId)?.storeId === this.ctx.ident.storeId, `kv: r${this.rangeId} snapshot's descriptor does not hold replica ${this.replicaId} on s${this.ctx.ident.storeId}`);
     this.desc = desc;
     this.initialized = true;
+    this.concurrency.clearLocks();
     const asRaw = e.getSync(encodeMvccKey(rangeAppliedStateKey(this.rangeId)));
     assert(asRaw !== undefined, `kv: r${this.rangeId} snapshot without applied state`);
     this.applied = decodeAppliedState(asRaw);
@@ -748,6 +771,7 @@ export class Replica {
   /** Stops the replica: every pending command answers ambiguous. */
   stop(): void {
     this.stopped = true;
+    this.concurrency.clearLocks();
     for (const p of this.proposals.values()) p.reject(new AmbiguousResultError(`r${this.rangeId}: replica stopped with the command in flight`));
     this.proposals.clear();
     for (const slot of this.checksums.values()) slot.reject(new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId));

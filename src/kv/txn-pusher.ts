@@ -1,22 +1,30 @@
 /**
- * TxnPusher: what a transaction does when it meets another transaction's
- * intent (WriteIntentError) — CockroachDB's lock-table waiter + txnwait
- * queue, run by the waiting side:
+ * TxnPusher: what a transaction does when a request of it comes back with
+ * another transaction's lock (WriteIntentError) — the push half of
+ * CockroachDB's lock-table waiter + txnwait queue, run by the waiting side.
+ * The waiting half is on the leaseholder: a request blocked by a lock waits
+ * in the key's queue there (concurrency-manager.ts) and only comes back here
+ * when the blocker outlived the push delay, or when it was met outside the
+ * lock table:
  *
  *   for each conflicting transaction T (by its intents):
  *     loop
  *       PushTxn(T, abort | timestamp above our read, our priority, our waiters)
  *         pushed / finalized ─► resolve the intents we met (committed at T's
- *                               commit ts, aborted, or moved above our read)
+ *                               commit ts, aborted, or moved above our read) —
+ *                               which also releases T's locks on the leaseholder
  *         T STAGING and expired ─► recover it (txn-recovery.ts), loop
- *         otherwise wait: if T's waiters include us, it is a waits-for cycle
+ *         otherwise: if T's waiters include us, it is a waits-for cycle
  *           (the waiters travel with every push, so a cycle of any length
  *           closes at every member): the member of higher rank (priority,
  *           then id) force-pushes; the others keep waiting for it
- *         sleep (backoff 2..50 ms), learn who waits on us (QueryTxn), loop
+ *         after WAIT_PUSHES unsuccessful pushes (the second carrying who waits
+ *           on us, learnt by QueryTxn): return — the caller resends the
+ *           request, which queues on the leaseholder again (T may have
+ *           finished without a record to show it: a one-phase commit)
  *
- * Waiting is bounded by `maxWaitMs` (then LockWaitTimeout-like retryable
- * error) and observable through `metrics`.
+ * The force/recovery loop is bounded by `maxWaitMs` (then a retryable
+ * LockWaitTimeout error); everything is observable through `metrics`.
  * Ownership: one per TxnDB; time through the injected clock and sleep.
  */
 import { CairnError } from '../util/errors.js';
@@ -54,6 +62,9 @@ export interface TxnPusherOptions {
   readonly maxWaitMs?: number;
 }
 
+/** Unsuccessful pushes of one blocker before the request goes back to the leaseholder's queue. */
+const WAIT_PUSHES = 2;
+
 function rankAbove(a: { priority: number; id: Buffer }, b: { priority: number; id: Buffer }): boolean {
   return a.priority !== b.priority ? a.priority > b.priority : Buffer.compare(a.id, b.id) > 0;
 }
@@ -87,7 +98,7 @@ export class TxnPusher {
     let deps: string[] = [];
     let force = false;
     let backoff = 2;
-    for (;;) {
+    for (let waited = 0; ; ) {
       this.metrics.pushes++;
       const res = await sender.send({
         header: { rangeId: 0, timestamp: ZERO_TIMESTAMP },
@@ -128,6 +139,7 @@ export class TxnPusher {
       }
       if (Date.now() > deadline) throw new LockWaitTimeoutKvError(`txn ${pushee.id.toString('hex').slice(0, 8)}`);
       this.metrics.waits++;
+      if (++waited >= WAIT_PUSHES) return;
       await this.sleep(backoff);
       backoff = Math.min(50, backoff * 2);
       if (pusher !== null && pusher.anchor !== null) deps = await this.waitersOf(pusher);

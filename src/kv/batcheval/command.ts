@@ -1,9 +1,9 @@
 /**
  * The command framework (CockroachDB's kvserver/batcheval): one Command per
  * request kind, registered here by its cmd-*.ts file. A Command says
- *   - which spans it touches and how (declareKeys → latches; the concurrency
- *     layer's latch manager, or the stand-in replica-latches.ts, serializes
- *     overlapping writers with readers and writers);
+ *   - which spans it touches and how (declareKeys → latches and lock table:
+ *     src/kv/concurrency serializes overlapping writers with readers and
+ *     writers, and queues requests behind other transactions' locks);
  *   - how it evaluates: reads against the leaseholder's engine (a Reader);
  *     writes into the proposal's WriteBatch (a ReadWriter), adding their MVCC
  *     stats delta into ctx.stats and their replicated side effects (a new

@@ -14,7 +14,9 @@
  *                                         from the read ts to the new ts; success moves
  *                                         the read ts up (no restart), failure is a
  *                                         retryable TxnRetryError with its reason
- *              ─► track read spans (refresh) and lock spans (resolution)
+ *              ─► track read spans (refresh) and lock spans (resolution; also the
+ *                 keys of locking reads — FOR UPDATE — whose unreplicated locks
+ *                 EndTxn and resolution release on the leaseholders)
  *   heartbeater: after the first write, BeginTxn then HeartbeatTxn every
  *                heartbeatIntervalMs; an ABORTED record marks the txn aborted
  *   committer:   the last segment's writes + EndTxn in one batch (the
@@ -25,7 +27,10 @@
  *                the (implicit) commit, acknowledged at once; the record is
  *                then made COMMITTED and the intents resolved asynchronously
  *                (IntentResolver). A part pushed above the staging ts →
- *                refresh and stage again higher.
+ *                refresh and stage again higher. Before moving on from an
+ *                attempt that failed or was pushed, the coordinator proves
+ *                or prevents its own implicit commit (settleStaging): writes
+ *                of earlier attempts may complete a record staged earlier.
  *                A commit timestamp ahead of the clock is acknowledged after
  *                the clock passes it (commit wait).
  *   read-only:   no record, no EndTxn; commit just stops.
@@ -283,6 +288,12 @@ export class TxnCoordSender {
       this.seq++;
       if (this.anchor === null) this.anchor = firstWriteKey(seg);
     }
+    // Locking reads (FOR UPDATE) hold unreplicated locks until EndTxn releases them: they count as lock spans.
+    const locking = seg.filter(isLockingRead);
+    if (locking.length > 0) {
+      if (this.anchor === null) this.anchor = (locking[0] as KVRequest & { key: Buffer }).key;
+      this.noteWrites(locking);
+    }
     const reqs = seg.map(toApiRequest);
     const inFlight: InFlightWrite[] = [];
     for (const q of seg) if (isWriteOp(q) && q.kind !== 'delRange') inFlight.push({ key: q.key, seq: this.seq });
@@ -314,7 +325,7 @@ export class TxnCoordSender {
         if (end !== null) continue;
       }
       if (end !== null) this.afterCommit(res.responses[res.responses.length - 1] as TxnRecordResponse);
-      if (writes && !this.recordCreated && this.stopHeartbeat === null && this.state === 'pending') this.startHeartbeat();
+      if ((writes || locking.length > 0) && !this.recordCreated && this.stopHeartbeat === null && this.state === 'pending') this.startHeartbeat();
       return seg.map((q, i) => toKvResult(q, res.responses[i] as Response));
     }
   }
@@ -438,7 +449,7 @@ export class TxnCoordSender {
 
   private noteWrites(seg: readonly KVRequest[]): void {
     for (const q of seg) {
-      if (!isWriteOp(q)) continue;
+      if (!isWriteOp(q) && !isLockingRead(q)) continue;
       const s = lockSpanOf(q);
       this.lockSpans.set(s.key.toString('hex') + (s.endKey === null ? '' : `-${s.endKey.toString('hex')}`), s);
     }
@@ -524,8 +535,12 @@ function firstWriteKey(seg: readonly KVRequest[]): Buffer {
   throw new Error('unreachable');
 }
 
+function isLockingRead(q: KVRequest): boolean {
+  return (q.kind === 'get' || q.kind === 'scan') && q.lock === 'exclusive';
+}
+
 function lockSpanOf(q: KVRequest): LockSpan {
-  return q.kind === 'delRange' ? { key: q.key, endKey: q.endKey } : { key: q.key, endKey: null };
+  return q.kind === 'delRange' || q.kind === 'scan' ? { key: q.key, endKey: q.endKey } : { key: q.key, endKey: null };
 }
 
 /** Splits a batch into runs of reads and runs of writes, so that no segment writes one key twice (one sequence number per segment). */
@@ -560,9 +575,11 @@ function segments(reqs: readonly KVRequest[]): KVRequest[][] {
 function toApiRequest(q: KVRequest): Request {
   switch (q.kind) {
     case 'get':
-      return { kind: 'get', key: q.key };
-    case 'scan':
-      return { kind: q.reverse ? 'reverseScan' : 'scan', key: q.key, endKey: q.endKey, maxKeys: q.limit };
+      return q.lock === 'exclusive' ? { kind: 'get', key: q.key, lock: 'exclusive' } : { kind: 'get', key: q.key };
+    case 'scan': {
+      const scan = { kind: q.reverse ? 'reverseScan' : 'scan', key: q.key, endKey: q.endKey, maxKeys: q.limit } as const;
+      return q.lock === 'exclusive' ? { ...scan, lock: 'exclusive' } : scan;
+    }
     case 'put':
       return { kind: 'put', key: q.key, value: q.value };
     case 'cput':

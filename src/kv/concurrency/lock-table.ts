@@ -15,7 +15,10 @@
  * timestamp, with the spans it declared):
  *   - a held lock blocks writes of other transactions, and reads of other
  *     transactions at or above the lock's timestamp (a read below an intent
- *     does not see it); a transaction never waits for its own lock;
+ *     does not see it) — for an unreplicated FOR UPDATE lock, only when
+ *     LockTableOptions.unreplicatedLocksBlockReads (default true, as
+ *     CockroachDB; false: PostgreSQL's FOR UPDATE, which the replica uses);
+ *     a transaction never waits for its own lock;
  *   - waiters queue in request-sequence order (a re-scanning request keeps its
  *     place), so nobody overtakes an earlier waiter;
  *   - when the lock is released, the readers in its queue proceed and the
@@ -208,6 +211,8 @@ export interface LockTableOptions {
    * locks and locks with waiters are never dropped.
    */
   readonly maxLocks?: number;
+  /** Whether unreplicated locks block non-locking reads at or above them (default true). */
+  readonly unreplicatedLocksBlockReads?: boolean;
 }
 
 function sameTxn(a: LockTxn | undefined, b: LockTxn | undefined): boolean {
@@ -225,10 +230,12 @@ export class LockTable {
   private readonly maxQueue: number;
   private readonly maxLocks: number;
   private cleared = 0;
+  private readonly unreplicatedBlocksReads: boolean;
 
   constructor(opts: LockTableOptions = {}) {
     this.maxQueue = opts.maxWaitQueueLength ?? Infinity;
     this.maxLocks = opts.maxLocks ?? 10_000;
+    this.unreplicatedBlocksReads = opts.unreplicatedLocksBlockReads ?? true;
   }
 
   /**
@@ -303,6 +310,40 @@ export class LockTable {
       }
     }
     this.recompute(l);
+  }
+
+  /**
+   * acquireLock unless another transaction holds the key's lock (the table
+   * learned of it after this request evaluated — e.g. a discovered intent):
+   * then nothing changes and it returns false. For the request path, where a
+   * stale table must never crash the node.
+   */
+  tryAcquireLock(txn: LockTxn, key: Buffer, durability: Durability = 'replicated'): boolean {
+    const h = this.byKey.get(key.toString('latin1'))?.holder ?? null;
+    if (h !== null && !sameTxn(h.txn, txn)) return false;
+    this.acquireLock(txn, key, durability);
+    return true;
+  }
+
+  /**
+   * Forgets every lock and wakes every waiter (their waits end 'done'; they
+   * re-scan an empty table and rediscover replicated locks as intents).
+   * Unreplicated locks are lost. For lease changes, splits, merges and
+   * replica removal (CockroachDB's lockTable.Clear).
+   */
+  clear(): void {
+    const guards = new Set<LockTableGuard>();
+    const all: LockState[] = [];
+    this.locks.forEach((l) => all.push(l));
+    for (const l of all) {
+      for (const q of l.queue) {
+        q.guard.entries.delete(l);
+        guards.add(q.guard);
+      }
+      this.locks.delete(l.handle as IntervalHandle<LockState>);
+    }
+    this.byKey.clear();
+    for (const g of guards) this.updateGuard(g);
   }
 
   /**
@@ -478,6 +519,8 @@ export class LockTable {
   private blockedByHolder(h: Holder, req: LockRequest, access: SpanAccess): boolean {
     if (sameTxn(h.txn, req.txn)) return false;
     if (access === 'write') return true;
+    // An unreplicated lock (SELECT FOR UPDATE) has no intent for a read to see: optionally it blocks writers only, as in PostgreSQL.
+    if (h.durability === 'unreplicated' && !this.unreplicatedBlocksReads) return false;
     return compareTimestamps(req.timestamp, h.txn.writeTimestamp) >= 0;
   }
 
