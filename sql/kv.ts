@@ -212,8 +212,12 @@ export interface KVRangeInfo {
  * node's is src/kv/client/kv-admin.ts (TxnDB.admin).
  */
 export interface KVAdmin {
-  /** Splits the range holding `key` at `key` (a no-op when a range starts there); manual splits are not merged away. */
-  adminSplit(key: Buffer): Promise<void>;
+  /**
+   * Splits the range holding `key` at `key` (a no-op when a range starts
+   * there). A manual split is sticky: the merge queue does not merge the
+   * boundary away before `expiration` (default: never).
+   */
+  adminSplit(key: Buffer, opts?: { readonly expiration?: Timestamp }): Promise<void>;
   /** Ranges overlapping [key, endKey), in key order. */
   ranges(key: Buffer, endKey: Buffer): Promise<KVRangeInfo[]>;
   /** Spreads the leases of the ranges overlapping [key, endKey) over their replicas' nodes; the ranges afterwards. */

@@ -993,14 +993,17 @@ export interface ShowRangesStatement {
 }
 
 /**
- * `ALTER TABLE t SPLIT AT VALUES (…)[, (…)]` / `ALTER INDEX t@i SPLIT AT …`.
- * `rows` is the query producing the split points (VALUES or SELECT), each
- * row a prefix of the index key columns.
+ * `ALTER TABLE t SPLIT AT VALUES (…)[, (…)] [WITH EXPIRATION e]` /
+ * `ALTER INDEX t@i SPLIT AT …`. `rows` is the query producing the split
+ * points (VALUES or SELECT), each row a prefix of the index key columns;
+ * `expiration` (a timestamp, or an interval from now) ends the split's
+ * stickiness — without it the boundary stays until merged by hand.
  */
 export interface SplitAtStatement {
   readonly kind: 'SplitAt';
   readonly target: RangeTarget;
   readonly rows: SelectStatement;
+  readonly expiration?: Expr;
 }
 
 /**

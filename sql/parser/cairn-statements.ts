@@ -4,6 +4,7 @@
  *   [EXPLAIN …] [WITH …] UPSERT INTO t …          → Insert { upsert: true }
  *   SHOW RANGES FROM TABLE t | FROM INDEX t@i     → ShowRanges
  *   ALTER TABLE t SPLIT AT VALUES (…)[, (…)]      → SplitAt (any query after AT)
+ *     [WITH EXPIRATION e]
  *   ALTER INDEX t@i SPLIT AT …                    → SplitAt
  *   ALTER TABLE t SCATTER | ALTER INDEX t@i SCATTER → Scatter
  *   ALTER TABLE|INDEX|DATABASE|RANGE x CONFIGURE ZONE USING k = v, … | DISCARD
@@ -298,10 +299,10 @@ class CairnStatementParser {
   }
 
   /** Parses the query in tokens [from, end of statement). */
-  private query(from: number): SelectStatement {
+  private query(from: number, to = this.toks.length): SelectStatement {
     const t = this.toks[from];
-    if (t === undefined) this.error(from, 'expected a query');
-    const node = this.single(pgParse(mask(this.text, t.start, this.seg.end), this.text));
+    if (t === undefined || to <= from) this.error(from, 'expected a query');
+    const node = this.single(pgParse(mask(this.text, t.start, to < this.toks.length ? (this.toks[to] as Tok).start : this.seg.end), this.text));
     const sel = (node as { SelectStmt?: SelectStmt }).SelectStmt;
     if (sel === undefined) this.error(from, 'expected a query');
     return this.conv.select(sel);
@@ -408,7 +409,10 @@ class CairnStatementParser {
   private splitAt(split: number): Statement {
     const [target, next] = this.rangeTarget(1);
     if (next !== split) this.error(next, 'expected SPLIT AT');
-    return { kind: 'SplitAt', target, rows: this.query(split + 2) };
+    const w = findSeq(this.seg, split + 2, ['with', 'expiration']);
+    if (w < 0) return { kind: 'SplitAt', target, rows: this.query(split + 2) };
+    const [expiration] = this.exprs([[w + 2, this.toks.length]]);
+    return { kind: 'SplitAt', target, rows: this.query(split + 2, w), expiration };
   }
 
   private scatter(): Statement {

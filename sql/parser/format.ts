@@ -641,7 +641,7 @@ export function formatStatement(s: Statement): string {
     case 'ShowRanges':
       return `SHOW RANGES FROM ${formatRangeTarget(s.target)}`;
     case 'SplitAt':
-      return `ALTER ${formatRangeTarget(s.target)} SPLIT AT ${formatSelect(s.rows)}`;
+      return `ALTER ${formatRangeTarget(s.target)} SPLIT AT ${formatSelect(s.rows)}${s.expiration === undefined ? '' : ` WITH EXPIRATION ${formatExpr(s.expiration)}`}`;
     case 'Scatter':
       return `ALTER ${formatRangeTarget(s.target)} SCATTER`;
     case 'ConfigureZone': {

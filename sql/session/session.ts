@@ -68,7 +68,7 @@ import { statementTag } from '../parser/statement-info.js';
 import { T, typeFromOid, typlen, type SqlType } from '../types/type.js';
 import { KVBatch, type KVAdmin, type KVDB, type KVRangeInfo, type KVTxn, type KVTxnOptions } from '../kv.js';
 import { indexCodecs } from '../rowenc/index-codec.js';
-import type { Timestamp } from '../../src/util/hlc.js';
+import { MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import { parseInterval } from '../types/interval.js';
 import { parseTimestampTz } from '../types/datetime.js';
 import { loadSnapshot, type Catalog, type CatalogSnapshot } from '../catalog/catalog.js';
@@ -999,6 +999,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
 
   private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>): Promise<UtilityResult> {
     const admin = this.requireAdmin('SPLIT AT');
+    const expiration = ast.expiration === undefined ? undefined : splitExpiration(ast.expiration, this.deps.db.now());
     const snap = await this.verifiedSnapshot(txn);
     const target = this.rangeTarget(snap, ast.target);
     const q = planSelect({ snapshot: snap, database: this.database, paramTypes: [] }, ast.rows);
@@ -1017,7 +1018,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           return v === null || qt.family === ct.family ? v : datumFromText(datumToText(v, qt), ct);
         });
         const key = target.encode(vals);
-        await admin.adminSplit(key);
+        await admin.adminSplit(key, expiration === undefined ? undefined : { expiration });
         out.push([key, prettyKey(key)]);
       }
     }
@@ -1156,7 +1157,28 @@ export function asOfTimestamp(e: Expr, now: Timestamp): Timestamp {
   return ts;
 }
 
-/** Result columns of statements that are not planned (for Describe). */
+/**
+ * `SPLIT AT … WITH EXPIRATION e`: a timestamp (with or without time zone) or
+ * an interval from now, as CockroachDB takes it; it must lie in the future.
+ */
+export function splitExpiration(e: Expr, now: Timestamp): Timestamp {
+  const text = e.kind === 'Const' && e.type === 'string' ? e.text : undefined;
+  if (text === undefined) throw unimplemented('SPLIT AT … WITH EXPIRATION with a non-constant expression');
+  let wall: number;
+  try {
+    wall = parseTimestampTz(text) + PG_EPOCH_MICROS;
+  } catch {
+    try {
+      wall = now.wall + parseInterval(text).spanNumber();
+    } catch {
+      throw new SqlError('sql.invalid_parameter_value', '22023', `SPLIT AT: expiration "${text}" is neither a timestamp nor an interval`);
+    }
+  }
+  if (!(wall > now.wall)) throw new SqlError('sql.invalid_parameter_value', '22023', 'SPLIT AT: the expiration must be in the future');
+  // HLC walls are µs in a double: beyond 2^53 (year 2255) a split is sticky forever.
+  return wall >= MAX_TIMESTAMP.wall ? MAX_TIMESTAMP : { wall: Math.round(wall), logical: 0 };
+}
+
 /** The columns of SHOW RANGES and SCATTER. */
 const RANGE_COLUMNS: readonly OutColumn[] = (['start_key', 'end_key', 'range_id', 'replicas', 'lease_holder'] as const).map((name) => ({
   name,
@@ -1165,6 +1187,7 @@ const RANGE_COLUMNS: readonly OutColumn[] = (['start_key', 'end_key', 'range_id'
   columnAttr: 0,
 }));
 
+/** Result columns of statements that are not planned (for Describe). */
 function utilityColumns(ast: Statement): OutColumn[] | undefined {
   const c = (name: string, type: SqlType = T.text): OutColumn => ({ name, type, tableOid: 0, columnAttr: 0 });
   switch (ast.kind) {

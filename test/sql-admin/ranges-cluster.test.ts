@@ -9,6 +9,11 @@ import { describe, it, expect, afterEach } from 'vitest';
 import pg from 'pg';
 import type { KVAdmin } from '../../sql/kv.js';
 import { KVClusterAdmin } from '../../src/kv/client/kv-admin.js';
+import type { DistSender } from '../../src/kv/dist-sender.js';
+import type { RangeDescriptor, ScanResponse } from '../../src/kv/api.js';
+import { decodeRangeDescriptor } from '../../src/kv/api-codec.js';
+import { MAX_TIMESTAMP, ZERO_TIMESTAMP } from '../../src/util/hlc.js';
+import { META2_MAX, META2_PREFIX } from '../../storage/keys.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { startTxnCluster } from '../kv-txn/support.js';
@@ -25,8 +30,8 @@ afterEach(async () => {
 });
 
 /** A cluster whose TxnDBs move leases through the holder's store (the server does it through Node). */
-async function cluster(): Promise<{ c: TestCluster; client: pg.Client }> {
-  const { c, dbs } = await startTxnCluster(start, { engine: 'level' });
+async function cluster(): Promise<{ c: TestCluster; ds: DistSender; client: pg.Client }> {
+  const { c, ds, dbs } = await startTxnCluster(start, { engine: 'level' });
   for (const db of dbs) {
     db.admin.useLeaseTransferer(async (desc, from, to) => {
       const target = desc.replicas.find((r) => r.nodeId === to);
@@ -37,7 +42,18 @@ async function cluster(): Promise<{ c: TestCluster; client: pg.Client }> {
   srv = await startSqlServer({ insecure: true, db: dbs[0] });
   const client = new pg.Client(srv.url);
   await client.connect();
-  return { c, client };
+  return { c, ds: ds[0] as DistSender, client };
+}
+
+/** The meta2 descriptors (what SHOW RANGES reads), by start key in hex. */
+async function descriptors(ds: DistSender): Promise<Map<string, RangeDescriptor>> {
+  const res = await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'scan', key: META2_PREFIX, endKey: META2_MAX, maxKeys: 0 }] });
+  const out = new Map<string, RangeDescriptor>();
+  for (const row of (res.responses[0] as ScanResponse).rows) {
+    const d = decodeRangeDescriptor(Buffer.from(row.value));
+    out.set(d.startKey.toString('hex'), d);
+  }
+  return out;
 }
 
 interface RangeRow {
@@ -50,12 +66,15 @@ interface RangeRow {
 
 describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
   it('splits a table, shows its ranges with replicas and leaseholders, keeps every row, and scatters the leases', async () => {
-    const { client } = await cluster();
+    const { ds, client } = await cluster();
     try {
       await client.query('CREATE TABLE kv (k INT PRIMARY KEY, v TEXT)');
       await client.query(`INSERT INTO kv VALUES ${Array.from({ length: 100 }, (_, i) => `(${i + 1}, 'v${i + 1}')`).join(', ')}`);
       const split = await client.query('ALTER TABLE kv SPLIT AT VALUES (20), (40), (60), (80)');
       expect(split.rows.map((r: { pretty: string }) => r.pretty.replace(/^\/Table\/\d+/, ''))).toEqual(['/1/20', '/1/40', '/1/60', '/1/80']);
+      // Manual splits are sticky (the merge queue leaves them): forever by default.
+      const descs = await descriptors(ds);
+      for (const r of split.rows as { key: Buffer }[]) expect(descs.get(r.key.toString('hex'))?.stickyBit).toEqual(MAX_TIMESTAMP);
 
       const ranges = (await client.query<RangeRow>('SHOW RANGES FROM TABLE kv')).rows;
       expect(ranges.map((r) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')])).toEqual([
@@ -77,16 +96,31 @@ describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
       expect(rows.rows.every((r, i) => r.k === i + 1 && r.v === `v${i + 1}`)).toBe(true);
       expect((await client.query('SELECT v FROM kv WHERE k = 60')).rows).toEqual([{ v: 'v60' }]);
 
+      // WITH EXPIRATION: sticky until then (an interval from now, or a timestamp); a past one is refused.
+      const before = Date.now() * 1000;
+      const exp = await client.query(`ALTER TABLE kv SPLIT AT VALUES (90) WITH EXPIRATION '1 hour'`);
+      const bit = (await descriptors(ds)).get((exp.rows[0] as { key: Buffer }).key.toString('hex'))?.stickyBit;
+      expect(bit?.wall).toBeGreaterThanOrEqual(before + 3600e6 - 5e6);
+      expect(bit?.wall).toBeLessThan(before + 3600e6 + 60e6);
+      await expect(client.query(`ALTER TABLE kv SPLIT AT VALUES (95) WITH EXPIRATION '2001-01-01 00:00:00'`)).rejects.toMatchObject({ code: '22023' });
+      const at = await client.query(`ALTER TABLE kv SPLIT AT VALUES (95) WITH EXPIRATION '2200-01-01 00:00:00+00'`);
+      expect((await descriptors(ds)).get((at.rows[0] as { key: Buffer }).key.toString('hex'))?.stickyBit?.wall).toBe(Date.UTC(2200, 0, 1) * 1000);
+      await client.query('ALTER TABLE kv SPLIT AT VALUES (90), (95)'); // already boundaries: no-ops
+      expect((await client.query('SHOW RANGES FROM TABLE kv')).rows.length).toBe(7);
+      // Past what an HLC wall holds (2^53 µs, year 2255): forever.
+      const far = await client.query(`ALTER TABLE kv SPLIT AT VALUES (97) WITH EXPIRATION '2999-01-01 00:00:00+00'`);
+      expect((await descriptors(ds)).get((far.rows[0] as { key: Buffer }).key.toString('hex'))?.stickyBit).toEqual(MAX_TIMESTAMP);
+
       // Splitting where a range already starts is a no-op.
       await client.query('ALTER TABLE kv SPLIT AT VALUES (40)');
-      expect((await client.query('SHOW RANGES FROM TABLE kv')).rows.length).toBe(5);
+      expect((await client.query('SHOW RANGES FROM TABLE kv')).rows.length).toBe(8);
 
       const scattered = (await client.query<RangeRow>('ALTER TABLE kv SCATTER')).rows;
-      expect(scattered.length).toBe(5);
+      expect(scattered.length).toBe(8);
       const after = (await client.query<RangeRow>('SHOW RANGES FROM TABLE kv')).rows;
       const holders = new Set(after.map((r) => r.lease_holder));
       expect(holders.size).toBeGreaterThan(1);
-      // 5 ranges dealt round robin over 3 nodes: every node holds one or two leases.
+      // 8 ranges dealt round robin over 3 nodes: every node holds two or three leases.
       expect(holders.size).toBe(3);
 
       // Writes and reads still work with the leases spread.

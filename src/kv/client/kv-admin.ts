@@ -3,10 +3,10 @@
  * ALTER TABLE … SCATTER) over a node's Sender (its DistSender).
  *
  *   adminSplit(key)        split.ts adminSplit — allocate a range id, AdminSplit
- *                          to the range holding key, fix meta2 — with a bounded
- *                          retry of the transient answers of a range that is
- *                          moving (not_lease_holder, range_key_mismatch,
- *                          proposal_dropped) that reach this far
+ *                          to the range holding key, fix meta2; it retries the
+ *                          transient answers of a moving range itself. A
+ *                          manual split is sticky (RangeDescriptor.stickyBit):
+ *                          forever, or until the given expiration
  *   ranges(key, endKey)    the meta2 records overlapping [key, endKey), read in
  *                          pages with ordinary non-transactional scans, then
  *                          per range (in parallel, ≤ RANGE_CONCURRENCY): a
@@ -38,7 +38,7 @@
  * Sender and transferLease; randomness through the injected Prng.
  */
 import { CairnError } from '../../util/errors.js';
-import { ZERO_TIMESTAMP } from '../../util/hlc.js';
+import { MAX_TIMESTAMP, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
 import type { Prng } from '../../util/prng.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
 import { META2_MAX, meta2LookupKey } from '../../../storage/keys.js';
@@ -78,7 +78,7 @@ export interface KVClusterAdminOptions {
 const META_PAGE = 64;
 /** Ranges whose lease is looked up at once. */
 const RANGE_CONCURRENCY = 16;
-/** Attempts of one split / one lease move before its error is returned. */
+/** Attempts of one lease lookup / one lease move before its error is returned. */
 const MAX_ATTEMPTS = 5;
 const TRANSIENT = new Set(['kv.not_lease_holder', 'kv.range_key_mismatch', 'kv.proposal_dropped', 'kv.range_not_found']);
 
@@ -105,9 +105,12 @@ export class KVClusterAdmin {
     return this.transferLease !== undefined;
   }
 
-  /** Splits the range holding `key` at `key`; a no-op when a range already starts there. */
-  async adminSplit(key: Buffer): Promise<void> {
-    await this.retrying(() => adminSplit(this.opts.sender, key));
+  /**
+   * Splits the range holding `key` at `key`; a no-op when a range already
+   * starts there. The boundary is sticky until `expiration` (default forever).
+   */
+  async adminSplit(key: Buffer, opts: { readonly expiration?: Timestamp } = {}): Promise<void> {
+    await adminSplit(this.opts.sender, key, { expiration: opts.expiration ?? MAX_TIMESTAMP });
   }
 
   /** The ranges overlapping [key, endKey), in key order, with their replicas and leaseholders. */
