@@ -54,6 +54,13 @@ export interface PlanContext {
   readonly database: string;
   /** Parameter types by index − 1; the planner fills in inferred ones. */
   readonly paramTypes: (SqlType | undefined)[];
+  /**
+   * Set by the query planner when this SELECT runs once per outer row (a
+   * correlated subquery, a LATERAL item, an index nested-loop join): column
+   * references the table does not have resolve to the outer row, and count
+   * as constants for span and index choice.
+   */
+  readonly outerRef?: ((names: readonly string[]) => Typed | undefined) | undefined;
 }
 
 const MAX_POINTS = 1024;
@@ -89,13 +96,30 @@ function conjuncts(e: Expr | undefined, out: Expr[] = []): Expr[] {
   return out;
 }
 
-function isConstant(e: Expr): boolean {
+/**
+ * Whether `e` is fixed for the whole scan: no column of the scanned table, no
+ * subquery. With a compiler that has an outer-row hook (a correlated
+ * subquery or index nested-loop join planned per outer row), references to
+ * the outer row count as constants.
+ */
+function isConstant(e: Expr, c?: ExprCompiler): boolean {
   let ok = true;
   walkExpr(e, (x) => {
-    if (x.kind === 'ColumnRef' || x.kind === 'SubLink' || x.kind === 'Default') ok = false;
+    if (x.kind === 'SubLink' || x.kind === 'Default') ok = false;
+    else if (x.kind === 'ColumnRef') ok = c !== undefined && !x.star && isOuterRef(c, x.names);
     return ok;
   });
   return ok;
+}
+
+function isOuterRef(c: ExprCompiler, names: readonly string[]): boolean {
+  if (c.outerRef === undefined) return false;
+  try {
+    c.scope.resolve(names);
+    return false;
+  } catch {
+    return c.outerRef(names) !== undefined;
+  }
 }
 
 /** Marks every column `e` references (by scope position). */
@@ -164,11 +188,11 @@ function chooseSpans(
       let p = colPos(conj.left);
       let other = conj.right;
       let op = conj.op;
-      if (p === undefined || !isConstant(other)) {
+      if (p === undefined || !isConstant(other, c)) {
         p = colPos(conj.right);
         other = conj.left;
         op = FLIP[conj.op] as string;
-        if (p === undefined || !isConstant(other)) continue;
+        if (p === undefined || !isConstant(other, c)) continue;
       }
       const type = table.codec.types[pk[p] as number] as SqlType;
       const v = keyValue(c, other, type);
@@ -182,7 +206,7 @@ function chooseSpans(
       } else if (cc.hi === undefined) cc.hi = { b: { fn: v.fn, inclusive: op === '<=', text }, conj };
     } else if (conj.kind === 'InList' && !conj.not) {
       const p = colPos(conj.arg);
-      if (p === undefined || !conj.list.every(isConstant)) continue;
+      if (p === undefined || !conj.list.every((x) => isConstant(x, c))) continue;
       const type = table.codec.types[pk[p] as number] as SqlType;
       const vs = conj.list.map((x) => keyValue(c, x, type));
       if (vs.some((v) => v === undefined)) continue;
@@ -190,7 +214,7 @@ function chooseSpans(
       if (cc.eq === undefined) cc.eq = { fns: vs.map((v) => (v as Typed).fn), texts: conj.list.map(formatExpr), conj };
     } else if (conj.kind === 'Between' && !conj.not && !conj.symmetric) {
       const p = colPos(conj.arg);
-      if (p === undefined || !isConstant(conj.low) || !isConstant(conj.high)) continue;
+      if (p === undefined || !isConstant(conj.low, c) || !isConstant(conj.high, c)) continue;
       const type = table.codec.types[pk[p] as number] as SqlType;
       const lo = keyValue(c, conj.low, type);
       const hi = keyValue(c, conj.high, type);
@@ -416,6 +440,7 @@ function planSource(
   const columns = tableScope(table, alias);
   const scope = new Scope(columns);
   const compiler = new ExprCompiler(scope, c0.paramTypes);
+  compiler.outerRef = c0.outerRef;
   const where = conjuncts(b.where);
   // Type-check the whole WHERE first (errors like 42804 on non-boolean conditions).
   const wholePred = b.where !== undefined ? compiler.compileBool(b.where, 'WHERE') : undefined;

@@ -151,7 +151,7 @@ function planStatement(outer: QueryCtx, s0: SelectStatement): Rel {
   const b = s.body;
   if (b.kind === 'SelectClause') rel = planClause(q, s, b);
   else if (b.kind === 'Values' && !needsValuesHelp(b)) {
-    const p = planSelect(q.ctx, { ...s, locking: [] });
+    const p = planSelect(leafCtx(q), { ...s, locking: [] });
     rel = { node: p.root, columns: resultScope(p.result as ResultColumn[], undefined), result: p.result };
   } else {
     rel = planBody(q, b);
@@ -308,6 +308,16 @@ function leafInfo(q: QueryCtx, t: Extract<TableExpr, { kind: 'TableRef' }>): Lea
   return { alias: t.alias?.name ?? t.table.name, names };
 }
 
+/** The context single-table leaves are planned in: with the outer row's columns when there is one. */
+function leafCtx(q: QueryCtx): PlanContext {
+  const o = q.outer;
+  return o === undefined ? q.ctx : { ...q.ctx, outerRef: (names) => outerRef(o, names) };
+}
+
+function leafLocking(q: QueryCtx): SelectStatement['locking'] {
+  return q.lock === 'exclusive' ? [{ strength: 'update', of: [], wait: 'block' }] : [];
+}
+
 function leafSelect(t: Extract<TableExpr, { kind: 'TableRef' }>, where: readonly Expr[], locking: SelectStatement['locking']): SelectStatement {
   return {
     kind: 'Select',
@@ -359,6 +369,76 @@ function planFromList(q: QueryCtx, from: readonly TableExpr[], pushed: ReadonlyM
 }
 
 /**
+ * Index nested-loop join: when the left side yields a bounded number of rows
+ * (a point lookup, VALUES, LIMIT), the right table is planned once as a
+ * single-table read whose WHERE is its pushed conjuncts plus the ON
+ * conjuncts, with the left row's columns as constants — so `r.g = p.pid`
+ * becomes a span on an index of r.g (or r's primary key) — and an apply node
+ * runs it per left row (LEFT: NULL-extended when nothing matches). Undefined
+ * when the left side is not bounded or the right read would be a full scan
+ * (the hash / lookup join is then better).
+ */
+function planIndexApply(q: QueryCtx, l: Rel, t: Extract<TableExpr, { kind: 'TableRef' }>, type: 'inner' | 'left', on: Expr, pushed: readonly Expr[]): Rel | undefined {
+  if (!boundedRows(l.node) || leafInfo(q, t) === undefined) return undefined;
+  const slot = new WeakMap<EvalEnv, readonly Datum[]>();
+  const lq = new QueryCtx(q.ctx, q.ctes, q.lock, { scope: new Scope(l.columns), slot, parent: q.outer });
+  const onConj = conjuncts(on).filter((x) => !exprHas(x, isSpecial));
+  let p: QueryPlan;
+  try {
+    p = planSelect(leafCtx(lq), leafSelect(t, [...pushed, ...onConj], leafLocking(q)));
+  } catch {
+    return undefined;
+  }
+  // Not for a full scan (hash join), nor for primary-key points (the lookup join batches those gets).
+  const scan = leafScan(p.root);
+  if (scan === undefined || !readsSpans(scan) || (scan.spans.kind === 'points' && scan.index === undefined)) return undefined;
+  const alias = t.alias?.name ?? t.table.name;
+  const columns = [...l.columns, ...resultScope(p.result as ResultColumn[], alias)];
+  const pred = compilerFor(q, new Scope(columns)).compileBool(on, 'JOIN/ON').fn;
+  const text = `${type === 'left' ? 'LEFT JOIN ' : 'JOIN '}${formatTableExpr(t)} ON ${formatExpr(on)} (index nested loop)`;
+  return { node: { kind: 'apply', input: l.node, plan: p.root, mode: type === 'left' ? 'lateral-left' : 'lateral', outer: slot, on: pred, text, columns }, columns };
+}
+
+/** Rows a plan can yield are few and known up front: a point lookup, a VALUES list, a LIMIT. */
+function boundedRows(n: PlanNode): boolean {
+  switch (n.kind) {
+    case 'scan':
+      return n.spans.kind === 'points';
+    case 'values':
+      return n.rows.length <= 1024;
+    case 'limit':
+      return true;
+    case 'filter':
+    case 'project':
+    case 'sort':
+      return boundedRows(n.input);
+    default:
+      return false;
+  }
+}
+
+/** The scan under a single-table plan's filter / project / limit / sort. */
+function leafScan(n: PlanNode): ScanNode | undefined {
+  switch (n.kind) {
+    case 'scan':
+      return n;
+    case 'filter':
+    case 'project':
+    case 'limit':
+    case 'sort':
+      return leafScan(n.input);
+    default:
+      return undefined;
+  }
+}
+
+/** Whether a scan reads key spans (not the whole table). */
+function readsSpans(n: ScanNode): boolean {
+  const sp = n.spans;
+  return sp.kind === 'points' || (sp.prefixes[0] ?? []).length > 0 || sp.lo !== undefined || sp.hi !== undefined;
+}
+
+/**
  * `left, LATERAL (subquery) s` / `left [LEFT] JOIN LATERAL (…) s ON …` (and a
  * function in FROM, which is implicitly lateral) whose subquery reads `left`'s
  * columns: an apply node runs the subquery per left row, publishing the row
@@ -395,7 +475,7 @@ function planFromItem(q: QueryCtx, t: TableExpr, pushed: ReadonlyMap<TableExpr, 
         const columns = renameColumns(vt.columns.map((c) => ({ ...c, table: alias })), t.alias?.columns ?? [], alias);
         return { node: { kind: 'values', rows: vt.rows.map((r) => r.map((d) => () => d)), columns }, columns };
       }
-      const p = planSelect(q.ctx, leafSelect(t, pushed.get(t) ?? [], q.lock === 'exclusive' ? [{ strength: 'update', of: [], wait: 'block' }] : []));
+      const p = planSelect(leafCtx(q), leafSelect(t, pushed.get(t) ?? [], leafLocking(q)));
       const alias = t.alias?.name ?? name;
       const result = p.result as ResultColumn[];
       return { node: p.root, columns: renameColumns(resultScope(result, alias), t.alias?.columns ?? [], alias), result };
@@ -456,6 +536,10 @@ function statementMentions(s: SelectStatement, name: string): boolean {
 
 function planJoin(q: QueryCtx, j: JoinExpr, pushed: ReadonlyMap<TableExpr, Expr[]>): Rel {
   const l = planFromItem(q, j.left, pushed);
+  if (j.right.kind === 'TableRef' && j.on !== undefined && (j.type === 'inner' || j.type === 'left') && j.alias === undefined && !j.natural && j.using.length === 0) {
+    const ia = planIndexApply(q, l, j.right, j.type, j.on, pushed.get(j.right) ?? []);
+    if (ia !== undefined) return ia;
+  }
   if (j.right.kind === 'SubqueryRef' && j.right.lateral) {
     const simple = !j.natural && j.using.length === 0 && j.alias === undefined;
     const lat = simple && (j.type === 'inner' || j.type === 'cross' || j.type === 'left') ? planLateral(q, l, j.right, j.type === 'left' ? 'left' : 'inner', j.on) : undefined;
@@ -700,7 +784,8 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
   const pushed = new Map<TableExpr, Expr[]>();
   const rest: Expr[] = [];
   for (const w of where) {
-    const t = q.outer === undefined && b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? (leaves.has(b.from[0]) && !exprHas(w, isSpecial) ? b.from[0] : undefined) : pushTarget(w, leaves, all);
+    // A single table takes every plain conjunct (references to an outer row are constants there).
+    const t = b.from.length === 1 && b.from[0]?.kind === 'TableRef' ? (leaves.has(b.from[0]) && !exprHas(w, isSpecial) ? b.from[0] : undefined) : pushTarget(w, leaves, all);
     if (t === undefined) rest.push(w);
     else {
       const list = pushed.get(t) ?? [];

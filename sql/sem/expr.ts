@@ -677,9 +677,10 @@ export class ExprCompiler {
   private binary(op: string, le: Expr, re: Expr): Typed {
     if (CONTAINER_OPS.has(op)) return compileContainerOp(this, op, le, re);
     if (REGEX_OPS.has(op)) return compileRegexOp(this, op, le, re);
-    let [l, r] = this.pairLoose(le, re);
-    if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') return this.comparison(op, l, r);
     if (op === '||') {
+      // An untyped literal beside a non-string (`'p' || 1`) is text, not the other side's type.
+      let l = this.compile(le);
+      let r = this.compile(re);
       l = isUntyped(l) ? this.coerce(l, T.text, 'implicit') : l;
       r = isUntyped(r) ? this.coerce(r, T.text, 'implicit') : r;
       if (l.type.family !== 'string' && r.type.family !== 'string') throw opError(op, l.type, r.type);
@@ -693,6 +694,8 @@ export class ExprCompiler {
         return b === null ? null : (a as string) + (b as string);
       } };
     }
+    const [l, r] = this.pairLoose(le, re);
+    if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') return this.comparison(op, l, r);
     if (op === '+' || op === '-' || op === '*' || op === '/' || op === '%' || op === '^') return this.arithmetic(op, l, r);
     if (op === '~~' || op === '!~~' || op === '~~*' || op === '!~~*') throw unimplemented(`operator ${op}`);
     throw opError(op, l.type, r.type);
