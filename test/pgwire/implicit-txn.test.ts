@@ -220,7 +220,7 @@ describe('the implicit transaction of the extended protocol', () => {
       ]);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
       expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
-      expect((results[4] as PromiseFulfilledResult<{ n: number }[]>).value[0]).toEqual({ n: 3 });
+      expect((results[4] as unknown as PromiseFulfilledResult<{ n: number }[]>).value[0]).toEqual({ n: 3 });
       const inTxn = await sql.begin(async (tx) => [await tx`INSERT INTO t VALUES (${4}, ${'d'})`, await tx`SELECT count(*)::int AS n FROM t`]);
       expect(inTxn[1]![0]).toEqual({ n: 4 });
       expect(await count()).toBe(4);

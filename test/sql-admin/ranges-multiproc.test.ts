@@ -2,7 +2,9 @@
  * SQL's range statements against three real `cairn start` processes over TCP,
  * driven by `pg`: SPLIT AT through one node, SHOW RANGES and the rows through
  * another, SCATTER through a third — the lease moves go through each holder's
- * own node (src/server/sql-server.ts nodeLeaseTransferer). Issue 6: "SHOW
+ * own node (src/server/sql-server.ts nodeLeaseTransferer); the boundaries
+ * outlive the merge queue's cold time (sticky manual splits) and the leases
+ * stay spread. Issue 6: "SHOW
  * RANGES FROM TABLE t, ALTER TABLE t SPLIT AT VALUES (…)"; CockroachDB's
  * ALTER TABLE … SCATTER.
  */
@@ -71,6 +73,16 @@ describe('SPLIT AT, SHOW RANGES and SCATTER on three processes', () => {
       const after = (await a.query<RangeRow>('SHOW RANGES FROM TABLE usertable')).rows;
       expect(bounds(after)).toEqual(bounds(ranges));
       expect(new Set(after.map((r) => r.lease_holder)).size).toBeGreaterThan(1);
+
+      // Over the merge queue's cold time (10 s, then its scan): the manual boundaries are sticky — not
+      // merged back — and the scattered leases stay spread (a moved lease pulls the Raft leadership along).
+      const until = Date.now() + 13_000;
+      while (Date.now() < until) {
+        const now = (await b.query<RangeRow>('SHOW RANGES FROM TABLE usertable')).rows;
+        expect(bounds(now)).toEqual(bounds(ranges));
+        expect(new Set(now.map((r) => r.lease_holder)).size).toBeGreaterThan(1);
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
 
       // Reads and writes with the leases spread: point reads on every range, an update across all of them.
       for (const k of [0, 300, 600, 999]) expect((await b.query('SELECT v FROM usertable WHERE k = $1', [k])).rows).toEqual([{ v: `row-${k}` }]);
