@@ -90,6 +90,20 @@ describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
         expect(['1', '2', '3']).toContain(r.lease_holder);
       }
 
+      // An open transaction's intent on a boundary row (k = 20 is the start key of a range) is not in SHOW RANGES' way.
+      const other = new pg.Client((srv as TestSqlServer).url);
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query(`UPDATE kv SET v = 'held' WHERE k = 20`);
+        expect((await client.query<RangeRow>('SHOW RANGES FROM TABLE kv')).rows.length).toBe(5);
+        await other.query('COMMIT');
+        expect((await client.query('SELECT v FROM kv WHERE k = 20')).rows).toEqual([{ v: 'held' }]);
+        await client.query(`UPDATE kv SET v = 'v20' WHERE k = 20`);
+      } finally {
+        await other.end();
+      }
+
       // Every row is still there, in order, across the five ranges.
       const rows = await client.query<{ k: number; v: string }>('SELECT k, v FROM kv ORDER BY k');
       expect(rows.rows.length).toBe(100);

@@ -10,7 +10,7 @@
  *   ranges(key, endKey)    the meta2 records overlapping [key, endKey), read in
  *                          pages with ordinary non-transactional scans, then
  *                          per range (in parallel, ≤ RANGE_CONCURRENCY): a
- *                          point read of its start key (it needs a valid
+ *                          point read of its descriptor key (it needs a valid
  *                          lease, so it makes one if there is none) followed
  *                          by LeaseInfo, which the DistSender sends first to
  *                          the replica that just served the read
@@ -41,7 +41,7 @@ import { CairnError } from '../../util/errors.js';
 import { MAX_TIMESTAMP, ZERO_TIMESTAMP, type Timestamp } from '../../util/hlc.js';
 import type { Prng } from '../../util/prng.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { META2_MAX, meta2LookupKey } from '../../../storage/keys.js';
+import { META2_MAX, meta2LookupKey, rangeDescriptorKey } from '../../../storage/keys.js';
 import { ReplicaType, type LeaseInfoResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from '../api.js';
 import { decodeRangeDescriptor } from '../api-codec.js';
 import type { Sender } from '../kv-client.js';
@@ -188,13 +188,20 @@ export class KVClusterAdmin {
   }
 
   /**
-   * The node holding a valid lease of `d`: a point read of its start key
-   * (served only under a valid lease, acquiring one if needed), then
-   * LeaseInfo, which goes first to the replica that served the read.
+   * The node holding a valid lease of `d`: a point read of the range's own
+   * descriptor key (range-local, so no user row and its intents are in the
+   * way; served only under a valid lease, acquiring one if needed), then
+   * LeaseInfo, which goes first to the replica that served the read. When
+   * the read fails (an intent of a split in progress, an unavailable range),
+   * LeaseInfo still says what the replicas know.
    */
   private async leaseholder(d: RangeDescriptor): Promise<number | null> {
+    try {
+      await this.retrying(() => this.send([{ kind: 'get', key: rangeDescriptorKey(d.startKey) }]));
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+    }
     return this.retrying(async () => {
-      await this.send([{ kind: 'get', key: d.startKey }]);
       const [res] = (await this.opts.sender.send({ header: { rangeId: d.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] })).responses;
       return (res as LeaseInfoResponse).lease?.replica.nodeId ?? null;
     });
