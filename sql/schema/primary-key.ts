@@ -12,10 +12,13 @@
  *      under the new key with cput(expected = null): two rows with the same
  *      key are 23505 "could not create unique index" (PostgreSQL's message),
  *      a NULL key column 23502 (the key columns become NOT NULL);
- *   2. the old primary index is range-deleted;
+ *   2. each old row is deleted in the same batch as its copy is written
+ *      (point deletes, chunk by chunk: one transactional range delete of a
+ *      large table would be one huge Raft command);
  *   3. secondary indexes carry the primary key as their key suffix / value,
- *      so each is range-deleted and backfilled again from the new primary
- *      (same index id: the new entries are written after the delete).
+ *      so each is emptied (chunked point deletes) and backfilled again from
+ *      the new primary (same index id: the new entries are written after
+ *      the deletes).
  * The hidden rowid column is dropped with the old key (PostgreSQL has none;
  * nothing else may reference a hidden column). The caller writes the new
  * descriptor and bumps the schema version in the same transaction
@@ -69,6 +72,7 @@ export async function alterPrimaryKey(txn: SqlTxn, d: TableDesc, name: string | 
         const key = codec.encodeKey(row);
         rowOf.set(key.toString('latin1'), row);
         w.cput(key, codec.encodeValue(row), null);
+        w.del(r.key);
       }
       try {
         await txn.run(w);
@@ -83,12 +87,30 @@ export async function alterPrimaryKey(txn: SqlTxn, d: TableDesc, name: string | 
     },
     BACKFILL_CHUNK,
   );
-  const del = new KVBatch();
-  for (const id of [d.primaryIndex.id, ...next.indexes.map((ix) => ix.id)]) {
-    const span = tableIndexSpan(d.id, id);
-    del.delRange(span.key, span.endKey);
+  for (const ix of next.indexes) {
+    await deleteSpan(txn, tableIndexSpan(d.id, ix.id));
+    if (ix.state !== 'delete_only') await backfillIndex(txn, next, ix);
   }
-  await txn.run(del);
-  for (const ix of next.indexes) if (ix.state !== 'delete_only') await backfillIndex(txn, next, ix);
   return next;
+}
+
+/**
+ * Deletes every key of `span` in chunks of point deletes: one transactional
+ * range delete of a large index would be one huge Raft command.
+ */
+async function deleteSpan(txn: SqlTxn, span: { key: Buffer; endKey: Buffer }): Promise<void> {
+  let start = span.key;
+  for (;;) {
+    const b = new KVBatch();
+    b.scan(start, span.endKey, { limit: BACKFILL_CHUNK });
+    const [res] = await txn.run(b);
+    if (res?.kind !== 'scan') throw new Error('schema: unexpected scan result');
+    if (res.rows.length > 0) {
+      const w = new KVBatch();
+      for (const kv of res.rows) w.del(kv.key);
+      await txn.run(w);
+    }
+    if (res.resumeKey === null) return;
+    start = res.resumeKey;
+  }
 }
