@@ -31,6 +31,8 @@ export interface KvSettings {
   readonly raftLogHardMaxEntries: number;
   /** Apply already-durable committed entries concurrently with the round's synced write (Store step 1b). */
   readonly applyDurableEarly: boolean;
+  /** A leader sends its MsgApps before the round's synced write instead of after it (Store step 1c; Raft thesis §10.2.1). */
+  readonly sendAppendsBeforeSync: boolean;
   /** Bytes of engine key/values per snapshot chunk. */
   readonly snapshotChunkBytes: number;
 }
@@ -49,6 +51,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   raftLogMaxBytes: 8 * 1024 * 1024,
   raftLogHardMaxEntries: 20_000,
   applyDurableEarly: true,
+  sendAppendsBeforeSync: true,
   snapshotChunkBytes: 1 << 20,
 };
 

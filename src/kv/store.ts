@@ -522,6 +522,28 @@ export class Store implements StoreContext {
       }
       if (n < ents.length) late.push({ r, entries: n === 0 ? ents : ents.slice(n) });
     }
+    // 1c. A leader's appends leave before its own fsync (Raft thesis §10.2.1;
+    // etcd/raft: messages may be sent while the same Ready's entries are being
+    // persisted; CockroachDB sends MsgApps first): followers persist in
+    // parallel with the leader, so a write waits for one fsync instead of two
+    // in series. Only MsgApp, and only from a Ready that installs no snapshot
+    // and changes no term or vote (those must be durable before anything is
+    // said). The leader counts its own entries at append time, but a commit
+    // the followers' acks produce leaves only in a later round, which starts
+    // after this round's sync — nothing is acknowledged on a non-durable copy.
+    let rest: Map<Replica, Message[]> | undefined;
+    if (this.settings.sendAppendsBeforeSync) {
+      const early = new Map<number, RaftMessageRequest[]>();
+      for (const { r, rd } of rounds) {
+        if (descKeys.has(r) || (rd.snapshot !== null && !isEmptySnap(rd.snapshot))) continue;
+        const hs = rd.hardState;
+        if (hs !== null && (hs.term !== r.storage.hardState.term || hs.vote !== r.storage.hardState.vote)) continue;
+        if (!rd.messages.some((m) => m.type === MessageType.MsgApp)) continue;
+        this.route(r, rd.messages.filter((m) => m.type === MessageType.MsgApp), false, early);
+        (rest ??= new Map()).set(r, rd.messages.filter((m) => m.type !== MessageType.MsgApp));
+      }
+      this.flush(early);
+    }
     const persisted = wb.isEmpty() ? null : this.engine.write(wb, { sync });
     if (!early.isEmpty()) await this.engine.write(early, { sync: false });
     for (const { r, fx } of earlyApplies) r.finishApply(fx, () => this.engine.snapshot());
@@ -542,7 +564,7 @@ export class Store implements StoreContext {
     }
     // 2. Send, coalesced per destination node.
     const byNode = new Map<number, RaftMessageRequest[]>();
-    for (const { r, rd } of rounds) this.route(r, rd.messages, false, byNode);
+    for (const { r, rd } of rounds) this.route(r, rest?.get(r) ?? rd.messages, false, byNode);
     this.flush(byNode);
     // 3. Apply the rest: one batch for every replica's remaining committed commands.
     let ab = this.engine.newBatch();
