@@ -842,6 +842,8 @@ export interface TransactionModes {
   readonly deferrable: boolean | undefined;
   /** Cairn's `AS OF SYSTEM TIME expr`. */
   readonly asOfSystemTime: Expr | undefined;
+  /** CockroachDB's `PRIORITY LOW | NORMAL | HIGH` (conflict resolution between transactions). */
+  readonly priority?: 'low' | 'normal' | 'high';
 }
 
 /** BEGIN [TRANSACTION|WORK] / START TRANSACTION [modes]. */

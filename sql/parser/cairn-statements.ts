@@ -12,6 +12,7 @@
  *   SELECT … AS OF SYSTEM TIME expr …             → Select { asOfSystemTime }
  *   BEGIN|START TRANSACTION … AS OF SYSTEM TIME e → Begin { modes.asOfSystemTime }
  *   SET TRANSACTION … AS OF SYSTEM TIME e         → SetTransaction
+ *   BEGIN … PRIORITY LOW|NORMAL|HIGH, SET TRANSACTION PRIORITY … → modes.priority
  *   SHOW CLUSTER SETTING a.b | SHOW ALL CLUSTER SETTINGS
  *   SET CLUSTER SETTING a.b {=|TO} expr | DEFAULT
  *   SHOW TABLES FROM db[.schema], SHOW COLUMNS FROM t, SHOW CREATE [TABLE] t
@@ -109,6 +110,7 @@ export function isCairnStatement(seg: Segment): boolean {
   if (a === 'create' && (b === 'database' || b === 'user' || b === 'role') && c === 'if') return true;
   if (a === 'create' && (b === 'index' || (b === 'unique' && c === 'index')) && findSeq(seg, 0, ['storing']) >= 0) return true;
   if (a === 'drop' && b === 'index' && seg.toks.some((t) => t.text === '@' && t.depth === 0)) return true;
+  if ((a === 'begin' || a === 'start' || (a === 'set' && b === 'transaction')) && findSeq(seg, 1, ['priority']) >= 0) return true;
   if (a === 'alter' && (b === 'table' || b === 'index' || b === 'database' || b === 'range')) {
     // The Cairn clause follows the target's name directly: `ALTER TABLE db.t SPLIT AT`, `ALTER INDEX t@i CONFIGURE ZONE`.
     const i = skipName(seg, 2);
@@ -220,6 +222,8 @@ class CairnStatementParser {
       if (zone >= 0) return this.configureZone(zone);
       if (this.word(this.toks.length - 1) === 'scatter') return this.scatter();
     }
+    const prio = w0 === 'begin' || w0 === 'start' || (w0 === 'set' && w1 === 'transaction') ? findSeq(this.seg, 1, ['priority']) : -1;
+    if (prio >= 0) return this.priority(prio);
     const aost = findSeq(this.seg, 0, ['as', 'of', 'system', 'time']);
     if (aost >= 0) return this.asOfSystemTime(aost);
     return this.error(0, 'not a Cairn statement');
@@ -454,6 +458,24 @@ class CairnStatementParser {
     if (names.length === 0) this.error(i, 'expected a setting');
     const values = this.exprs(ranges);
     return { kind: 'ConfigureZone', target, settings: names.map((name, k) => ({ name, value: values[k] as Expr })), discard: false };
+  }
+
+  /** `PRIORITY LOW|NORMAL|HIGH` among the modes of BEGIN/START TRANSACTION/SET TRANSACTION (CockroachDB's). */
+  private priority(at: number): Statement {
+    const level = this.word(at + 1);
+    if (level !== 'low' && level !== 'normal' && level !== 'high') this.error(at + 1, 'expected LOW, NORMAL or HIGH');
+    if (findSeq(this.seg, 0, ['as', 'of', 'system', 'time']) >= 0) this.error(at, 'PRIORITY together with AS OF SYSTEM TIME');
+    // In a transaction-mode list, drop one separating comma with the clause.
+    let from = at;
+    let to = at + 2;
+    if (this.toks[to]?.text === ',') to++;
+    else if (this.toks[from - 1]?.text === ',') from--;
+    if (this.word(0) === 'set' && from === 2 && to === this.toks.length) {
+      return { kind: 'SetTransaction', modes: { isolation: undefined, readOnly: undefined, deferrable: undefined, asOfSystemTime: undefined, priority: level } };
+    }
+    const st = this.conv.statement(this.parseMasked([[from, to]]));
+    if (st.kind !== 'Begin' && st.kind !== 'SetTransaction') return this.error(at, 'PRIORITY is only allowed on BEGIN and SET TRANSACTION');
+    return { ...st, modes: { ...st.modes, priority: level } };
   }
 
   /** `… AS OF SYSTEM TIME expr …` on SELECT/EXPLAIN SELECT, BEGIN/START TRANSACTION, SET TRANSACTION. */

@@ -433,6 +433,7 @@ function formatModes(m: TransactionModes): string {
   if (m.readOnly !== undefined) parts.push(m.readOnly ? 'READ ONLY' : 'READ WRITE');
   if (m.deferrable !== undefined) parts.push(m.deferrable ? 'DEFERRABLE' : 'NOT DEFERRABLE');
   if (m.asOfSystemTime !== undefined) parts.push(`AS OF SYSTEM TIME ${formatExpr(m.asOfSystemTime)}`);
+  if (m.priority !== undefined) parts.push(`PRIORITY ${m.priority.toUpperCase()}`);
   return parts.join(', ');
 }
 

@@ -555,6 +555,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           const t = this.requireTxn('SET TRANSACTION AS OF SYSTEM TIME');
           t.sql.kv.setFixedTimestamp(asOfTimestamp(ast.modes.asOfSystemTime, this.deps.db.now()));
         }
+        if (ast.modes.priority !== undefined) this.txn?.sql.kv.setPriority(ast.modes.priority);
         return { tag: 'SET', columns: undefined, rows: [] };
       }
       case 'Savepoint':
@@ -1044,10 +1045,11 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       if (modes.asOfSystemTime !== undefined) throw unimplemented('BEGIN … AS OF SYSTEM TIME after other statements before the same Sync');
       this.pending = undefined;
       this.txn = { sql: p.sql, aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true };
+      if (modes.priority !== undefined) p.sql.kv.setPriority(modes.priority);
       return { tag: 'BEGIN', columns: undefined, rows: [] };
     }
     const asOf = modes.asOfSystemTime !== undefined ? asOfTimestamp(modes.asOfSystemTime, this.deps.db.now()) : undefined;
-    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf });
+    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf, ...(modes.priority === undefined ? {} : { priority: modes.priority }) });
     this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true || asOf !== undefined };
     return { tag: 'BEGIN', columns: undefined, rows: [] };
   }
