@@ -112,7 +112,7 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     { output: quiet },
   );
   const loadCpu = measured ? lm.stop() : null;
-  log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}\n`);
+  log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}, batches retried ${load.retries}\n`);
   if (cluster !== undefined && o.splits > 1) {
     // Lease moves during the load (replicate queue on stale lease counts) are undone before measuring.
     const s = await scatterTable(cluster, 'usertable', { stableRounds: 4, intervalMs: 750, timeoutMs: 30_000 });

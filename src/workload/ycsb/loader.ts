@@ -37,7 +37,7 @@ import { FieldGenerator, FIELD_COUNT } from './field-generator.js';
 import { CounterGenerator } from './counter-generator.js';
 import { keyName } from './fnv64.js';
 import { Prng } from '../../util/prng.js';
-import { Connection, errorMessage, openConnections, type Output } from './sql-connection.js';
+import { AMBIGUOUS_RESULT, Connection, errorMessage, openConnections, SERIALIZATION_FAILURE, sqlStateOf, type Output } from './sql-connection.js';
 import { WorkloadError } from './workload-spec.js';
 import { CREATE_TABLE_SQL, DROP_TABLE_SQL, insertSql, TABLE } from './ycsb-sql.js';
 
@@ -80,6 +80,8 @@ export interface YcsbInitResult {
   readonly lastTenthRowsPerSec: number;
   /** lastTenth / firstTenth: 1 means no slowdown as the table grows. */
   readonly lastToFirstRatio: number;
+  /** Batches re-sent after a 40001 or an ambiguous 40003. */
+  readonly retries: number;
   /** Split points issued, or null when the server is not Cairn. */
   readonly splitKeys: string[] | null;
   readonly server: string;
@@ -142,6 +144,8 @@ export function loadPlan(total: number, batchSize: number, splitKeys: readonly s
   }
 }
 
+/** Attempts per batch on 40001 / 40003 before the load fails. */
+const MAX_BATCH_ATTEMPTS = 10;
 const BAR_WIDTH = 30;
 /** ANSI "erase to end of line": a shorter redraw leaves no stale characters. */
 const CLEAR_TO_EOL = '\x1b[K';
@@ -226,6 +230,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
   const fullSql = insertSql(batchSize);
   const start = performance.now();
   let loaded = 0;
+  let retries = 0;
   const marks: [number, number][] = [];
   const series: LoadPoint[] = [];
   let lastSecondRows = 0;
@@ -263,7 +268,20 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
         values[v++] = keyName(i);
         for (let f = 0; f < FIELD_COUNT; f++) values[v++] = fields.value();
       }
-      await conn.client.query({ text: n === batchSize ? fullSql : insertSql(n), values });
+      // 40001 retries the batch; after an ambiguous 40003 (it may have
+      // committed) the retry skips rows already there (ON CONFLICT DO NOTHING:
+      // their values are the same, being seeded by record).
+      for (let attempt = 1, ambiguous = false; ; attempt++) {
+        try {
+          await conn.client.query({ text: ambiguous ? insertSql(n, true) : n === batchSize ? fullSql : insertSql(n), values });
+          break;
+        } catch (e) {
+          const state = sqlStateOf(e);
+          if ((state !== SERIALIZATION_FAILURE && state !== AMBIGUOUS_RESULT) || attempt >= MAX_BATCH_ATTEMPTS) throw e;
+          ambiguous ||= state === AMBIGUOUS_RESULT;
+          retries++;
+        }
+      }
       loaded += n;
       marks.push([performance.now() - start, loaded]);
     }
@@ -291,6 +309,7 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
     firstTenthRowsPerSec: firstTenth,
     lastTenthRowsPerSec: lastTenth,
     lastToFirstRatio: firstTenth > 0 ? lastTenth / firstTenth : 0,
+    retries,
     splitKeys: splitAt,
     server,
   };

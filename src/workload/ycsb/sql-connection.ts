@@ -14,6 +14,8 @@ export interface Output {
 }
 
 export const SERIALIZATION_FAILURE = '40001';
+/** statement_completion_unknown: the outcome of a commit is unknown (CockroachDB's ambiguous result). */
+export const AMBIGUOUS_RESULT = '40003';
 
 export class Connection {
   broken = false;

@@ -33,8 +33,12 @@ export const CREATE_TABLE_SQL =
   ')';
 export const DROP_TABLE_SQL = `DROP TABLE IF EXISTS ${TABLE}`;
 
-/** INSERT of `rows` rows with parameters $1… (11 per row). */
-export function insertSql(rows: number): string {
+/**
+ * INSERT of `rows` rows with parameters $1… (11 per row); `idempotent` adds
+ * ON CONFLICT (ycsb_key) DO NOTHING (the loader's retry of a batch whose
+ * outcome was ambiguous: its rows may already be there, identical).
+ */
+export function insertSql(rows: number, idempotent = false): string {
   const cols = 1 + FIELD_COUNT;
   const tuples: string[] = [];
   for (let r = 0; r < rows; r++) {
@@ -42,7 +46,7 @@ export function insertSql(rows: number): string {
     for (let c = 1; c <= cols; c++) ps.push(`$${r * cols + c}`);
     tuples.push(`(${ps.join(', ')})`);
   }
-  return `INSERT INTO ${TABLE} (ycsb_key, ${FIELD_NAMES.join(', ')}) VALUES ${tuples.join(', ')}`;
+  return `INSERT INTO ${TABLE} (ycsb_key, ${FIELD_NAMES.join(', ')}) VALUES ${tuples.join(', ')}${idempotent ? ' ON CONFLICT (ycsb_key) DO NOTHING' : ''}`;
 }
 
 /** A statement: its name (for `prepare`), text, and the text split at its placeholders. */
