@@ -876,9 +876,12 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'ShowRanges':
         return util(await this.showRanges(txn, ast.target));
       case 'SplitAt':
-        return util(await this.splitAt(txn, ast));
+        return util(await this.splitAt(txn, ast, params, prep));
       case 'Scatter':
         return util(await this.scatter(txn, ast.target));
+      case 'ShowClusterSetting':
+        // Its tag is PostgreSQL's plain SHOW: name the statement.
+        throw unimplemented(ast.name === 'all' ? 'SHOW ALL CLUSTER SETTINGS' : 'SHOW CLUSTER SETTING');
       default:
         throw unimplemented(statementTag(ast));
     }
@@ -998,13 +1001,13 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     return this.rangeRows(ranges, span, `SCATTER ${ranges.length}`);
   }
 
-  private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>): Promise<UtilityResult> {
+  private async splitAt(txn: SqlTxn, ast: Extract<Statement, { kind: 'SplitAt' }>, params: Datum[], prep: SessionStatement | undefined): Promise<UtilityResult> {
     const admin = this.requireAdmin('SPLIT AT');
     const expiration = ast.expiration === undefined ? undefined : splitExpiration(ast.expiration, this.deps.db.now());
     const snap = await this.verifiedSnapshot(txn);
     const target = this.rangeTarget(snap, ast.target);
-    const q = planSelect({ snapshot: snap, database: this.database, paramTypes: [] }, ast.rows);
-    const ctx: ExecCtx = { txn, env: this.env(txn, []), checkCancel: this.checkCancel };
+    const q = planSelect({ snapshot: snap, database: this.database, paramTypes: prep !== undefined ? prep.types.slice() : [] }, ast.rows);
+    const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
     const it = open(q.root, ctx);
     const out: Datum[][] = [];
     const qcols = q.result ?? [];
