@@ -18,12 +18,16 @@
  * The incremental path derives a key's contribution from its head alone (the
  * head indexes its older versions with their lengths and summarises the rest
  * as the tail); the recount reads every engine entry — heads *and* version
- * values — so it checks the index and the tail summary too.
+ * values — so it checks the index and the tail summary too. A head whose
+ * newest value is out of line counts that version itself; the recount checks
+ * the version stored right after the head is that value (timestamp and
+ * length) and counts it once.
  */
-import { mvccKeyPrefixLen } from './mvcc-key.js';
-import { decodeHead, decodeVersion, type Head } from './mvcc-value.js';
+import { CorruptionError } from '../src/util/errors.js';
+import { formatTimestamp, tsEqual, type Timestamp } from '../src/util/hlc.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen } from './mvcc-key.js';
+import { decodeHead, decodeVersion, prettyEngineKey, versionLen, type Head, type OutOfLineVersion } from './mvcc-value.js';
 import type { Reader } from './engine.js';
-import { encodeMvccKey } from './mvcc-key.js';
 
 export interface MvccStats {
   liveBytes: number;
@@ -59,44 +63,63 @@ export function addHeadStats(into: MvccStats, metaKeyLen: number, h: Head | null
   const versions = (h.committed !== null ? 1 : 0) + h.history.length + (h.tail?.count ?? 0) + (h.intent !== null ? 1 : 0);
   into.valCount += sign * versions;
   into.keyBytes += sign * TS_SUFFIX_BYTES * versions;
-  let vb = (h.committed !== null ? len(h.committed.value) : 0) + (h.tail?.valBytes ?? 0);
+  /** The newest version's value length, -1 for a tombstone or none. */
+  let newest = h.committed !== null ? versionLen(h.committed) : -1;
+  let vb = Math.max(0, newest) + (h.tail?.valBytes ?? 0);
   for (const e of h.history) if (e.len > 0) vb += e.len;
-  let newest: Buffer | null = h.committed?.value ?? null;
   if (h.intent !== null) {
-    newest = (h.intent.writes[h.intent.writes.length - 1] as { value: Buffer | null }).value;
-    vb += len(newest);
+    const v = (h.intent.writes[h.intent.writes.length - 1] as { value: Buffer | null }).value;
+    newest = v === null ? -1 : v.length;
+    vb += len(v);
     into.intentCount += sign;
-    into.intentBytes += sign * (TS_SUFFIX_BYTES + len(newest));
+    into.intentBytes += sign * (TS_SUFFIX_BYTES + len(v));
   }
   into.valBytes += sign * vb;
-  if (newest !== null) {
+  if (newest >= 0) {
     into.liveCount += sign;
-    into.liveBytes += sign * (metaKeyLen + TS_SUFFIX_BYTES + newest.length);
+    into.liveBytes += sign * (metaKeyLen + TS_SUFFIX_BYTES + newest);
   }
 }
 
 /** Full recount over the user keys [start, end), reading every engine entry. */
 export async function computeStats(reader: Reader, start: Buffer, end: Buffer): Promise<MvccStats> {
   const s = emptyStats();
+  let outOfLine: { metaKey: Buffer; version: OutOfLineVersion } | null = null;
   const it = reader.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end) });
   try {
     for (;;) {
       const rows = await it.nextBatch(512);
       if (rows.length === 0) break;
       for (const { key, value } of rows) {
-        if (mvccKeyPrefixLen(key) === key.length) {
+        const plen = mvccKeyPrefixLen(key);
+        if (plen === key.length) {
+          if (outOfLine !== null) throw missingOutOfLine(outOfLine);
           const h = decodeHead(key, value);
           addHeadStats(s, key.length, { committed: h.committed, history: [], tail: null, intent: h.intent }, 1);
-        } else {
-          const v = decodeVersion(key, value);
-          s.valCount++;
-          s.keyBytes += TS_SUFFIX_BYTES;
-          s.valBytes += len(v);
+          if (h.committed !== null && h.committed.value === undefined) outOfLine = { metaKey: key, version: h.committed };
+          continue;
         }
+        const v = decodeVersion(key, value);
+        if (outOfLine !== null) {
+          // The first version after a head with an out-of-line value is that
+          // value, already counted from the head: check it, count it once.
+          const ts = decodeMvccKey(key).ts as Timestamp;
+          if (!key.subarray(0, plen).equals(outOfLine.metaKey) || !tsEqual(ts, outOfLine.version.ts) || len(v) !== outOfLine.version.len || v === null) throw missingOutOfLine(outOfLine);
+          outOfLine = null;
+          continue;
+        }
+        s.valCount++;
+        s.keyBytes += TS_SUFFIX_BYTES;
+        s.valBytes += len(v);
       }
     }
   } finally {
     await it.close();
   }
+  if (outOfLine !== null) throw missingOutOfLine(outOfLine);
   return s;
+}
+
+function missingOutOfLine(o: { metaKey: Buffer; version: OutOfLineVersion }): CorruptionError {
+  return new CorruptionError(`storage: the out-of-line value of ${prettyEngineKey(o.metaKey)} at ${formatTimestamp(o.version.ts)} (${o.version.len} bytes) is not the version stored after its head`);
 }

@@ -67,7 +67,7 @@ import { formatTimestamp, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from
 import type { ReadWriter, Reader, WriteBatch } from './engine.js';
 import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
-import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, type CommittedVersion, type Head, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
+import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, versionLen, type CommittedVersion, type Head, type HeadVersion, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
 
 export { initStorage, type TxnMeta, type Head } from './mvcc-value.js';
 export { computeStats, emptyStats, addStats, type MvccStats } from './mvcc-stats.js';
@@ -158,16 +158,20 @@ function loadHead(r: Reader, metaKey: Buffer): Head | null {
 /** A planned change to one key: the new head and the version keys to write / delete. */
 interface Plan {
   readonly head: Head | null;
-  /** A committed version displaced from the head into the history. */
-  readonly archive?: CommittedVersion | null;
+  /**
+   * Versions to write at their version keys: an inline version displaced
+   * from the head into the history, and a new out-of-line newest version.
+   */
+  readonly putVersions?: readonly CommittedVersion[];
   readonly deleteVersions?: readonly Timestamp[];
 }
 
 function applyPlan(rw: ReadWriter, key: Buffer, metaKey: Buffer, old: Head | null, plan: Plan, stats?: MvccStats): void {
-  const a = plan.archive;
-  if (a != null) {
-    const vk = encodeMvccKey(key, a.ts);
-    rw.put(vk, encodeVersion(vk, a.value));
+  if (plan.putVersions !== undefined) {
+    for (const v of plan.putVersions) {
+      const vk = encodeMvccKey(key, v.ts);
+      rw.put(vk, encodeVersion(vk, v.value));
+    }
   }
   if (plan.deleteVersions !== undefined) for (const t of plan.deleteVersions) rw.delete(encodeMvccKey(key, t));
   if (plan.head === null) rw.delete(metaKey);
@@ -178,8 +182,54 @@ function applyPlan(rw: ReadWriter, key: Buffer, metaKey: Buffer, old: Head | nul
   }
 }
 
-function historyEntry(c: CommittedVersion): HistoryEntry {
-  return { ts: c.ts, len: c.value === null ? -1 : c.value.length };
+function historyEntry(c: HeadVersion): HistoryEntry {
+  return { ts: c.ts, len: versionLen(c) };
+}
+
+/** See setInlineValueLimit. */
+export const DEFAULT_INLINE_VALUE_LIMIT = Infinity;
+
+let inlineValueLimit = DEFAULT_INLINE_VALUE_LIMIT;
+
+/**
+ * Values longer than this many bytes are written out of line, once, at their
+ * version key (mvcc-value.ts, "Inline or out of line"); shorter ones (and
+ * tombstones) stay inline in the head. Default DEFAULT_INLINE_VALUE_LIMIT.
+ * A knob for tests and benchmarks; it affects only versions written
+ * afterwards — every head is read correctly whichever way it was written.
+ */
+export function setInlineValueLimit(n: number): void {
+  assert(n >= 0 && (Number.isInteger(n) || n === Infinity), 'mvcc: the inline value limit is a non-negative integer or Infinity');
+  inlineValueLimit = n;
+}
+
+/**
+ * A new newest committed version as its head holds it, and the versions the
+ * change writes at version keys: the displaced inline version `old` (an
+ * out-of-line one is already stored) and, when the new value goes out of
+ * line, the new version itself.
+ */
+function placeNewest(ts: Timestamp, value: Buffer | null, old: HeadVersion | null): { committed: HeadVersion; putVersions: CommittedVersion[] } {
+  const putVersions: CommittedVersion[] = [];
+  if (old !== null && old.value !== undefined) putVersions.push(old);
+  if (value === null || value.length <= inlineValueLimit) return { committed: { ts, value }, putVersions };
+  putVersions.push({ ts, value });
+  return { committed: { ts, value: undefined, len: value.length }, putVersions };
+}
+
+/** Reads the stored version of `key` at `ts` that an index or head says is `len` bytes (-1: tombstone). */
+function readVersion(r: Reader, key: Buffer, ts: Timestamp, len: number): Buffer | null {
+  const vk = encodeMvccKey(key, ts);
+  const raw = r.getSync(vk);
+  if (raw === undefined) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} named by its head is missing`);
+  const value = decodeVersion(vk, raw);
+  if ((value === null ? -1 : value.length) !== len) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} does not match its head's index`);
+  return value;
+}
+
+/** The value of a head's newest committed version (one getSync when out of line). */
+function committedValue(r: Reader, key: Buffer, c: HeadVersion): Buffer | null {
+  return c.value === undefined ? readVersion(r, key, c.ts, c.len) : c.value;
 }
 
 let historyIndexLimit = 16;
@@ -207,7 +257,7 @@ function capHistory(history: readonly HistoryEntry[], tail: HistoryTail | null):
 }
 
 /** The history after displacing committed version `c` (if any) into it. */
-function pushHistory(head: Head | null, c: CommittedVersion | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
+function pushHistory(head: Head | null, c: HeadVersion | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
   const history = head?.history ?? [];
   const tail = head?.tail ?? null;
   return c === null ? { history, tail } : capHistory([historyEntry(c), ...history], tail);
@@ -220,12 +270,18 @@ function pushHistory(head: Head | null, c: CommittedVersion | null): { history: 
 async function loadFullHistory(r: Reader, key: Buffer, head: Head): Promise<HistoryEntry[]> {
   const it = r.iterator({ gte: keyNext(encodeMvccKey(key)), lt: mvccKeyHistoryEnd(key) });
   const out: HistoryEntry[] = [];
+  // An out-of-line newest version is stored first; it is the head's, not history.
+  let skip = head.committed !== null && head.committed.value === undefined ? 1 : 0;
   try {
     for (;;) {
       const rows = await it.nextBatch(256);
       if (rows.length === 0) break;
       for (const { key: vk, value } of rows) {
         const v = decodeVersion(vk, value);
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
         out.push({ ts: decodeMvccKey(vk).ts as Timestamp, len: v === null ? -1 : v.length });
       }
     }
@@ -307,15 +363,10 @@ function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit:
     }
     if (uncertain !== null) throw new ReadWithinUncertaintyIntervalError(key, ts, uncertain, limit);
   }
-  if (tsLessEq(c.ts, ts)) return { key, value: c.value, ts: c.ts };
+  if (tsLessEq(c.ts, ts)) return { key, value: committedValue(r, key, c), ts: c.ts };
   for (const h of head.history) {
     if (!tsLessEq(h.ts, ts)) continue;
-    const vk = encodeMvccKey(key, h.ts);
-    const raw = r.getSync(vk);
-    if (raw === undefined) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} named by its head is missing`);
-    const value = decodeVersion(vk, raw);
-    if ((value === null ? -1 : value.length) !== h.len) throw new CorruptionError(`storage: MVCC version ${prettyEngineKey(vk)} does not match its head's index`);
-    return { key, value, ts: h.ts };
+    return { key, value: readVersion(r, key, h.ts, h.len), ts: h.ts };
   }
   return head.tail === null ? null : NEEDS_TAIL;
 }
@@ -554,7 +605,8 @@ function planWrite(key: Buffer, head: Head | null, ts: Timestamp, value: Buffer 
   if (txn !== undefined) {
     return { head: { committed: c, history: head?.history ?? [], tail: head?.tail ?? null, intent: { txn: toMeta(txn, writeTs), writes: writes ?? [{ seq: txn.sequence, value }] } } };
   }
-  return { head: { committed: { ts, value }, ...pushHistory(head, c), intent: null }, archive: c };
+  const placed = placeNewest(ts, value, c);
+  return { head: { committed: placed.committed, ...pushHistory(head, c), intent: null }, putVersions: placed.putVersions };
 }
 
 function write(rw: ReadWriter, key: Buffer, ts: Timestamp, value: Buffer | null, opts: MvccWriteOptions): void {
@@ -597,7 +649,8 @@ export function mvccConditionalPut(rw: ReadWriter, key: Buffer, ts: Timestamp, v
   const head = loadHead(rw, metaKey);
   const plan = planWrite(key, head, ts, value, opts.txn);
   if (plan === null) return;
-  let actual: Buffer | null = head?.committed?.value ?? null;
+  const c = head?.committed ?? null;
+  let actual: Buffer | null = c === null ? null : committedValue(rw, key, c);
   const it = head?.intent ?? null;
   const txn = opts.txn;
   if (it !== null && txn !== undefined && it.txn.epoch === txn.epoch) {
@@ -667,8 +720,8 @@ function planResolve(key: Buffer, head: Head, up: LockUpdate): Plan | null {
   const commitTs = up.txn.writeTimestamp;
   const c = head.committed;
   if (c !== null && !tsLess(c.ts, commitTs)) assert(false, `mvcc: committing ${prettyKey(key)} at ${formatTimestamp(commitTs)} at or below its committed version ${formatTimestamp(c.ts)}`);
-  const value = (writes[writes.length - 1] as IntentWrite).value;
-  return { head: { committed: { ts: commitTs, value }, ...pushHistory(head, c), intent: null }, archive: c };
+  const placed = placeNewest(commitTs, (writes[writes.length - 1] as IntentWrite).value, c);
+  return { head: { committed: placed.committed, ...pushHistory(head, c), intent: null }, putVersions: placed.putVersions };
 }
 
 /** Resolves the intent on `key` if it belongs to `update.txn`; returns whether one was found. */
@@ -720,6 +773,8 @@ function planGc(head: Head, full: readonly HistoryEntry[], threshold: Timestamp)
   const keep = (all[idx] as HistoryEntry).len < 0 ? idx : idx + 1;
   if (keep === all.length) return null;
   const deleteVersions = all.slice(Math.max(keep, 1)).map((v) => v.ts);
+  // keep 0 drops the newest version too (a tombstone, so inline; an out-of-line one has a key to delete).
+  if (keep === 0 && c.value === undefined) deleteVersions.push(c.ts);
   if (keep === 0) return { head: head.intent === null ? null : { committed: null, history: [], tail: null, intent: head.intent }, deleteVersions };
   return { head: { committed: c, ...capHistory(full.slice(0, keep - 1), null), intent: head.intent }, deleteVersions };
 }

@@ -20,7 +20,7 @@ export interface HeadArbOptions {
 export function headArb(o: HeadArbOptions): fc.Arbitrary<Head> {
   return fc
     .record({
-      committed: fc.option(fc.record({ ts: tsArb, value: o.value }), { nil: null }),
+      committed: fc.option(fc.oneof(fc.record({ ts: tsArb, value: o.value }), fc.record({ ts: tsArb, value: fc.constant(undefined), len: fc.integer({ min: 0, max: 1e6 }) })), { nil: null }),
       history: fc.array(fc.record({ ts: tsArb, len: fc.integer({ min: -1, max: 5000 }) }), { maxLength: o.maxHistory }),
       tail: fc.option(fc.record({ count: fc.integer({ min: 1, max: 1e6 }), valBytes: fc.maxSafeNat() }), { nil: null }),
       intent: fc.option(

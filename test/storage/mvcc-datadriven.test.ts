@@ -21,6 +21,7 @@
 //   gc k=(a,b) threshold=5 | gc_range k=a end=z threshold=5
 //   corrupt k=a [ts=5] [truncate]                 damage the stored value
 //   history_index_limit n=2                       versions a head indexes (the rest is its tail)
+//   inline_value_limit n=2                        longer values are written out of line (n=inf: never)
 //   stats                                         the span's stats (checked against a recount)
 //   print                                         the engine contents, one line per engine key
 import { describe, it, expect } from 'vitest';
@@ -47,6 +48,8 @@ import {
   mvccResolveIntentRange,
   mvccScan,
   setHistoryIndexLimit,
+  setInlineValueLimit,
+  DEFAULT_INLINE_VALUE_LIMIT,
   type Intent,
   type MvccKeyValue,
   type MvccStats,
@@ -146,7 +149,8 @@ class Harness {
           const t = h.intent.txn;
           parts.push(`intent ${this.txnName(t.id)} epoch=${t.epoch} ts=${formatTimestamp(t.writeTimestamp)} seq=${t.sequence} writes=[${h.intent.writes.map((w) => `${w.seq}:${pv(w.value)}`).join(' ')}]`);
         }
-        if (h.committed !== null) parts.push(`committed ${formatTimestamp(h.committed.ts)} ${pv(h.committed.value)}`);
+        const c = h.committed;
+        if (c !== null) parts.push(`committed ${formatTimestamp(c.ts)} ${c.value === undefined ? `<out of line, ${c.len} bytes>` : pv(c.value)}`);
         if (h.history.length > 0) parts.push(`history=[${h.history.map((e) => formatTimestamp(e.ts)).join(' ')}]`);
         if (h.tail !== null) parts.push(`tail=${h.tail.count} versions/${h.tail.valBytes} bytes`);
         lines.push(`meta: ${prettyKey(mk.key)} -> ${parts.join('; ')}`);
@@ -270,6 +274,9 @@ class Harness {
       }
       case 'gc':
         return this.write(async (b, d) => `gc: removed ${await mvccGarbageCollect(b, tc.args('k').map((k) => Buffer.from(unquote(k), 'latin1')), parseTs(tc.arg('threshold')), d)}`);
+      case 'inline_value_limit':
+        setInlineValueLimit(tc.arg('n') === 'inf' ? Infinity : tc.intArg('n'));
+        return '';
       case 'history_index_limit':
         setHistoryIndexLimit(tc.intArg('n'));
         return '';
@@ -306,6 +313,7 @@ describe('MVCC histories (datadriven)', () => {
   for (const file of files) {
     it(`${file} on MemoryEngine`, async () => {
       setHistoryIndexLimit(16);
+      setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
       const h = new Harness(new MemoryEngine());
       await runDataDriven(join(testdata, file), (tc) => h.run(tc));
     });
@@ -313,6 +321,7 @@ describe('MVCC histories (datadriven)', () => {
       const dir = mkdtempSync(join(tmpdir(), 'cairn-mvcc-dd-'));
       const engine = await LevelEngine.open(dir);
       setHistoryIndexLimit(16);
+      setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
       try {
         const h = new Harness(engine);
         // The memory run may have rewritten the file; this run must agree with it.

@@ -29,6 +29,8 @@ import {
   mvccResolveIntentRange,
   mvccScan,
   setHistoryIndexLimit,
+  setInlineValueLimit,
+  DEFAULT_INLINE_VALUE_LIMIT,
   type LockUpdate,
   type MvccStats,
   type SeqRange,
@@ -517,6 +519,7 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
     level = await LevelEngine.open(dir);
   });
   afterAll(async () => {
+    setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -525,9 +528,11 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
     let run = 0;
     const seen = new Map<string, number>();
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 15, maxLength: 40 }), fc.integer({ min: 1, max: 4 }), async (ops, indexLimit) => {
-        // A small index makes reads, uncertainty checks and GC reach the tail.
+      fc.asyncProperty(fc.array(opArb, { minLength: 15, maxLength: 40 }), fc.integer({ min: 1, max: 4 }), fc.constantFrom(DEFAULT_INLINE_VALUE_LIMIT, 0, 1), async (ops, indexLimit, inlineLimit) => {
+        // A small index makes reads, uncertainty checks and GC reach the tail;
+        // the inline limit mixes inline and out-of-line newest values.
         setHistoryIndexLimit(indexLimit);
+        setInlineValueLimit(inlineLimit);
         const prefix = `r${run++}/`;
         const mem: Ctx = { engine: memory, prefix, stats: emptyStats(), pending: null };
         const lvl: Ctx = { engine: level, prefix, stats: emptyStats(), pending: null };

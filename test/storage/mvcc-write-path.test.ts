@@ -18,7 +18,7 @@ import { MemoryEngine } from '../../storage/memory-engine.js';
 import type { Reader } from '../../storage/engine.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { encodeHead, type Head } from '../../storage/mvcc-value.js';
-import { mvccDelete, mvccPrefetch, mvccPut, mvccResolveIntent, type Txn } from '../../storage/mvcc.js';
+import { DEFAULT_INLINE_VALUE_LIMIT, mvccDelete, mvccPrefetch, mvccPut, mvccResolveIntent, setInlineValueLimit, type Txn } from '../../storage/mvcc.js';
 import type { Timestamp } from '../../src/util/hlc.js';
 import { bytesArb, headArb } from './mvcc-arbitraries.js';
 
@@ -41,11 +41,14 @@ const tsBytes = (t: Timestamp): Buffer[] => [uvarint(t.wall), uvarint(t.logical)
 const lenBytes = (v: Buffer): Buffer[] => [uvarint(v.length), v];
 
 function referenceEncodeHead(metaKey: Buffer, h: Head): Buffer {
-  const flags = (h.committed !== null ? 1 : 0) | (h.committed !== null && h.committed.value === null ? 2 : 0) | (h.intent !== null ? 4 : 0) | (h.intent?.txn.minTimestamp !== undefined ? 8 : 0) | (h.tail !== null ? 16 : 0);
+  const c = h.committed;
+  const flags =
+    (c !== null ? 1 : 0) | (c !== null && c.value === null ? 2 : 0) | (h.intent !== null ? 4 : 0) | (h.intent?.txn.minTimestamp !== undefined ? 8 : 0) | (h.tail !== null ? 16 : 0) | (c !== null && c.value === undefined ? 32 : 0);
   const parts: Buffer[] = [Buffer.from([1, flags])];
-  if (h.committed !== null) {
-    parts.push(...tsBytes(h.committed.ts));
-    if (h.committed.value !== null) parts.push(...lenBytes(h.committed.value));
+  if (c !== null) {
+    parts.push(...tsBytes(c.ts));
+    if (c.value === undefined) parts.push(uvarint(c.len));
+    else if (c.value !== null) parts.push(...lenBytes(c.value));
   }
   parts.push(uvarint(h.history.length));
   for (const e of h.history) parts.push(...tsBytes(e.ts), uvarint(e.len + 1));
@@ -174,8 +177,13 @@ async function run(batches: readonly (readonly WriteOp[])[], prefetch: boolean):
 describe('prefetched evaluation', () => {
   it('writes exactly what getSync evaluation writes (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(writeOpArb, { maxLength: 12 }), { minLength: 1, maxLength: 6 }), async (batches) => {
-        expect(await run(batches, true)).toEqual(await run(batches, false));
+      fc.asyncProperty(fc.array(fc.array(writeOpArb, { maxLength: 12 }), { minLength: 1, maxLength: 6 }), fc.constantFrom(DEFAULT_INLINE_VALUE_LIMIT, 0, 1000), async (batches, inlineLimit) => {
+        setInlineValueLimit(inlineLimit);
+        try {
+          expect(await run(batches, true)).toEqual(await run(batches, false));
+        } finally {
+          setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
+        }
       }),
       { numRuns: 150 },
     );
