@@ -51,7 +51,7 @@ import type { SqlTxn } from '../exec/sql-txn.js';
 import { backfillIndex, buildIndexDesc, defaultIndexName, putDescriptor, schemaSnapshot, type DdlResult } from './index-ddl.js';
 import { scanRows } from './row-scan.js';
 import { addForeignKeys, checkColumnUnreferenced, checkIndexUnreferenced, validateForeignKey } from './foreign-keys.js';
-import { alterPrimaryKey } from './primary-key.js';
+import { addPrimaryKeyIndex, alterPrimaryKey } from './primary-key.js';
 
 function resolve(snap: CatalogSnapshot, database: string, name: { catalog?: string | undefined; name: string }): TableEntry | undefined {
   const db = snap.database(name.catalog ?? database);
@@ -360,7 +360,13 @@ class Alter {
   }
 }
 
-export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s: AlterTableStatement): Promise<DdlResult> {
+/**
+ * ALTER TABLE. `online` (the statement is alone in an implicit transaction):
+ * a lone ADD PRIMARY KEY only adds the future primary index write_only and
+ * returns it as `pending` — the caller commits, then runs
+ * primary-key.ts finishPrimaryKeyOnline on it.
+ */
+export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s: AlterTableStatement, online = false): Promise<DdlResult & { pending?: { tableId: number; indexId: number } }> {
   const snap = await schemaSnapshot(txn);
   const t = resolve(snap, database, s.table);
   if (t === undefined) {
@@ -368,6 +374,13 @@ export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s:
     throw noTable(s.table.name);
   }
   const a = new Alter(txn, snap, env, t);
+  const only = s.commands.length === 1 ? s.commands[0] : undefined;
+  if (online && only?.kind === 'AddConstraint' && only.constraint.kind === 'PrimaryKey') {
+    const r = await addPrimaryKeyIndex(txn, t.desc, only.constraint.name, only.constraint.columns);
+    a.d = r.desc;
+    await a.finish();
+    return { tag: 'ALTER TABLE', notices: a.notices, pending: { tableId: t.desc.id, indexId: r.indexId } };
+  }
   for (const cmd of s.commands) {
     switch (cmd.kind) {
       case 'AddColumn':

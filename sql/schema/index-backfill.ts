@@ -134,17 +134,18 @@ async function backfillChunk(txn: SqlTxn, desc: TableDesc, ix: IndexDesc, start:
  * then makes it public; on failure removes it and rethrows.
  */
 export async function backfillOnline(db: KVDB, tableId: number, indexId: number): Promise<void> {
-  let start: Buffer | null = tableIndexSpan(tableId, 1).key;
+  // undefined: the start of the primary index (not always index 1: ALTER PRIMARY KEY, primary-key.ts)
+  let start: Buffer | null | undefined;
   try {
     while (start !== null) {
       // Let the node's other sessions run between chunks (an in-memory KV
       // would otherwise resolve every chunk without ever yielding to I/O).
       await new Promise<void>((resolve) => setImmediate(resolve));
-      const from: Buffer = start;
+      const from: Buffer | undefined = start;
       start = await runTxn(db, async (txn, snap) => {
         const f = findIndex(snap, tableId, indexId);
         if (f === undefined) throw new SqlError('sql.object_not_in_prerequisite_state', '55000', 'schema: index dropped during its backfill');
-        return backfillChunk(txn, f.desc, f.ix, from);
+        return backfillChunk(txn, f.desc, f.ix, from ?? tableIndexSpan(tableId, f.desc.primaryIndex.id).key);
       });
     }
     await runTxn(db, async (txn, snap) => {

@@ -91,6 +91,7 @@ import { createView, dropViews, expandViews } from '../schema/view-ddl.js';
 import { SessionSequences, createSequence, dropSequences } from '../schema/sequences.js';
 import { copyFrom, copyHeader, copyLine, copyOptions } from '../exec/copy.js';
 import { truncateTargets } from '../schema/foreign-keys.js';
+import { finishPrimaryKeyOnline } from '../schema/primary-key.js';
 import { createDatabase, createTable, dropDatabase, dropTables, showColumns, showCreateTable, showDatabases, showTables, type UtilityResult } from './ddl.js';
 
 const MAX_AUTO_RETRIES = 100;
@@ -832,8 +833,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       case 'AlterTable':
       case 'Rename': {
         const env = this.env(txn, []);
-        const r = ast.kind === 'AlterTable' ? await alterTable(txn, this.database, env, ast) : await rename(txn, this.database, env, ast);
-        return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        const r = ast.kind === 'AlterTable' ? await alterTable(txn, this.database, env, ast, implicit) : { ...(await rename(txn, this.database, env, ast)), pending: undefined };
+        if (r.pending === undefined) return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        // Alone in its transaction, ADD PRIMARY KEY rebuilds the table online (sql/schema/primary-key.ts).
+        await txn.commit();
+        this.deps.catalog.invalidate();
+        await finishPrimaryKeyOnline(this.deps.db, r.pending.tableId, r.pending.indexId);
+        const done = util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
+        return { result: done.result, committed: true };
       }
       case 'DropTable':
         return util(await dropTables(txn, this.database, ast.tables, ast.ifExists, ast.cascade));

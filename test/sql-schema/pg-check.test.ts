@@ -1,6 +1,6 @@
 /**
  * The schema feature logic files (sql/testdata/logic/{index,alter,view,
- * sequence}.slt) run unchanged against a real PostgreSQL 15: their
+ * sequence,fk,fk-primary-key}.slt) run unchanged against a real PostgreSQL 15: their
  * expectations are PostgreSQL's, not only Cairn's. One server, one database
  * per file.
  */
@@ -11,7 +11,7 @@ import { startPostgres } from '../support/postgres.js';
 import { runSltFile } from '../sql/slt-runner.js';
 
 const DIR = join(import.meta.dirname, '../../sql/testdata/logic');
-const FILES = ['index.slt', 'alter.slt', 'view.slt', 'sequence.slt'];
+const FILES = ['index.slt', 'alter.slt', 'view.slt', 'sequence.slt', 'fk.slt', 'fk-primary-key.slt'];
 
 describe('schema logic files agree with PostgreSQL 15', () => {
   let server: Awaited<ReturnType<typeof startPostgres>> | undefined;
@@ -25,7 +25,7 @@ describe('schema logic files agree with PostgreSQL 15', () => {
   for (const file of FILES) {
     it(file, async () => {
       const url = (server as { url: string }).url;
-      const db = `slt_${file.replace('.slt', '')}`;
+      const db = `slt_${file.replace('.slt', '').replace(/-/g, '_')}`;
       const admin = new pg.Client(url);
       await admin.connect();
       await admin.query(`CREATE DATABASE ${db}`);

@@ -13,7 +13,7 @@ import { startTxnCluster } from '../kv-txn/support.js';
 import { runSltFile } from '../sql/slt-runner.js';
 
 const DIR = join(import.meta.dirname, '../../sql/testdata/logic');
-const FILES = ['index.slt', 'alter.slt', 'view.slt', 'sequence.slt'];
+const FILES = ['index.slt', 'alter.slt', 'view.slt', 'sequence.slt', 'fk.slt', 'fk-primary-key.slt'];
 let cluster: TestCluster | undefined;
 const startCluster = async (opts: TestClusterOptions): Promise<TestCluster> => {
   cluster = await TestCluster.start(opts);
@@ -33,7 +33,7 @@ describe('schema logic tests on the real KV (3-node in-process cluster)', () => 
 
   for (const file of FILES) {
     it(file, async () => {
-      const db = `slt_${file.replace('.slt', '')}`;
+      const db = `slt_${file.replace('.slt', '').replace(/-/g, '_')}`;
       const admin = new pg.Client(srv.url);
       await admin.connect();
       await admin.query(`CREATE DATABASE ${db}`);
