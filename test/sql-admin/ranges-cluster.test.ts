@@ -7,6 +7,7 @@
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import pg from 'pg';
+import { bounds, type RangeRow } from './support.js';
 import type { KVAdmin } from '../../sql/kv.js';
 import { KVClusterAdmin } from '../../src/kv/client/kv-admin.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
@@ -56,14 +57,6 @@ async function descriptors(ds: DistSender): Promise<Map<string, RangeDescriptor>
   return out;
 }
 
-interface RangeRow {
-  start_key: string;
-  end_key: string;
-  range_id: string;
-  replicas: string;
-  lease_holder: string | null;
-}
-
 describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
   it('splits a table, shows its ranges with replicas and leaseholders, keeps every row, and scatters the leases', async () => {
     const { ds, client } = await cluster();
@@ -77,7 +70,7 @@ describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
       for (const r of split.rows as { key: Buffer }[]) expect(descs.get(r.key.toString('hex'))?.stickyBit).toEqual(MAX_TIMESTAMP);
 
       const ranges = (await client.query<RangeRow>('SHOW RANGES FROM TABLE kv')).rows;
-      expect(ranges.map((r) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')])).toEqual([
+      expect(bounds(ranges)).toEqual([
         ['…', '/1/20'],
         ['/1/20', '/1/40'],
         ['/1/40', '/1/60'],
@@ -155,7 +148,7 @@ describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
       await client.query(`INSERT INTO t VALUES (1, 'apple'), (2, 'mango'), (3, 'zebra')`);
       await client.query(`ALTER INDEX t@t_s SPLIT AT VALUES ('m')`);
       const ranges = (await client.query<RangeRow>('SHOW RANGES FROM INDEX t@t_s')).rows;
-      expect(ranges.map((r) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')])).toEqual([
+      expect(bounds(ranges)).toEqual([
         ['…', '/2/"m"'],
         ['/2/"m"', '…'],
       ]);

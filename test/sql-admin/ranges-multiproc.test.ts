@@ -10,6 +10,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
+import { bounds, type RangeRow } from './support.js';
 import { ProcessCluster } from '../support/process-cluster.js';
 
 let c: ProcessCluster;
@@ -27,17 +28,6 @@ async function connect(i: number): Promise<pg.Client> {
   await client.connect();
   return client;
 }
-
-interface RangeRow {
-  start_key: string;
-  end_key: string;
-  range_id: string;
-  replicas: string;
-  lease_holder: string | null;
-}
-
-/** Start/end keys without the table id, e.g. ['/1/250', '/1/500']. */
-const bounds = (rows: readonly RangeRow[]): string[][] => rows.map((r) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')]);
 
 describe('SPLIT AT, SHOW RANGES and SCATTER on three processes', () => {
   it('splits a loaded table, shows replicas and leaseholders, keeps every row readable everywhere, and spreads the leases', async () => {

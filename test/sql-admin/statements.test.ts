@@ -7,6 +7,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
+import { bounds } from './support.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 
 describe('range statements over MemoryKV', () => {
@@ -36,14 +37,14 @@ describe('range statements over MemoryKV', () => {
       ['replicas', 25],
       ['lease_holder', 20],
     ]);
-    expect(ranges.rows.map((r: { start_key: string; end_key: string }) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')])).toEqual([
+    expect(bounds(ranges.rows)).toEqual([
       ['…', '/1/10/"a"'],
       ['/1/10/"a"', '/1/20/"x"'],
       ['/1/20/"x"', '…'],
     ]);
     await c.query(`ALTER INDEX t@t_b SPLIT AT VALUES ('m')`);
     const ix = await c.query('SHOW RANGES FROM INDEX t@t_b');
-    expect(ix.rows.map((r: { start_key: string; end_key: string }) => [r.start_key.replace(/^\/Table\/\d+/, ''), r.end_key.replace(/^\/Table\/\d+/, '')])).toEqual([
+    expect(bounds(ix.rows)).toEqual([
       ['…', '/2/"m"'],
       ['/2/"m"', '…'],
     ]);
