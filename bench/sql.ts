@@ -13,7 +13,8 @@
  *   copy           COPY FROM STDIN of 100,000 YCSB-shaped rows (one stream; rows/s)
  *
  *   node dist/bench/sql.js [--conns 64] [--duration 5s] [--rows 10000]
- *        [--copy-rows 100000] [--skip-postgres] [--cairn-only] [--out bench/results]
+ *        [--copy-rows 100000] [--skip-postgres] [--cairn-only]
+ *        [--only join-10,group-by,copy] [--out bench/results]
  *
  * A statement that fails with SQLSTATE 0A000 is reported "unsupported".
  * Clients are spread over the nodes (client i on node i % 3). Server CPU
@@ -38,6 +39,8 @@ interface Opts {
   copyRows: number;
   cairnOnly?: boolean;
   skipPostgres?: boolean;
+  /** Comma-separated statement names to run (copy included); all when absent. */
+  only?: string;
   out: string;
 }
 
@@ -152,12 +155,16 @@ async function measure(t: BenchTarget, o: Opts): Promise<Record<string, Statemen
   const out: Record<string, StatementResult> = {};
   process.stdout.write(`\n== ${t.name}: setting up ${o.rows} rows\n`);
   await setup(t.urls[0] as string, o.rows);
+  const wanted = (name: string): boolean => o.only === undefined || o.only.split(',').includes(name);
   for (const s of statements(o)) {
+    if (!wanted(s.name)) continue;
     out[s.name] = await runStatement(t, o, s);
     process.stdout.write(`${t.name} ${s.name}: ${cell(out[s.name]).join('  ')}\n`);
   }
-  out['copy'] = await runCopy(t, o.copyRows);
-  process.stdout.write(`${t.name} copy: ${cell(out['copy']).join('  ')}\n`);
+  if (wanted('copy')) {
+    out['copy'] = await runCopy(t, o.copyRows);
+    process.stdout.write(`${t.name} copy: ${cell(out['copy']).join('  ')}\n`);
+  }
   return out;
 }
 
@@ -180,6 +187,7 @@ async function main(): Promise<void> {
     .option('--copy-rows <n>', 'rows to COPY', (v) => Number(v), 100_000)
     .option('--cairn-only', 'skip PostgreSQL')
     .option('--skip-postgres', 'skip PostgreSQL')
+    .option('--only <names>', 'comma-separated statements to run (e.g. join-10,group-by,copy)')
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse()
     .opts<Opts>();
@@ -198,7 +206,7 @@ async function main(): Promise<void> {
       await pgt.stop();
     }
   }
-  const names = [...statements(o).map((s) => s.name), 'copy'];
+  const names = [...statements(o).map((s) => s.name), 'copy'].filter((n) => o.only === undefined || o.only.split(',').includes(n));
   const header = ['statement', 'cairn ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'postgres ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'ratio'];
   const table = mdTable(
     header,
