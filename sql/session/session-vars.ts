@@ -115,6 +115,22 @@ export class SessionVars {
     return def.reportAs;
   }
 
+  /** Every variable with its current value, by name (SHOW ALL), shown with PostgreSQL's capitalisation. */
+  all(): [string, string][] {
+    return [...VARS.entries()].map(([n, def]): [string, string] => [def.reportAs ?? n, this.values.get(n) ?? def.defaultValue]).sort((a, b) => (a[0].toLowerCase() < b[0].toLowerCase() ? -1 : 1));
+  }
+
+  /** RESET ALL: back to the defaults; returns the ParameterStatus names whose values changed. */
+  resetAll(): string[] {
+    const changed: string[] = [];
+    for (const [n, v] of this.values) {
+      const def = VARS.get(n) as VarDef;
+      if (def.reportAs !== undefined && v !== def.defaultValue) changed.push(def.reportAs);
+    }
+    this.values.clear();
+    return changed;
+  }
+
   reset(name: string): string | undefined {
     const n = name.toLowerCase();
     if (n === 'all') {

@@ -575,12 +575,21 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         return { tag: 'SET', columns: undefined, rows: [] };
       }
       case 'ResetVar': {
+        if (ast.name.toLowerCase() === 'all') {
+          for (const report of this.vars.resetAll()) sink.parameterStatus(report, this.vars.get(report));
+          return { tag: 'RESET', columns: undefined, rows: [] };
+        }
         const report = this.vars.reset(ast.name);
         if (report !== undefined) sink.parameterStatus(report, this.vars.get(ast.name));
         return { tag: 'RESET', columns: undefined, rows: [] };
       }
       case 'ShowVar': {
         const name = ast.name.toLowerCase();
+        if (name === 'all') {
+          const col = (n: string): OutColumn => ({ name: n, type: T.text, tableOid: 0, columnAttr: 0 });
+          const rows = this.vars.all().map(([n, v]) => [n, n === 'database' ? this.database : n === 'is_superuser' ? (this.user === 'root' ? 'on' : 'off') : v, null]);
+          return { tag: 'SHOW', columns: [col('name'), col('setting'), col('description')], rows };
+        }
         let v: string;
         if (name === 'transaction_isolation' || name === 'transaction isolation level') v = 'serializable';
         else if (name === 'database') v = this.database;
@@ -1204,7 +1213,7 @@ function utilityColumns(ast: Statement): OutColumn[] | undefined {
   const c = (name: string, type: SqlType = T.text): OutColumn => ({ name, type, tableOid: 0, columnAttr: 0 });
   switch (ast.kind) {
     case 'ShowVar':
-      return [c(ast.name)];
+      return ast.name.toLowerCase() === 'all' ? [c('name'), c('setting'), c('description')] : [c(ast.name)];
     case 'ShowDatabases':
       return [c('database_name'), c('owner')];
     case 'ShowTables':

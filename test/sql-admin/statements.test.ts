@@ -64,3 +64,32 @@ describe('range statements over MemoryKV', () => {
     expect((await c.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
   });
 });
+
+describe('session variables', () => {
+  it('SHOW ALL lists every variable (name, setting, description); RESET ALL reports the parameters it changes', async () => {
+    const srv = await startSqlServer({ insecure: true });
+    const c = new pg.Client(srv.url);
+    const reported: string[] = [];
+    await c.connect();
+    (c as unknown as { connection: { on(ev: string, f: (m: { parameterName: string; parameterValue: string }) => void): void } }).connection.on('parameterStatus', (m) => reported.push(`${m.parameterName}=${m.parameterValue}`));
+    try {
+      await c.query(`SET TIME ZONE 'Europe/Paris'`);
+      await c.query(`SET statement_timeout = '5s'`);
+      const all = await c.query({ text: 'SHOW ALL', rowMode: 'array' });
+      expect(all.fields.map((f) => f.name)).toEqual(['name', 'setting', 'description']);
+      const byName = new Map((all.rows as string[][]).map((r) => [r[0], r[1]]));
+      expect(byName.get('TimeZone')).toBe('Europe/Paris');
+      expect(byName.get('statement_timeout')).toBe('5s');
+      expect(byName.get('server_version')).toBe('15.0 Cairn');
+      const names = (all.rows as string[][]).map((r) => (r[0] as string).toLowerCase());
+      expect(names).toEqual([...names].sort());
+      reported.length = 0;
+      await c.query('RESET ALL');
+      expect(reported).toEqual(['TimeZone=UTC']);
+      expect((await c.query('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '0' }]);
+    } finally {
+      await c.end();
+      await srv.stop();
+    }
+  });
+});
