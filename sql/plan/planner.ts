@@ -26,7 +26,8 @@ import { walkExpr } from '../parser/walk.js';
 import { formatExpr } from '../parser/format.js';
 import type { DeleteStatement, Expr, InsertStatement, SelectStatement, SelectTarget, SortBy, TableName, UpdateStatement } from '../parser/ast.js';
 import { parseExpr } from '../parser/parse.js';
-import { needsQueryPlanner, planQuery } from './query-planner.js';
+import { attachSubqueries, needsQueryPlanner, planQuery, withSubqueries } from './query-planner.js';
+import type { SubqueryCell } from './query-nodes.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { T, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
@@ -406,7 +407,7 @@ function planSource(
   s: SelectStatement,
   lock: 'none' | 'exclusive',
   extraNeeded: readonly (Expr | undefined)[],
-): { node: PlanNode; scope: Scope; table: TableEntry | undefined; compiler: ExprCompiler; filtered: boolean; scan: ScanNode | undefined } {
+): { node: PlanNode; scope: Scope; table: TableEntry | undefined; compiler: ExprCompiler; filtered: boolean; scan: ScanNode | undefined; cells?: SubqueryCell[] } {
   rejectUnsupported(s);
   const b = s.body;
   if (b.kind === 'Values') {
@@ -441,6 +442,7 @@ function planSource(
   const scope = new Scope(columns);
   const compiler = new ExprCompiler(scope, c0.paramTypes);
   compiler.outerRef = c0.outerRef;
+  const cells = attachSubqueries(c0, compiler);
   const where = conjuncts(b.where);
   // Type-check the whole WHERE first (errors like 42804 on non-boolean conditions).
   const wholePred = b.where !== undefined ? compiler.compileBool(b.where, 'WHERE') : undefined;
@@ -472,7 +474,7 @@ function planSource(
           };
     node = { kind: 'filter', input: node, pred, text: rest.map(formatExpr).join(' AND '), columns };
   }
-  return { node, scope, table, compiler, filtered: rest.length > 0, scan };
+  return { node, scope, table, compiler, filtered: rest.length > 0, scan, cells };
 }
 
 export function planSelect(ctx: PlanContext, s: SelectStatement): QueryPlan {
@@ -641,6 +643,7 @@ export function planInsert(ctx: PlanContext, s: InsertStatement): QueryPlan {
   const rules = tableRules(table);
   const types = table.codec.types;
   const empty = new ExprCompiler(new Scope([]), ctx.paramTypes);
+  const cells = attachSubqueries(ctx, empty);
   let input: PlanNode;
   const fill = (given: readonly (EvalFn | undefined)[]): EvalFn[] => {
     const out: EvalFn[] = new Array(n);
@@ -722,7 +725,7 @@ export function planInsert(ctx: PlanContext, s: InsertStatement): QueryPlan {
     }
   }
   const ret = planReturning(c, scope, table, s.returning, { kind: 'values', rows: [], columns });
-  const node: InsertNode = { kind: 'insert', table, input, onConflict, returning: ret.proj, upsert: s.upsert, columns };
+  const node: InsertNode = { kind: 'insert', table, input: withSubqueries(input, cells), onConflict, returning: ret.proj, upsert: s.upsert, columns };
   return { root: node, result: ret.cols, tag: 'INSERT', schemaVersion: ctx.snapshot.version, writes: true };
 }
 
@@ -779,7 +782,7 @@ export function planUpdate(ctx: PlanContext, s: UpdateStatement): QueryPlan {
     set[ord] = assignFn(src.compiler, sc.value, table, ord);
   }
   const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
-  const node: UpdateNode = { kind: 'update', table, input: src.node, set, returning: ret.proj, columns: src.scope.columns };
+  const node: UpdateNode = { kind: 'update', table, input: withSubqueries(src.node, src.cells ?? []), set, returning: ret.proj, columns: src.scope.columns };
   return { root: node, result: ret.cols, tag: 'UPDATE', schemaVersion: ctx.snapshot.version, writes: true };
 }
 
@@ -791,7 +794,7 @@ export function planDelete(ctx: PlanContext, s: DeleteStatement): QueryPlan {
   // RETURNING and index maintenance (the rows' index entries are deleted too) need whole rows.
   if (s.returning.length > 0 || table.desc.indexes.length > 0) (src.scan as ScanNode).needed.fill(1);
   const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
-  const node: DeleteNode = { kind: 'delete', table, input: src.node, returning: ret.proj, columns: src.scope.columns };
+  const node: DeleteNode = { kind: 'delete', table, input: withSubqueries(src.node, src.cells ?? []), returning: ret.proj, columns: src.scope.columns };
   return { root: node, result: ret.cols, tag: 'DELETE', schemaVersion: ctx.snapshot.version, writes: true };
 }
 

@@ -1429,6 +1429,23 @@ function aggSpec(c: ExprCompiler, f: FuncCall): AggSpec {
 
 // ---- subqueries in expressions ---------------------------------------------------------
 
+/**
+ * Lets `c` (a single-table statement's compiler: UPDATE / DELETE WHERE, SET,
+ * RETURNING, INSERT VALUES) compile uncorrelated subqueries: each becomes a
+ * cell of the returned list, which the caller runs once before its input
+ * (withSubqueries). Correlated ones stay 0A000 there.
+ */
+export function attachSubqueries(ctx: PlanContext, c: ExprCompiler): SubqueryCell[] {
+  const q = new QueryCtx(ctx, new Map(), 'none');
+  c.subLinks = (e, hint) => compileSubLink(q, c, e, hint);
+  return q.cells;
+}
+
+/** `input` preceded by running `cells` (when there are any). */
+export function withSubqueries(input: PlanNode, cells: readonly SubqueryCell[]): PlanNode {
+  return cells.length === 0 ? input : { kind: 'subqueries', input, cells, columns: input.columns };
+}
+
 /** The set-returning functions of the select list (a project-set node) and their argument counts. */
 const SRF_ARITY: Readonly<Record<string, readonly number[]>> = { unnest: [1], generate_series: [2, 3], pg_partition_ancestors: [1] };
 
