@@ -63,8 +63,8 @@
  */
 import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
-import { formatTimestamp, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
-import type { ReadWriter, Reader, WriteBatch } from './engine.js';
+import { formatTimestamp, tsEqual, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
+import type { Entry, ReadWriter, Reader, WriteBatch } from './engine.js';
 import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, versionLen, type CommittedVersion, type Head, type HeadVersion, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
@@ -227,9 +227,14 @@ function readVersion(r: Reader, key: Buffer, ts: Timestamp, len: number): Buffer
   return value;
 }
 
-/** The value of a head's newest committed version (one getSync when out of line). */
-function committedValue(r: Reader, key: Buffer, c: HeadVersion): Buffer | null {
-  return c.value === undefined ? readVersion(r, key, c.ts, c.len) : c.value;
+/**
+ * The value of a head's newest committed version: inline, or `stored` (an
+ * out-of-line value a scan already read, checked by forEachHead), or one
+ * getSync of its version key.
+ */
+function committedValue(r: Reader, key: Buffer, c: HeadVersion, stored?: Buffer): Buffer | null {
+  if (c.value !== undefined) return c.value;
+  return stored !== undefined ? stored : readVersion(r, key, c.ts, c.len);
 }
 
 let historyIndexLimit = 16;
@@ -346,7 +351,7 @@ interface ReadOutcome {
   intent: Intent | null;
 }
 
-function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit: Timestamp | undefined): MvccKeyValue | null | typeof NEEDS_TAIL {
+function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit: Timestamp | undefined, stored?: Buffer): MvccKeyValue | null | typeof NEEDS_TAIL {
   const c = head.committed;
   if (c === null) return null;
   if (limit !== undefined && tsLess(ts, c.ts) && tsLess(ts, limit)) {
@@ -363,7 +368,7 @@ function readCommitted(r: Reader, key: Buffer, head: Head, ts: Timestamp, limit:
     }
     if (uncertain !== null) throw new ReadWithinUncertaintyIntervalError(key, ts, uncertain, limit);
   }
-  if (tsLessEq(c.ts, ts)) return { key, value: committedValue(r, key, c), ts: c.ts };
+  if (tsLessEq(c.ts, ts)) return { key, value: committedValue(r, key, c, stored), ts: c.ts };
   for (const h of head.history) {
     if (!tsLessEq(h.ts, ts)) continue;
     return { key, value: readVersion(r, key, h.ts, h.len), ts: h.ts };
@@ -393,7 +398,7 @@ async function readTail(r: Reader, key: Buffer, ts: Timestamp, limit: Timestamp 
   }
 }
 
-function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccReadOptions): ReadOutcome {
+function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccReadOptions, stored?: Buffer): ReadOutcome {
   const it = head.intent;
   let intent: Intent | null = null;
   if (it !== null) {
@@ -412,7 +417,7 @@ function evalRead(r: Reader, key: Buffer, head: Head, ts: Timestamp, opts: MvccR
       }
     }
   }
-  return { kv: readCommitted(r, key, head, ts, opts.uncertaintyLimit), intent };
+  return { kv: readCommitted(r, key, head, ts, opts.uncertaintyLimit, stored), intent };
 }
 
 /** A synchronous read needed a version below its head's index: use mvccGet. */
@@ -503,42 +508,87 @@ const MAX_CHUNK = 1024;
  * the chunk already read, so `fn` may write through a ReadWriter it shares.
  * `rowsWanted`, when given, says how many more heads the caller may still
  * need, to size chunks.
+ *
+ * A head whose newest value is out of line gets that value as `stored` when
+ * the iterator yields it next to the head (the version right after it, or
+ * right before it in reverse) with the timestamp and length the head names
+ * and a valid checksum — so a scan reads it without a getSync. Otherwise
+ * `stored` is undefined and a read falls back to the getSync, which reports
+ * a missing or mismatched value as corruption.
  */
 async function forEachHead(
   r: Reader,
   start: Buffer,
   end: Buffer,
   reverse: boolean,
-  fn: (key: Buffer, metaKey: Buffer, head: Head) => boolean | Promise<boolean>,
+  fn: (key: Buffer, metaKey: Buffer, head: Head, stored?: Buffer) => boolean | Promise<boolean>,
   rowsWanted?: () => number,
 ): Promise<void> {
   const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
   let entries = 0;
   let heads = 0;
+  // Before any head is seen, guess one entry per head, two when new values go out of line.
+  const firstPerHead = inlineValueLimit === Infinity ? 1 : 2;
   const nextChunk = (prev: number): number => {
     if (rowsWanted === undefined) return prev === 0 ? FIRST_CHUNK : Math.min(prev * 2, MAX_CHUNK);
-    const perHead = heads === 0 ? (prev === 0 ? 1 : 2) : entries / heads;
+    const perHead = heads === 0 ? (prev === 0 ? firstPerHead : 2) : entries / heads;
     return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * perHead * (prev === 0 ? 1 : 1.1))));
+  };
+  /** Forward: a head waiting for the entry after it. Reverse: the entry before the next head. */
+  let pending: { ek: Buffer; plen: number; head: Head } | null = null;
+  let prevVersion: Entry | null = null;
+  const visit = (ek: Buffer, plen: number, head: Head, next: Entry | null): boolean | Promise<boolean> => {
+    heads++;
+    const c = head.committed;
+    const stored = c !== null && c.value === undefined && next !== null ? storedNewest(ek, c, next) : undefined;
+    return fn(mvccUserKey(ek, plen), ek, head, stored);
   };
   try {
     let chunk = nextChunk(0);
     for (;;) {
       const rows = await it.nextBatch(chunk);
-      if (rows.length === 0) return;
-      for (const { key: ek, value } of rows) {
+      if (rows.length === 0) break;
+      for (const row of rows) {
         entries++;
+        const ek = row.key;
         const plen = mvccKeyPrefixLen(ek);
-        if (plen !== ek.length) continue;
-        heads++;
-        let more = fn(mvccUserKey(ek, plen), ek, decodeHead(ek, value));
+        let more: boolean | Promise<boolean> = true;
+        if (pending !== null) {
+          more = visit(pending.ek, pending.plen, pending.head, plen === ek.length ? null : row);
+          pending = null;
+          if (typeof more !== 'boolean') more = await more;
+          if (!more) return;
+        }
+        if (plen !== ek.length) {
+          prevVersion = row;
+          continue;
+        }
+        const head = decodeHead(ek, row.value);
+        if (!reverse && head.committed !== null && head.committed.value === undefined) {
+          pending = { ek, plen, head };
+          continue;
+        }
+        more = visit(ek, plen, head, reverse ? prevVersion : null);
+        prevVersion = null;
         if (typeof more !== 'boolean') more = await more;
         if (!more) return;
       }
       chunk = nextChunk(chunk);
     }
+    if (pending !== null) await visit(pending.ek, pending.plen, pending.head, null);
   } finally {
     await it.close();
   }
+}
+
+/** The out-of-line value `c` of the head at `metaKey` if `e` is its stored version, else undefined. */
+function storedNewest(metaKey: Buffer, c: HeadVersion, e: Entry): Buffer | undefined {
+  const k = e.key;
+  if (mvccKeyPrefixLen(k) !== metaKey.length || k.compare(metaKey, 0, metaKey.length, 0, metaKey.length) !== 0) return undefined;
+  const vts = decodeMvccKey(k).ts;
+  if (vts === undefined || !tsEqual(vts, c.ts)) return undefined;
+  const v = decodeVersion(k, e.value);
+  return v !== null && v.length === versionLen(c) ? v : undefined;
 }
 
 /** Scans user keys [start, end) at `ts`. */
@@ -561,8 +611,8 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
     numBytes += key.length + (kv.value?.length ?? 0);
     return true;
   };
-  const onHead = (key: Buffer, _mk: Buffer, head: Head): boolean | Promise<boolean> => {
-    const o = evalRead(r, key, head, ts, opts);
+  const onHead = (key: Buffer, _mk: Buffer, head: Head, stored?: Buffer): boolean | Promise<boolean> => {
+    const o = evalRead(r, key, head, ts, opts, stored);
     if (o.intent !== null) intents.push(o.intent);
     if (o.kv !== NEEDS_TAIL) return accept(key, o.kv);
     return readTail(r, key, ts, opts.uncertaintyLimit).then((kv) => accept(key, kv));
