@@ -685,6 +685,9 @@ export class Replica {
   private installLease(lease: Lease, fx: ApplyEffects): void {
     const prev = this.lease;
     this.lease = lease;
+    // The timestamp cache moves with the lease, now: Replica.send serves on this.lease from here on, while
+    // finishApply runs only after the apply batch is written (an await away).
+    this.concurrency.onLeaseApplied(lease, prev);
     fx.leases.push({ lease, prev });
     if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
       // We lost the lease: commands proposed under it cannot apply any more,
@@ -703,10 +706,7 @@ export class Replica {
     this.storage.appliedIndex = this.applied.raftAppliedIndex;
     this.storage.appliedTerm = this.applied.raftAppliedTerm;
     if (fx.truncation !== null) this.storage.commitTruncation(fx.truncation);
-    for (const { lease, prev } of fx.leases) {
-      this.concurrency.onLeaseApplied(lease, prev);
-      this.ctx.leaseApplied(this, lease, prev);
-    }
+    for (const { lease, prev } of fx.leases) this.ctx.leaseApplied(this, lease, prev);
     for (const t of fx.triggers) this.ctx.finishTrigger(this, t);
     for (const { id, snap: at } of fx.checksums) {
       const snap = at ?? engineSnapshot();
