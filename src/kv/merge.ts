@@ -80,20 +80,24 @@ export async function completeMerge(ds: DistSender, leftStart: Buffer, right: Ra
  * ones (the DistSender gave up), a boundary or descriptor that moved under
  * the merge (a concurrent split or merge: kv.merge_mismatch), a freeze not
  * yet visible (kv.merge_not_frozen) or not yet reached by every replica
- * (kv.merge_timeout). Never an ambiguous one: a merge that may have happened
- * must not be repeated (it would merge the next neighbour too).
+ * (kv.merge_timeout), and ambiguous results — but never blindly: after one,
+ * the next attempt first finds out what happened (is the right range frozen?
+ * is it still there?), because repeating a merge that did happen would merge
+ * the next neighbour too.
  */
 const MERGE_RETRY = new Set(['kv.merge_mismatch', 'kv.merge_not_frozen']);
 
 /**
  * adminMerge for callers that should never see transient errors (/_admin/merge,
  * Node.adminMerge): retried, bounded, from a fresh lookup each time; a right
- * neighbour that an earlier attempt froze is rolled forward (completeMerge)
- * rather than frozen again.
+ * neighbour that an earlier attempt froze (or may have frozen, when the
+ * answer was ambiguous) is rolled forward (completeMerge) rather than frozen
+ * again, and one that an ambiguous attempt already merged is not merged twice.
  */
 export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}, maxAttempts = 8): Promise<RangeDescriptor | null> {
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   let frozen: RangeDescriptor | null = null;
+  let ambiguous = false;
   const recording: MergeHooks = {
     ...hooks,
     afterFreeze: async (right) => {
@@ -101,31 +105,57 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
       await hooks.afterFreeze?.(right);
     },
   };
+  const holdsLeftKey = (d: RangeDescriptor): boolean => compareBytes(d.startKey, leftKey) <= 0 && compareBytes(leftKey, d.endKey) < 0;
   for (let attempt = 1; ; attempt++) {
     try {
+      if (ambiguous && frozen === null) {
+        // The freeze may have applied: look before freezing anything again.
+        const left = await freshLookup(ds, leftKey);
+        if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
+        const right = await freshLookup(ds, left.endKey);
+        if (await isFrozenRange(ds, right)) frozen = right;
+      }
+      ambiguous = false;
       if (frozen !== null) {
         // An earlier attempt froze this range and then failed (its left
-        // neighbour split meanwhile): roll it forward into whatever range now
-        // ends at its start — a frozen range serves nothing until merged.
+        // neighbour split meanwhile, or the merge's answer was lost): roll it
+        // forward into whatever range now ends at its start — a frozen range
+        // serves nothing until merged — unless it is merged already.
         const right: RangeDescriptor = frozen;
         const cur = await freshLookup(ds, right.startKey);
-        if (cur.rangeId === right.rangeId) {
+        if (cur.rangeId !== right.rangeId) {
+          frozen = null;
+          if (holdsLeftKey(cur)) return cur;
+        } else {
           const cached = await ds.cache.lookup(right.startKey, true);
           ds.cache.evict(cached);
           const left = await ds.cache.lookup(right.startKey, true);
           const merged = await completeMerge(ds, left.startKey, right, hooks);
           frozen = null;
-          if (compareBytes(merged.startKey, leftKey) <= 0 && compareBytes(leftKey, merged.endKey) < 0) return merged;
+          if (holdsLeftKey(merged)) return merged;
         }
-        frozen = null;
       }
       return await adminMerge(ds, leftKey, recording);
     } catch (e) {
-      const retry = e instanceof CairnError && !e.ambiguous && (e.retryable || MERGE_RETRY.has(e.code));
+      const retry = e instanceof CairnError && (e.ambiguous || e.retryable || MERGE_RETRY.has(e.code));
       if (!retry || attempt >= maxAttempts) throw e;
+      ambiguous = e.ambiguous;
       await sleep(Math.min(500, 50 * attempt));
     }
   }
+}
+
+/** Whether any replica of `d` reports the freeze (the nobody-lease; a lagging one may not yet). */
+async function isFrozenRange(ds: DistSender, d: RangeDescriptor): Promise<boolean> {
+  for (const rep of d.replicas) {
+    try {
+      const res = await ds.sendToNode(rep.nodeId, { header: { rangeId: d.rangeId, replicaId: rep.replicaId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] });
+      if ((res.responses[0] as LeaseInfoResponse).lease?.replica.replicaId === FROZEN_REPLICA_ID) return true;
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e; // not there (yet), node down: ask the next
+    }
+  }
+  return false;
 }
 
 async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHooks): Promise<void> {

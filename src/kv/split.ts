@@ -61,15 +61,16 @@ function u64Bytes(n: number): Buffer {
 
 /** Allocates a new range id (the generator holds the last one handed out). */
 export async function allocateRangeId(db: Sender): Promise<number> {
+  const [g] = await send(db, [{ kind: 'get', key: RANGE_ID_GENERATOR_KEY }]);
+  let cur = (g as GetResponse).value;
   for (;;) {
-    const [g] = await send(db, [{ kind: 'get', key: RANGE_ID_GENERATOR_KEY }]);
-    const cur = (g as GetResponse).value;
     const next = u64(cur) + 1;
     try {
       await send(db, [{ kind: 'cput', key: RANGE_ID_GENERATOR_KEY, value: u64Bytes(next), expected: cur, allowIfDoesNotExist: false }]);
       return next;
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e;
+      cur = e.actual; // a concurrent allocation: try above it, no second read
     }
   }
 }
@@ -79,8 +80,15 @@ export async function allocateRangeId(db: Sender): Promise<number> {
  * there, and deletes older records ending strictly inside desc (left behind
  * by a merge, merge.ts). Returns whether it changed anything.
  */
-export async function fixMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
-  let changed = await fixMeta2Record(db, desc);
+export async function fixMeta2(db: Sender, desc: RangeDescriptor, guess?: Buffer | null): Promise<boolean> {
+  // The record and the inner records are disjoint keys: both at once.
+  const [record, inner] = await Promise.all([fixMeta2Record(db, desc, guess), clearInnerMeta2(db, desc)]);
+  return record || inner;
+}
+
+/** Deletes meta2 records of older generations ending strictly inside desc. */
+async function clearInnerMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+  let changed = false;
   const [s] = await send(db, [{ kind: 'scan', key: meta2LookupKey(desc.startKey), endKey: meta2Key(desc.endKey), maxKeys: 0 }]);
   for (const row of (s as ScanResponse).rows) {
     if (decodeRangeDescriptor(row.value).generation >= desc.generation) continue;
@@ -94,12 +102,19 @@ export async function fixMeta2(db: Sender, desc: RangeDescriptor): Promise<boole
   return changed;
 }
 
-async function fixMeta2Record(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+/**
+ * Writes desc's own record unless one as new is there. `guess` is the value
+ * the caller expects there (a split knows the pre-split descriptor): tried
+ * as the condition first, saving the read; a wrong guess costs nothing more
+ * than the read it replaced (the failed condition returns the real value).
+ */
+async function fixMeta2Record(db: Sender, desc: RangeDescriptor, guess?: Buffer | null): Promise<boolean> {
   const key = meta2Key(desc.endKey);
   const want = encodeRangeDescriptor(desc);
+  let cur: Buffer | null;
+  if (guess !== undefined) cur = guess;
+  else cur = ((await send(db, [{ kind: 'get', key }]))[0] as GetResponse).value;
   for (;;) {
-    const [g] = await send(db, [{ kind: 'get', key }]);
-    const cur = (g as GetResponse).value;
     if (cur !== null) {
       if (cur.equals(want)) return false;
       const d = decodeRangeDescriptor(cur);
@@ -110,6 +125,7 @@ async function fixMeta2Record(db: Sender, desc: RangeDescriptor): Promise<boolea
       return true;
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e;
+      cur = e.actual;
     }
   }
 }
@@ -168,7 +184,10 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
     }
   }
   await hooks.afterSplit?.(res);
-  await fixMeta2(db, res.left);
-  await fixMeta2(db, res.right);
+  // The two records (and the stale ones each clears) are disjoint: fixed at
+  // once, each first conditioned on what a split leaves there (nothing at the
+  // split key; the pre-split descriptor at the range's end).
+  const before: RangeDescriptor = { ...res.left, endKey: res.right.endKey, generation: res.left.generation - 1 };
+  await Promise.all([fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))]);
   return res;
 }

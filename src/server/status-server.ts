@@ -40,7 +40,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { CairnError } from '../util/errors.js';
-import { ts } from '../util/hlc.js';
+import { MAX_TIMESTAMP, ts, type Timestamp } from '../util/hlc.js';
 import type { FaultSpec } from '../rpc/fault-hook.js';
 import type { RangeDescriptor } from '../kv/api.js';
 import { ServerError, type HostPort } from './config.js';
@@ -98,6 +98,13 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
 
 function describe(d: RangeDescriptor): { rangeId: number; startKey: string; endKey: string; generation: number; sticky: boolean } {
   return { rangeId: d.rangeId, startKey: d.startKey.toString('hex'), endKey: d.endKey.toString('hex'), generation: d.generation, sticky: d.stickyBit !== undefined };
+}
+
+/** /_admin/split's expirationMs as an HLC timestamp: beyond 2^53 µs (year 2255) it is forever. */
+function stickyExpiration(ms: unknown): Timestamp {
+  const n = Number(ms);
+  if (!Number.isFinite(n) || n < 0) throw new ServerError('server.bad_request', 'server: split expirationMs must be a non-negative number of ms since the epoch');
+  return n * 1000 >= MAX_TIMESTAMP.wall ? MAX_TIMESTAMP : ts(Math.floor(n * 1000));
 }
 
 export class StatusServer {
@@ -200,7 +207,7 @@ export class StatusServer {
       }
       case 'POST /_admin/split': {
         const b = (await readBody(req)) as { key?: string; expirationMs?: number };
-        const exp = b.expirationMs === undefined ? undefined : ts(Number(b.expirationMs) * 1000);
+        const exp = b.expirationMs === undefined ? undefined : stickyExpiration(b.expirationMs);
         const r = await n.adminSplit(hex(b.key, 'key'), exp);
         send(res, 200, r === null ? { split: null } : { left: describe(r.left), right: describe(r.right) });
         return;
