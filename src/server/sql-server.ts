@@ -17,8 +17,9 @@
  * proposed by the node holding it, so mountSql installs a LeaseTransferer:
  * Node.transferLease when this node holds the lease, otherwise the holder's
  * own admin endpoint (POST /_admin/transfer-lease on its --http-addr, found
- * in the node directory). NB: an RPC method for it would save the HTTP hop;
- * lease moves are rare admin operations, so the existing endpoint serves.
+ * in the node directory), and only to nodes whose liveness record is
+ * current. NB: an RPC method for it would save the HTTP hop; lease moves are
+ * rare admin operations, so the existing endpoint serves.
  *
  * Ownership: src/server owns the listener and its sockets; pgwire owns the
  * protocol.
@@ -35,6 +36,7 @@ import type { RangeDescriptor } from '../kv/api.js';
 import type { LeaseTransferer } from '../kv/client/kv-admin.js';
 import { TxnDB } from '../kv/client/txn-db.js';
 import { ServerError, formatHostPort, type HostPort } from './config.js';
+import { isLive, type LivenessRecord } from './liveness.js';
 
 export interface SqlServingState {
   /** Null while the node may serve; otherwise why it refuses. */
@@ -44,6 +46,8 @@ export interface SqlServingState {
 /** What the lease transferer needs of the node (Node has it). */
 export interface LeaseMover {
   readonly rpc: { readonly nodeId: number };
+  readonly clock: { physicalNow(): number };
+  readonly liveness: { readonly cached: ReadonlyMap<number, LivenessRecord> } | null;
   readonly directory: { get(nodeId: number): { readonly httpAddr: string } | undefined };
   /** Moves the lease of rangeId, held on this node, to the replica on toNodeId. */
   transferLease(rangeId: number, toNodeId: number): Promise<void>;
@@ -51,7 +55,14 @@ export interface LeaseMover {
 
 function isLeaseMover(x: object): x is LeaseMover {
   const m = x as Partial<LeaseMover>;
-  return typeof m.transferLease === 'function' && m.rpc !== undefined && m.directory !== undefined;
+  return typeof m.transferLease === 'function' && m.rpc !== undefined && m.directory !== undefined && m.clock !== undefined && m.liveness !== undefined;
+}
+
+/** Whether `nodeId` may take a lease: its liveness record is current (unknown: not live). */
+export function nodeIsLive(node: LeaseMover, nodeId: number): boolean {
+  if (nodeId === node.rpc.nodeId) return true;
+  const r = node.liveness?.cached.get(nodeId);
+  return r !== undefined && isLive(r, node.clock.physicalNow());
 }
 
 /** HTTP timeout of a lease transfer asked of another node. */
@@ -106,7 +117,7 @@ export function unmountedSessionFactory(state: SqlServingState): SessionFactory 
  */
 export async function mountSql(kvdb: KVDB | null, state: SqlServingState, opts: { insecure: boolean; rootPassword?: string }): Promise<SessionFactory> {
   if (kvdb === null) return unmountedSessionFactory(state);
-  if (kvdb instanceof TxnDB && !kvdb.admin.canScatter && isLeaseMover(state)) kvdb.admin.useLeaseTransferer(nodeLeaseTransferer(state));
+  if (kvdb instanceof TxnDB && !kvdb.admin.canScatter && isLeaseMover(state)) kvdb.admin.useLeaseTransferer(nodeLeaseTransferer(state), (id) => nodeIsLive(state, id));
   const { createSqlServer } = await import('../../sql/server-entry.js');
   const sql = await createSqlServer(kvdb, { insecure: opts.insecure, ...(opts.rootPassword === undefined ? {} : { rootPassword: opts.rootPassword }) });
   return {

@@ -31,19 +31,21 @@ afterEach(async () => {
 });
 
 /** A cluster whose TxnDBs move leases through the holder's store (the server does it through Node). */
-async function cluster(): Promise<{ c: TestCluster; ds: DistSender; client: pg.Client }> {
+async function cluster(isLive?: (nodeId: number) => boolean): Promise<{ c: TestCluster; ds: DistSender; client: pg.Client; moves: number[] }> {
   const { c, ds, dbs } = await startTxnCluster(start, { engine: 'level' });
+  const moves: number[] = [];
   for (const db of dbs) {
     db.admin.useLeaseTransferer(async (desc, from, to) => {
+      moves.push(to);
       const target = desc.replicas.find((r) => r.nodeId === to);
       if (target === undefined) throw new Error(`no replica of r${desc.rangeId} on n${to}`);
       await (c.node(from - 1).store as NonNullable<ReturnType<TestCluster['node']>['store']>).transferLease(desc.rangeId, target.replicaId);
-    });
+    }, isLive);
   }
   srv = await startSqlServer({ insecure: true, db: dbs[0] });
   const client = new pg.Client(srv.url);
   await client.connect();
-  return { c, ds: ds[0] as DistSender, client };
+  return { c, ds: ds[0] as DistSender, client, moves };
 }
 
 /** The meta2 descriptors (what SHOW RANGES reads), by start key in hex. */
@@ -135,6 +137,29 @@ describe('SPLIT AT / SHOW RANGES / SCATTER on a 3-node cluster', () => {
       const sum = await client.query<{ n: string }>(`SELECT count(*) AS n FROM kv WHERE v LIKE 'w%'`);
       expect(sum.rows[0]?.n).toBe('10');
       expect((await client.query('SELECT count(*)::int AS n FROM kv')).rows).toEqual([{ n: 100 }]);
+    } finally {
+      await client.end();
+    }
+  }, 90_000);
+
+  it('SCATTER with a node down hands no lease to it; every row stays readable', async () => {
+    let down = 0;
+    const { c, client, moves } = await cluster((id) => id !== down);
+    try {
+      await client.query('CREATE TABLE kv (k INT PRIMARY KEY, v TEXT)');
+      await client.query(`INSERT INTO kv VALUES ${Array.from({ length: 60 }, (_, i) => `(${i}, 'v${i}')`).join(', ')}`);
+      await client.query('ALTER TABLE kv SPLIT AT VALUES (10), (20), (30), (40), (50)');
+      await client.query('ALTER TABLE kv SCATTER');
+      // n3 goes away (the SQL gateway is n1).
+      down = 3;
+      await c.stopNode(2);
+      moves.length = 0;
+      const after = (await client.query<RangeRow>('ALTER TABLE kv SCATTER')).rows;
+      expect(after.length).toBe(6);
+      expect(moves.filter((to) => to === 3)).toEqual([]);
+      const holders = new Set((await client.query<RangeRow>('SHOW RANGES FROM TABLE kv')).rows.map((r) => r.lease_holder));
+      expect([...holders].sort()).toEqual(['1', '2']);
+      expect((await client.query('SELECT count(*)::int AS n FROM kv')).rows).toEqual([{ n: 60 }]);
     } finally {
       await client.end();
     }

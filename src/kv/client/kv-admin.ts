@@ -16,9 +16,11 @@
  *                          the replica that just served the read
  *   scatter(key, endKey)   CockroachDB's AdminScatter, reduced to leases: the
  *                          ranges overlapping the span get their leases dealt
- *                          round robin over their voters' nodes (starting at
- *                          a random offset), so a table's ranges are served by
- *                          every node that holds them. A lease moves through
+ *                          round robin over their live voters' nodes (starting
+ *                          at a random offset), so a table's ranges are served
+ *                          by every node that holds them; never to a node the
+ *                          injected `isLive` says is down (it could not serve:
+ *                          the range would wait out the lease). A lease moves through
  *                          the injected `transferLease` (the leaseholder's
  *                          node proposes the transfer: only it may);
  *                          a transfer that fails because the lease moved
@@ -69,6 +71,8 @@ export interface KVClusterAdminOptions {
   readonly sender: Sender;
   /** Absent (and not set later by useLeaseTransferer): scatter() is refused (kv.admin_unsupported). */
   readonly transferLease?: LeaseTransferer;
+  /** Whether a node may take a lease (default: every node). */
+  readonly isLive?: (nodeId: number) => boolean;
   readonly prng: Prng;
   /** Between retries of a transient failure (default: a real 50 ms timer). */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -89,15 +93,18 @@ function isTransient(e: unknown): boolean {
 export class KVClusterAdmin {
   private readonly sleep: (ms: number) => Promise<void>;
   private transferLease: LeaseTransferer | undefined;
+  private isLive: (nodeId: number) => boolean;
 
   constructor(private readonly opts: KVClusterAdminOptions) {
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.transferLease = opts.transferLease;
+    this.isLive = opts.isLive ?? (() => true);
   }
 
-  /** Installs how leases move (the server does it once it knows how to reach the other nodes). */
-  useLeaseTransferer(t: LeaseTransferer): void {
+  /** Installs how leases move and which nodes may take them (the server does it once it can reach the other nodes). */
+  useLeaseTransferer(t: LeaseTransferer, isLive?: (nodeId: number) => boolean): void {
     this.transferLease = t;
+    if (isLive !== undefined) this.isLive = isLive;
   }
 
   /** Whether scatter() can move leases. */
@@ -142,11 +149,12 @@ export class KVClusterAdmin {
     const out: KVRangeInfo[] = [];
     for (let i = 0; i < descs.length; i++) {
       const d = descs[i] as RangeDescriptor;
-      const voters = d.replicas.filter((r) => r.type === ReplicaType.Voter).map((r) => r.nodeId);
+      const voters = d.replicas.filter((r) => r.type === ReplicaType.Voter && this.isLive(r.nodeId)).map((r) => r.nodeId);
       voters.sort((a, b) => a - b);
       const target = voters[(i + offset) % Math.max(1, voters.length)];
       let holder = await this.leaseholder(d);
-      if (target !== undefined && holder !== null && holder !== target) {
+      // A holder that is down cannot hand its lease over; the lease expires and moves by itself.
+      if (target !== undefined && holder !== null && holder !== target && this.isLive(holder)) {
         for (let attempt = 1; ; attempt++) {
           try {
             await transfer(d, holder, target);
