@@ -20,7 +20,8 @@
  *                          at a random offset), so a table's ranges are served
  *                          by every node that holds them; never to a node the
  *                          injected `isLive` says is down (it could not serve:
- *                          the range would wait out the lease). A lease moves through
+ *                          the range would wait out the lease); ≤ SCATTER_CONCURRENCY
+ *                          ranges at once. A lease moves through
  *                          the injected `transferLease` (the leaseholder's
  *                          node proposes the transfer: only it may);
  *                          a transfer that fails because the lease moved
@@ -82,6 +83,8 @@ export interface KVClusterAdminOptions {
 const META_PAGE = 64;
 /** Ranges whose lease is looked up at once. */
 const RANGE_CONCURRENCY = 16;
+/** Ranges whose lease SCATTER moves at once. */
+const SCATTER_CONCURRENCY = 8;
 /** Attempts of one lease lookup / one lease move before its error is returned. */
 const MAX_ATTEMPTS = 5;
 const TRANSIENT = new Set(['kv.not_lease_holder', 'kv.range_key_mismatch', 'kv.proposal_dropped', 'kv.range_not_found']);
@@ -122,18 +125,7 @@ export class KVClusterAdmin {
 
   /** The ranges overlapping [key, endKey), in key order, with their replicas and leaseholders. */
   async ranges(key: Buffer, endKey: Buffer): Promise<KVRangeInfo[]> {
-    const descs = await this.descriptors(key, endKey);
-    const out: KVRangeInfo[] = new Array<KVRangeInfo>(descs.length);
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < descs.length) {
-        const i = next++;
-        const d = descs[i] as RangeDescriptor;
-        out[i] = { rangeId: d.rangeId, startKey: d.startKey, endKey: d.endKey, replicas: replicaNodes(d), leaseholder: await this.leaseholder(d) };
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(RANGE_CONCURRENCY, descs.length) }, worker));
-    return out;
+    return mapLimited(await this.descriptors(key, endKey), RANGE_CONCURRENCY, async (d) => rangeInfo(d, await this.leaseholder(d)));
   }
 
   /**
@@ -146,9 +138,7 @@ export class KVClusterAdmin {
     if (transfer === undefined) throw new CairnError('kv.admin_unsupported', 'kv: scatter needs lease transfers, which this node cannot make', { sqlState: '0A000' });
     const descs = await this.descriptors(key, endKey);
     const offset = this.opts.prng.intn(1 << 16);
-    const out: KVRangeInfo[] = [];
-    for (let i = 0; i < descs.length; i++) {
-      const d = descs[i] as RangeDescriptor;
+    return mapLimited(descs, SCATTER_CONCURRENCY, async (d, i) => {
       const voters = d.replicas.filter((r) => r.type === ReplicaType.Voter && this.isLive(r.nodeId)).map((r) => r.nodeId);
       voters.sort((a, b) => a - b);
       const target = voters[(i + offset) % Math.max(1, voters.length)];
@@ -168,9 +158,8 @@ export class KVClusterAdmin {
         }
         holder = await this.leaseholder(d);
       }
-      out.push({ rangeId: d.rangeId, startKey: d.startKey, endKey: d.endKey, replicas: replicaNodes(d), leaseholder: holder });
-    }
-    return out;
+      return rangeInfo(d, holder);
+    });
   }
 
   /** The meta2 descriptors of the ranges overlapping [key, endKey), in key order. */
@@ -229,6 +218,24 @@ export class KVClusterAdmin {
       }
     }
   }
+}
+
+/** fn over every item, at most `limit` at a time; results in item order. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function rangeInfo(d: RangeDescriptor, leaseholder: number | null): KVRangeInfo {
+  return { rangeId: d.rangeId, startKey: d.startKey, endKey: d.endKey, replicas: replicaNodes(d), leaseholder };
 }
 
 /** Node ids of a range's replicas: voters, then the others, each by node id. */
