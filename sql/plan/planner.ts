@@ -26,7 +26,7 @@ import { walkExpr } from '../parser/walk.js';
 import { formatExpr } from '../parser/format.js';
 import type { DeleteStatement, Expr, InsertStatement, SelectStatement, SelectTarget, SortBy, TableName, UpdateStatement } from '../parser/ast.js';
 import { parseExpr } from '../parser/parse.js';
-import { attachSubqueries, needsQueryPlanner, planQuery, withSubqueries } from './query-planner.js';
+import { andAll, applyDmlSubqueries, attachSubqueries, needsQueryPlanner, planQuery, withSubqueries } from './query-planner.js';
 import type { SubqueryCell } from './query-nodes.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { T, formatType, type SqlType } from '../types/type.js';
@@ -753,6 +753,37 @@ function assignFn(c: ExprCompiler, e: Expr, table: TableEntry, ord: number): Eva
   }
 }
 
+/**
+ * The rows an UPDATE / DELETE changes. WHERE conjuncts holding subqueries
+ * filter above the scan (correlated ones read columns an apply node appends;
+ * uncorrelated ones run once, as cells); `setValues` with subqueries are
+ * rewritten the same way and compiled by the returned `setCompiler`, which
+ * reads the widened rows (the mutation writes only the table's columns).
+ */
+function dmlSourceWithSubqueries(ctx: PlanContext, tableName: TableName, alias: string | undefined, where: Expr | undefined, setValues: readonly Expr[], extra: readonly (Expr | undefined)[]) {
+  const hasSub = (e: Expr): boolean => {
+    let found = false;
+    walkExpr(e, (x) => {
+      if (x.kind === 'SubLink') found = true;
+      return !found;
+    });
+    return found;
+  };
+  const conj = conjuncts(where);
+  const subWhere = conj.filter(hasSub);
+  const src = dmlSource(ctx, tableName, alias, andAll(conj.filter((w) => !hasSub(w))), extra);
+  if (subWhere.length === 0 && !setValues.some(hasSub)) return { ...src, setCompiler: src.compiler, setValues };
+  const cells = src.cells ?? [];
+  const a = applyDmlSubqueries(ctx, src.node, src.scope.columns, [...subWhere, ...setValues], cells);
+  let node = a.node;
+  const w = a.exprs.slice(0, subWhere.length);
+  if (w.length > 0) {
+    const pred = a.compiler.compileBool(andAll(w) as Expr, 'WHERE');
+    node = { kind: 'filter', input: node, pred: pred.fn, text: subWhere.map(formatExpr).join(' AND '), columns: node.columns };
+  }
+  return { ...src, node, cells, setCompiler: a.compiler, setValues: a.exprs.slice(subWhere.length) };
+}
+
 function dmlSource(ctx: PlanContext, tableName: TableName, alias: string | undefined, where: Expr | undefined, extra: readonly (Expr | undefined)[]) {
   const sel: SelectStatement = {
     kind: 'Select',
@@ -770,17 +801,17 @@ function dmlSource(ctx: PlanContext, tableName: TableName, alias: string | undef
 export function planUpdate(ctx: PlanContext, s: UpdateStatement): QueryPlan {
   if (s.with !== undefined) throw unimplemented('WITH (common table expressions)');
   if (s.from.length > 0) throw unimplemented('UPDATE … FROM');
-  const src = dmlSource(ctx, s.table, s.alias, s.where, [...s.set.map((x) => x.value), ...s.returning.map((r) => r.expr)]);
+  const src = dmlSourceWithSubqueries(ctx, s.table, s.alias, s.where, s.set.map((x) => x.value), [...s.set.map((x) => x.value), ...s.returning.map((r) => r.expr)]);
   const table = src.table as TableEntry;
   const scan = src.scan as ScanNode;
   // UPDATE needs every column to rewrite the row value.
   scan.needed.fill(1);
   const n = table.desc.columns.length;
   const set: (EvalFn | undefined)[] = new Array(n).fill(undefined);
-  for (const sc of s.set) {
+  s.set.forEach((sc, i) => {
     const ord = targetColumns(table, [sc.column])[0] as number;
-    set[ord] = assignFn(src.compiler, sc.value, table, ord);
-  }
+    set[ord] = assignFn(src.setCompiler, src.setValues[i] as Expr, table, ord);
+  });
   const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
   const node: UpdateNode = { kind: 'update', table, input: withSubqueries(src.node, src.cells ?? []), set, returning: ret.proj, columns: src.scope.columns };
   return { root: node, result: ret.cols, tag: 'UPDATE', schemaVersion: ctx.snapshot.version, writes: true };
@@ -789,7 +820,7 @@ export function planUpdate(ctx: PlanContext, s: UpdateStatement): QueryPlan {
 export function planDelete(ctx: PlanContext, s: DeleteStatement): QueryPlan {
   if (s.with !== undefined) throw unimplemented('WITH (common table expressions)');
   if (s.using.length > 0) throw unimplemented('DELETE … USING');
-  const src = dmlSource(ctx, s.table, s.alias, s.where, s.returning.map((r) => r.expr));
+  const src = dmlSourceWithSubqueries(ctx, s.table, s.alias, s.where, [], s.returning.map((r) => r.expr));
   const table = src.table as TableEntry;
   // RETURNING and index maintenance (the rows' index entries are deleted too) need whole rows.
   if (s.returning.length > 0 || table.desc.indexes.length > 0) (src.scan as ScanNode).needed.fill(1);

@@ -267,7 +267,7 @@ function conjuncts(e: Expr | undefined, out: Expr[] = []): Expr[] {
   return out;
 }
 
-function andAll(es: readonly Expr[]): Expr | undefined {
+export function andAll(es: readonly Expr[]): Expr | undefined {
   if (es.length === 0) return undefined;
   if (es.length === 1) return es[0];
   return { kind: 'BoolExpr', op: 'and', args: es };
@@ -1439,6 +1439,24 @@ export function attachSubqueries(ctx: PlanContext, c: ExprCompiler): SubqueryCel
   const q = new QueryCtx(ctx, new Map(), 'none');
   c.subLinks = (e, hint) => compileSubLink(q, c, e, hint);
   return q.cells;
+}
+
+/**
+ * Correlated subqueries of `exprs` over the rows of `node` (an UPDATE /
+ * DELETE's scan): each becomes a column an apply node appends to the row,
+ * and the expressions are rewritten to read it. The returned compiler reads
+ * the widened rows (and compiles uncorrelated subqueries into `cells`).
+ */
+export function applyDmlSubqueries(ctx: PlanContext, node: PlanNode, columns: readonly ScopeColumn[], exprs: readonly Expr[], cells: SubqueryCell[]): { node: PlanNode; exprs: Expr[]; compiler: ExprCompiler } {
+  const q = new QueryCtx(ctx, new Map(), 'none');
+  q.cells = cells;
+  let rel: Rel = { node, columns };
+  const out = exprs.map((e) => {
+    const a = applyCorrelated(q, rel, e);
+    rel = a.rel;
+    return a.expr;
+  });
+  return { node: rel.node, exprs: out, compiler: compilerFor(q, new Scope(rel.columns)) };
 }
 
 /** `input` preceded by running `cells` (when there are any). */
