@@ -86,6 +86,10 @@ const span = (a: Timestamp, b: Timestamp): string => (tsEqual(a, b) ? formatTime
 const keyIndex = (k: Buffer): number => Number(k.toString('latin1').slice(2));
 
 /** Runs one random transaction on db; returns its log. */
+/** What each worker is doing now (printed by the progress reporter, TXN_NEMESIS_PROGRESS=1). */
+const doing = new Map<string, { what: string; since: number }>();
+const note = (name: string, what: string): void => void doing.set(name.replace(/t\d+$/, ''), { what: `${name} ${what}`, since: Date.now() });
+
 async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: number): Promise<TxnLog> {
   const log: TxnLog = { name, status: 'aborted', commitTs: null, reads: [], scans: [], writes: new Map(), discarded: [] };
   const txn: TxnCoordSender = db.newTxn(rng.bool(0.1) ? { priority: rng.bool() ? 'high' : 'low' } : {});
@@ -105,6 +109,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
     try {
       for (let i = 0; i < nops; i++) {
         const p = plan[i] as number;
+        note(name, `attempt ${attempt} op ${i} (${p}) key ${keysOf[i]}`);
         const k = keysOf[i] as number;
         const v = `${name}.${attempt}.${i}`;
         const b = new KVBatch();
@@ -170,6 +175,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
         log.discarded.push(...written);
         return log;
       }
+      note(name, `attempt ${attempt} ${ending < 12 ? 'rollback' : 'commit'}`);
       if (!committedInBatch) await txn.commit();
       log.status = 'committed';
       log.id = txn.txnId.toString('hex').slice(0, 8);
@@ -251,6 +257,14 @@ export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs:
   const logs: TxnLog[] = [];
   const counts: NemesisCounts = { splits: 0, merges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0 };
   let done = false;
+  const t0 = Date.now();
+  const progress =
+    process.env.TXN_NEMESIS_PROGRESS === '1'
+      ? setInterval(() => {
+          const now = Date.now();
+          console.log(`nemesis progress at ${Math.round((now - t0) / 1000)} s: ${logs.length} txns done; ${JSON.stringify(counts)}; ${[...doing.values()].map((d) => `${d.what} for ${now - d.since} ms`).join('; ')}`);
+        }, 20_000)
+      : null;
   const nem = o.nemesis ? nemesisLoop(c, ds[0] as DistSender, new Prng(o.seed ^ 0x5a5a), o.keys, () => done, counts) : Promise.resolve();
   await Promise.all(
     Array.from({ length: o.workers }, async (_, w) => {
@@ -260,6 +274,8 @@ export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs:
     }),
   );
   done = true;
+  if (progress !== null) clearInterval(progress);
+  doing.clear();
   await nem;
   return { logs, counts };
 }
