@@ -7,10 +7,8 @@
  * nested-loop join — and both must return the same rows (ordered totally).
  */
 import fc from 'fast-check';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type PostgresServer } from '../support/postgres.js';
-import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { startPgPair, type PgPair } from './pg-pair.js';
 
 const corr = fc.constantFrom('c.pid = p.id', 'c.pid <> p.id', 'c.pid >= p.id', 'c.pid = p.id AND c.v > p.n', 'c.pid IS NOT DISTINCT FROM p.n');
 const cmp = fc.constantFrom('=', '<>', '<', '>=');
@@ -31,37 +29,21 @@ const tablesArb = fc.record({
 });
 
 describe('correlated subqueries agree with PostgreSQL', () => {
-  let cairn: TestSqlServer;
-  let pgs: PostgresServer;
-  let a: pg.Client;
-  let b: pg.Client;
+  let pair: PgPair;
   beforeAll(async () => {
-    [cairn, pgs] = await Promise.all([startSqlServer(), startPostgres()]);
-    a = new pg.Client(cairn.url);
-    b = new pg.Client(pgs.url);
-    await Promise.all([a.connect(), b.connect()]);
-    for (const c of [a, b]) {
-      await c.query('CREATE TABLE p (id INT PRIMARY KEY, n INT)');
-      await c.query('CREATE TABLE c (id INT PRIMARY KEY, pid INT, v INT)');
-      await c.query('CREATE INDEX c_pid ON c (pid)');
-    }
+    pair = await startPgPair(['CREATE TABLE p (id INT PRIMARY KEY, n INT)', 'CREATE TABLE c (id INT PRIMARY KEY, pid INT, v INT)', 'CREATE INDEX c_pid ON c (pid)']);
   }, 90_000);
   afterAll(async () => {
-    await Promise.all([a?.end(), b?.end()]);
-    await Promise.all([cairn?.stop(), pgs?.stop()]);
+    await pair?.stop();
   });
 
   it('random correlated queries over random tables', async () => {
     await fc.assert(
       fc.asyncProperty(tablesArb, queryArb, async (t, sql) => {
-        const answers: unknown[] = [];
-        for (const cl of [a, b]) {
-          await cl.query('DELETE FROM p');
-          await cl.query('DELETE FROM c');
-          if (t.p.length > 0) await cl.query(`INSERT INTO p VALUES ${t.p.map((n, i) => `(${i}, ${n ?? 'NULL'})`).join(', ')}`);
-          if (t.c.length > 0) await cl.query(`INSERT INTO c VALUES ${t.c.map((r, i) => `(${i}, ${r.pid ?? 'NULL'}, ${r.v ?? 'NULL'})`).join(', ')}`);
-          answers.push((await cl.query({ text: sql, rowMode: 'array' })).rows);
-        }
+        const fill = ['DELETE FROM p', 'DELETE FROM c'];
+        if (t.p.length > 0) fill.push(`INSERT INTO p VALUES ${t.p.map((n, i) => `(${i}, ${n ?? 'NULL'})`).join(', ')}`);
+        if (t.c.length > 0) fill.push(`INSERT INTO c VALUES ${t.c.map((r, i) => `(${i}, ${r.pid ?? 'NULL'}, ${r.v ?? 'NULL'})`).join(', ')}`);
+        const answers = await pair.both(fill, sql);
         expect(answers[0], sql).toEqual(answers[1]);
       }),
       { numRuns: 80 },

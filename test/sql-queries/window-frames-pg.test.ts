@@ -8,10 +8,8 @@
  * window's ORDER BY may be visited in any order without changing the answer.
  */
 import fc from 'fast-check';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type PostgresServer } from '../support/postgres.js';
-import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { startPgPair, type PgPair } from './pg-pair.js';
 
 type Bound = { rank: number; text: (k: number) => string };
 // Ranks order the bounds: a frame's end never ranks below its start (PostgreSQL rejects that).
@@ -47,20 +45,12 @@ const frameArb = fc
 const rowsArb = fc.array(fc.record({ p: fc.integer({ min: 0, max: 2 }), x: fc.option(fc.integer({ min: 0, max: 6 }), { freq: 5 }) }), { minLength: 0, maxLength: 14 });
 
 describe('window frames agree with PostgreSQL', () => {
-  let cairn: TestSqlServer;
-  let pgs: PostgresServer;
-  let a: pg.Client;
-  let b: pg.Client;
+  let pair: PgPair;
   beforeAll(async () => {
-    [cairn, pgs] = await Promise.all([startSqlServer(), startPostgres()]);
-    a = new pg.Client(cairn.url);
-    b = new pg.Client(pgs.url);
-    await Promise.all([a.connect(), b.connect()]);
-    for (const c of [a, b]) await c.query('CREATE TABLE wf (id INT PRIMARY KEY, p INT, x INT)');
+    pair = await startPgPair(['CREATE TABLE wf (id INT PRIMARY KEY, p INT, x INT)']);
   }, 90_000);
   afterAll(async () => {
-    await Promise.all([a?.end(), b?.end()]);
-    await Promise.all([cairn?.stop(), pgs?.stop()]);
+    await pair?.stop();
   });
 
   it('sum / count / min / max over random frames and tables', async () => {
@@ -68,12 +58,7 @@ describe('window frames agree with PostgreSQL', () => {
       fc.asyncProperty(rowsArb, frameArb, async (rows, frame) => {
         const values = rows.map((r, i) => `(${i}, ${r.p}, ${r.x ?? 'NULL'})`).join(', ');
         const sql = `SELECT id, sum(id) OVER w, count(*) OVER w, min(id) OVER w, max(x) OVER w FROM wf WINDOW w AS (${frame}) ORDER BY id`;
-        const answers: unknown[] = [];
-        for (const c of [a, b]) {
-          await c.query('DELETE FROM wf');
-          if (rows.length > 0) await c.query(`INSERT INTO wf VALUES ${values}`);
-          answers.push((await c.query({ text: sql, rowMode: 'array' })).rows);
-        }
+        const answers = await pair.both(['DELETE FROM wf', ...(rows.length > 0 ? [`INSERT INTO wf VALUES ${values}`] : [])], sql);
         expect(answers[0], sql).toEqual(answers[1]);
       }),
       { numRuns: 60 },
