@@ -69,6 +69,13 @@ export interface IndexDesc {
    * are applied (the first step of an add, the last of a drop).
    */
   readonly state?: IndexState;
+  /**
+   * Created by a FOREIGN KEY for its referencing columns (sql/schema/
+   * foreign-keys.ts): kept out of pg_catalog, since PostgreSQL has no such
+   * index and ORMs would drop it, and dropped with the last constraint
+   * using it.
+   */
+  readonly implicit?: boolean;
 }
 
 export type IndexState = 'delete_only' | 'write_only' | 'public';

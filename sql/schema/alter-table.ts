@@ -50,7 +50,7 @@ import { assignCast } from '../sem/datum.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
 import { backfillIndex, buildIndexDesc, defaultIndexName, putDescriptor, schemaSnapshot, type DdlResult } from './index-ddl.js';
 import { scanRows } from './row-scan.js';
-import { addForeignKeys, checkColumnUnreferenced, checkIndexUnreferenced, validateForeignKey } from './foreign-keys.js';
+import { addForeignKeys, checkColumnUnreferenced, checkIndexUnreferenced, unusedImplicitIndexes, validateForeignKey } from './foreign-keys.js';
 import { addPrimaryKeyIndex, alterPrimaryKey } from './primary-key.js';
 
 function resolve(snap: CatalogSnapshot, database: string, name: { catalog?: string | undefined; name: string }): TableEntry | undefined {
@@ -244,6 +244,9 @@ class Alter {
   dropConstraint(name: string, ifExists: boolean): void {
     if ((this.d.foreignKeys ?? []).some((f) => f.name === name)) {
       this.d = { ...this.d, foreignKeys: (this.d.foreignKeys ?? []).filter((f) => f.name !== name) };
+      const unused = unusedImplicitIndexes(this.d);
+      for (const ix of unused) this.dropIndexData(ix.id);
+      this.d = { ...this.d, indexes: this.d.indexes.filter((ix) => !unused.includes(ix)) };
       return;
     }
     if (this.d.checks.some((c) => c.name === name)) {

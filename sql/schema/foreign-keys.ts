@@ -20,7 +20,10 @@
  *     rows referencing a parent key are one span (CockroachDB's rule): if no
  *     index (primary or secondary) has that prefix, one is added, named
  *     `<table>_<cols>_idx` as PostgreSQL would name it — on a populated table
- *     it is backfilled in the statement's transaction (alter-table.ts).
+ *     it is backfilled in the statement's transaction (alter-table.ts). It is
+ *     marked `implicit`: hidden from pg_catalog (PostgreSQL has none; ORMs
+ *     that diff indexes would drop it) and dropped with the last constraint
+ *     that uses it (unusedImplicitIndexes).
  * ADD CONSTRAINT validates every existing row (23503 with the first missing
  * key) unless NOT VALID (then convalidated = false).
  */
@@ -126,7 +129,7 @@ export function addForeignKeys(snap: CatalogSnapshot, d: TableDesc, specs: reado
     if (!hasIndex) {
       const taken2 = (n: string): boolean => n === desc.name || constraintNames(desc).has(n) || snap.tablesOf(desc.parentId).some((t) => t.desc.id !== desc.id && (t.desc.name === n || t.desc.indexes.some((x) => x.name === n)));
       const ixName = defaultIndexName(desc.name, s.columns, false, taken2);
-      const ix = buildIndexDesc(desc, ixName, false, s.columns.map((c) => ({ column: c, expr: undefined, dir: 'default', nulls: 'default' })), []);
+      const ix: IndexDesc = { ...buildIndexDesc(desc, ixName, false, s.columns.map((c) => ({ column: c, expr: undefined, dir: 'default', nulls: 'default' })), []), implicit: true };
       desc = { ...desc, indexes: [...desc.indexes, ix], nextIndexId: ix.id + 1 };
       new IndexCodec(desc, ix, new RowCodec(desc)); // key types must have a key encoding (0A000)
       newIndexes.push(ix);
@@ -246,4 +249,10 @@ export function truncateTargets(named: readonly TableEntry[], cascade: boolean):
     }
   }
   return { tables, notices };
+}
+
+/** Implicit FK indexes of `d` that none of its foreign keys needs any more (DROP CONSTRAINT). */
+export function unusedImplicitIndexes(d: TableDesc): IndexDesc[] {
+  const fks = d.foreignKeys ?? [];
+  return d.indexes.filter((ix) => ix.implicit === true && !fks.some((f) => prefixOrder(ix.keyColumnIds, f.columnIds) !== undefined));
 }

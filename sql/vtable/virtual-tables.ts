@@ -88,7 +88,8 @@ function colType(c: ColumnDesc): SqlType {
 }
 
 function publicIndexes(d: TableDesc): IndexDesc[] {
-  const all = [d.primaryIndex, ...d.indexes.filter((i) => i.state === undefined || i.state === 'public')];
+  // Implicit foreign-key indexes (descriptor.ts) have no PostgreSQL counterpart.
+  const all = [d.primaryIndex, ...d.indexes.filter((i) => (i.state === undefined || i.state === 'public') && i.implicit !== true)];
   // A table without a declared primary key keys on the hidden rowid: no pg_index row for it.
   return all.filter((i) => i.keyColumnIds.every((id) => attnum(d, id) > 0));
 }
