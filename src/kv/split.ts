@@ -69,6 +69,12 @@ export async function allocateRangeId(db: Sender): Promise<number> {
       await send(db, [{ kind: 'cput', key: RANGE_ID_GENERATOR_KEY, value: u64Bytes(next), expected: cur, allowIfDoesNotExist: false }]);
       return next;
     } catch (e) {
+      if (e instanceof CairnError && e.ambiguous) {
+        // Our increment may or may not have happened: allocate afresh (an id
+        // lost this way is never used; a late apply of ours fails its condition).
+        cur = ((await send(db, [{ kind: 'get', key: RANGE_ID_GENERATOR_KEY }]))[0] as GetResponse).value;
+        continue;
+      }
       if (!(e instanceof ConditionFailedError)) throw e;
       cur = e.actual; // a concurrent allocation: try above it, no second read
     }
@@ -188,6 +194,19 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
   // once, each first conditioned on what a split leaves there (nothing at the
   // split key; the pre-split descriptor at the range's end).
   const before: RangeDescriptor = { ...res.left, endKey: res.right.endKey, generation: res.left.generation - 1 };
-  await Promise.all([fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))]);
+  await Promise.all([fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))]).catch(async (e: unknown) => {
+    // fixMeta2 is idempotent: after an ambiguous or transient failure (r1's
+    // lease moving) it is simply run again from a fresh read, bounded.
+    for (let attempt = 1; ; attempt++) {
+      if (!(e instanceof CairnError) || !(e.ambiguous || e.retryable) || attempt > MAX_TRANSIENT_RETRIES) throw e;
+      await sleep(Math.min(500, 20 * attempt));
+      try {
+        await Promise.all([fixMeta2(db, res.left), fixMeta2(db, res.right)]);
+        return;
+      } catch (again) {
+        e = again;
+      }
+    }
+  });
   return res;
 }

@@ -24,13 +24,18 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requestInit } from '../../src/server/admin-client.js';
 import type { RangeChecksums } from '../../src/server/node.js';
 import { httpRequest, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
 
-export const REPO_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+/** The repository root, from the source (test/support/) or from its compiled copy (dist/test/support/). */
+function repoRoot(): string {
+  const up = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+  return basename(up) === 'dist' && existsSync(join(up, '..', 'package.json')) ? resolve(up, '..') : up;
+}
+export const REPO_ROOT = repoRoot();
 export const MAIN_JS = join(REPO_ROOT, 'dist/src/cli/main.js');
 
 /** Flags that make a test cluster fast: 20 ms ticks (election 200 ms), 2 s leases and liveness. */
