@@ -9,14 +9,16 @@
  *     bytea→bytes, numeric→bytes of key-decimal.ts (order-preserving),
  *     interval→the same of its span in µs (months as 30 days: PostgreSQL's
  *     interval_cmp_value, so '1 mon' = '30 days' as keys too).
+ *     jsonb and arrays→bytes of key-containers.ts (PostgreSQL's orders).
  *     Not key-encodable: json (42704, as PostgreSQL: no btree operator
- *     class), jsonb and arrays (0A000: their orders are not implemented).
+ *     class), nor arrays of it.
  *
  *     Composite key columns (CockroachDB's term): numeric and interval keys
  *     lose what their order ignores (the display scale of 1.50; '1 day' vs
  *     '24:00:00'), so when a value differs from what its key decodes to it is
  *     also written into the row value, under its column id, and decodeValue
- *     (always after decodeKey) puts it back.
+ *     (always after decodeKey) puts it back. jsonb and array keys are not
+ *     decoded from the key at all: their value is always in the row value.
  *
  * Value: every non-key column that is not NULL, in column-id order:
  *
@@ -50,6 +52,8 @@ import { typeFromOid, Oid, type SqlType } from '../types/type.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { Interval } from '../types/interval.js';
 import { decodeDecimalKey, encodeDecimalKey } from './key-decimal.js';
+import { encodeArrayKey, encodeJsonbKey } from './key-containers.js';
+import type { Jsonb } from '../types/datum.js';
 import { datumFromText, datumToText, type Datum } from '../sem/datum.js';
 import type { ColumnType, TableDesc } from '../catalog/descriptor.js';
 
@@ -73,7 +77,7 @@ function isStringFamily(t: SqlType): boolean {
   return t.family === 'string' || t.family === 'uuid' || t.family === 'json';
 }
 
-type KeyKind = 'bool' | 'int' | 'float' | 'string' | 'bytes' | 'decimal' | 'interval';
+type KeyKind = 'bool' | 'int' | 'float' | 'string' | 'bytes' | 'decimal' | 'interval' | 'jsonb' | 'array';
 
 function keyKindOf(t: SqlType): KeyKind {
   switch (t.family) {
@@ -83,6 +87,11 @@ function keyKindOf(t: SqlType): KeyKind {
       return 'decimal';
     case 'interval':
       return 'interval';
+    case 'jsonb':
+      return 'jsonb';
+    case 'array':
+      keyKindOf(t.arrayElem as SqlType); // the elements must be key-encodable too
+      return 'array';
     case 'int':
     case 'oid':
     case 'date':
@@ -101,7 +110,43 @@ function keyKindOf(t: SqlType): KeyKind {
         hint: 'You must specify an operator class for the index or define a default operator class for the data type.',
       });
     default:
-      throw unimplemented(`key column of type ${t.family === 'array' ? 'array' : t.family}`);
+      throw unimplemented(`key column of type ${t.family}`);
+  }
+}
+
+/** Appends a non-NULL key datum of kind `kind` (type `t`) in direction `dir`. */
+function appendKeyValue(w: KeyWriter, kind: KeyKind, t: SqlType, d: Datum, dir: Direction): void {
+  switch (kind) {
+    case 'bool':
+      w.appendBool(d as boolean, dir);
+      return;
+    case 'int':
+      w.appendInt(d as number | bigint, dir);
+      return;
+    case 'float':
+      w.appendFloat(d as number, dir);
+      return;
+    case 'string':
+      w.appendString(d as string, dir);
+      return;
+    case 'bytes':
+      w.appendBytes(d as Buffer, dir);
+      return;
+    case 'decimal':
+      w.appendBytes(encodeDecimalKey(d as Decimal), dir);
+      return;
+    case 'interval':
+      w.appendBytes(encodeDecimalKey(Decimal.of((d as Interval).span())), dir);
+      return;
+    case 'jsonb':
+      w.appendBytes(encodeJsonbKey((d as Jsonb).value), dir);
+      return;
+    case 'array': {
+      const et = t.arrayElem as SqlType;
+      const ek = keyKindOf(et);
+      w.appendBytes(encodeArrayKey(d as readonly Datum[], (ew, e) => appendKeyValue(ew, ek, et, e, 'asc')), dir);
+      return;
+    }
   }
 }
 
@@ -115,7 +160,13 @@ function compositeRemainder(kind: KeyKind, d: Datum): Datum | undefined {
     const v = d as Interval;
     return v.months !== 0 || v.days !== 0 ? v : undefined;
   }
+  // Not decoded from the key at all (key-containers.ts): always in the value.
+  if (kind === 'jsonb' || kind === 'array') return d;
   return undefined;
+}
+
+function isComposite(kind: KeyKind): boolean {
+  return kind === 'decimal' || kind === 'interval' || kind === 'jsonb' || kind === 'array';
 }
 
 export class RowCodec {
@@ -148,7 +199,7 @@ export class RowCodec {
     this.valueIds = vals.map((x) => x.id);
     this.ordByValueId = new Int32Array(table.nextColumnId + 1).fill(-1);
     for (const v of vals) this.ordByValueId[v.id] = v.i;
-    const composite = this.pkKinds.map((k, p) => ({ p, k })).filter((x) => x.k === 'decimal' || x.k === 'interval');
+    const composite = this.pkKinds.map((k, p) => ({ p, k })).filter((x) => isComposite(x.k));
     composite.sort((a, b) => (table.columns[this.pkOrdinals[a.p] as number]?.id ?? 0) - (table.columns[this.pkOrdinals[b.p] as number]?.id ?? 0));
     this.compositePositions = composite.map((x) => x.p);
     for (const { p } of composite) {
@@ -165,29 +216,7 @@ export class RowCodec {
       w.appendNull(dir);
       return;
     }
-    switch (this.pkKinds[p] as KeyKind) {
-      case 'bool':
-        w.appendBool(d as boolean, dir);
-        return;
-      case 'int':
-        w.appendInt(d as number | bigint, dir);
-        return;
-      case 'float':
-        w.appendFloat(d as number, dir);
-        return;
-      case 'string':
-        w.appendString(d as string, dir);
-        return;
-      case 'bytes':
-        w.appendBytes(d as Buffer, dir);
-        return;
-      case 'decimal':
-        w.appendBytes(encodeDecimalKey(d as Decimal), dir);
-        return;
-      case 'interval':
-        w.appendBytes(encodeDecimalKey(Decimal.of((d as Interval).span())), dir);
-        return;
-    }
+    appendKeyValue(w, this.pkKinds[p] as KeyKind, this.types[this.pkOrdinals[p] as number] as SqlType, d, dir);
   }
 
   /** The primary key of a full row. */
@@ -310,6 +339,12 @@ export class RowCodec {
           out[ord] = b === null ? null : new Interval(0, 0, decodeDecimalKey(b).toNumber());
           break;
         }
+        case 'jsonb':
+        case 'array':
+          // Composite, always: decodeValue (which follows) supplies the value.
+          r.readBytes();
+          out[ord] = null;
+          break;
       }
     }
   }
