@@ -290,9 +290,18 @@ function distinctKeys(t: TableEntry, rows: readonly Row[], ords: readonly number
   return m;
 }
 
-/** Checks the parents of the changed rows' outbound foreign keys (one batch for all of them). */
-async function checkOutbound(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[]): Promise<void> {
-  const b = new KVBatch();
+/**
+ * The parent lookups of the changed rows' outbound foreign keys: `add`
+ * appends them to a batch (after the statement's writes, so a self-reference
+ * sees the rows just written), `verify` checks their results (23503 on the
+ * first missing parent). Undefined when no row needs a check.
+ */
+export interface OutboundChecks {
+  add(b: KVBatch): void;
+  verify(res: readonly (KVResult | undefined)[]): void;
+}
+
+export function outboundChecks(table: TableEntry, changes: readonly RowChange[]): OutboundChecks | undefined {
   const asked: { ref: FkRef; vals: Datum[] }[] = [];
   for (const ref of table.outboundFks) {
     const p = planOf(ref);
@@ -305,22 +314,39 @@ async function checkOutbound(ctx: ExecCtx, table: TableEntry, changes: readonly 
       const s = keyText(table, p.childOrds, vals);
       if (seen.has(s)) continue;
       seen.add(s);
-      addParentLookup(b, ref, vals);
       asked.push({ ref, vals });
     }
   }
-  if (asked.length === 0) return;
-  const res = await ctx.txn.run(b);
-  asked.forEach((a, i) => {
-    if (!found(res[i])) throw missingParentError(a.ref, a.vals);
-  });
+  if (asked.length === 0) return undefined;
+  return {
+    add: (b) => {
+      for (const a of asked) addParentLookup(b, a.ref, a.vals);
+    },
+    verify: (res) =>
+      asked.forEach((a, i) => {
+        if (!found(res[i])) throw missingParentError(a.ref, a.vals);
+      }),
+  };
 }
 
-/** Enforces the foreign keys touched by `changes` to `table` (already written), cascading through `apply`. */
-export async function enforceForeignKeys(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[], apply: ApplyChanges, depth = 0): Promise<void> {
+/** Checks the parents of the changed rows' outbound foreign keys (one batch for all of them). */
+async function checkOutbound(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[]): Promise<void> {
+  const checks = outboundChecks(table, changes);
+  if (checks === undefined) return;
+  const b = new KVBatch();
+  checks.add(b);
+  checks.verify(await ctx.txn.run(b));
+}
+
+/**
+ * Enforces the foreign keys touched by `changes` to `table` (already
+ * written), cascading through `apply`; `outboundDone` when the caller sent
+ * the outbound checks with the writes (outboundChecks).
+ */
+export async function enforceForeignKeys(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange[], apply: ApplyChanges, depth = 0, outboundDone = false): Promise<void> {
   if (changes.length === 0) return;
   if (depth > MAX_DEPTH) throw new SqlError('sql.program_limit_exceeded', '54000', `foreign key cascade on table "${table.desc.name}" exceeds ${MAX_DEPTH} levels`);
-  await checkOutbound(ctx, table, changes);
+  if (!outboundDone) await checkOutbound(ctx, table, changes);
   for (const ref of table.inboundFks) {
     const p = planOf(ref);
     // Parent keys this statement removed, each with its replacement row (UPDATE) or null (DELETE).

@@ -27,7 +27,7 @@ import type { EvalFn } from '../sem/expr.js';
 import type { DeleteNode, InsertNode, UpdateNode } from '../plan/plan-node.js';
 import { open, projectRows, type ExecCtx, type Row } from './operators.js';
 import { IndexWrites, indexUniqueViolation } from './index-writes.js';
-import { enforceForeignKeys, hasForeignKeys, type RowChange } from './fk-actions.js';
+import { enforceForeignKeys, hasForeignKeys, outboundChecks, type OutboundChecks, type RowChange } from './fk-actions.js';
 
 export interface MutationResult {
   readonly count: number;
@@ -81,17 +81,23 @@ function uniqueViolation(table: TableEntry, row: Row | undefined): SqlError {
 }
 
 /**
- * Sends a statement's writes; with foreign keys on the table, runs the batch,
- * enforces them (fk-actions.ts: checks and cascades read after the writes),
- * then commits when asked — otherwise the batch commits in one round.
+ * Sends a statement's writes; with foreign keys on the table, the batch also
+ * carries the parent lookups of its outbound keys (after the writes, so they
+ * read them) and is run, not committed; then the referenced side is enforced
+ * (fk-actions.ts: checks and cascades read after the writes) and the
+ * transaction commits when asked. Without foreign keys the batch commits in
+ * one round.
  */
 async function finish(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites, changes: () => RowChange[]): Promise<void> {
   if (!hasForeignKeys(table)) {
     await write(ctx, b, commit, table, rowOfKey, ix);
     return;
   }
-  await write(ctx, b, false, table, rowOfKey, ix);
-  await enforceForeignKeys(ctx, table, changes(), (t, c) => applyChanges(ctx, t, c));
+  // The parent lookups ride in the write batch (after the writes); referenced-side work follows it.
+  const ch = changes();
+  const outbound = outboundChecks(table, ch);
+  await write(ctx, b, false, table, rowOfKey, ix, outbound);
+  if (table.inboundFks.length > 0) await enforceForeignKeys(ctx, table, ch, (t, c) => applyChanges(ctx, t, c), 0, true);
   if (commit) await ctx.txn.commit();
 }
 
@@ -134,11 +140,16 @@ async function applyChanges(ctx: ExecCtx, table: TableEntry, changes: readonly R
   await write(ctx, b, false, table, rowOfKey, ix);
 }
 
-async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites): Promise<void> {
+async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites, checks?: OutboundChecks): Promise<void> {
   ix.flush(b);
+  const first = b.length;
+  checks?.add(b);
   try {
     if (commit) await ctx.txn.commitInBatch(b);
-    else if (b.length > 0) await ctx.txn.run(b);
+    else if (b.length > 0) {
+      const res = await ctx.txn.run(b);
+      checks?.verify(res.slice(first));
+    }
   } catch (e) {
     if (e instanceof CairnError && e.code === 'kv.condition_failed') {
       const key = (e as CairnError & { key?: Buffer }).key;
