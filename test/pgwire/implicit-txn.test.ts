@@ -121,6 +121,22 @@ describe('the implicit transaction of the extended protocol', () => {
     }
   });
 
+  it('a commit that fails at Sync is reported there (40001 after both CommandCompletes); nothing is written', async () => {
+    const c = await RawConn.open(srv.port);
+    try {
+      c.send(serialize.parse({ name: 'ins', text: 'INSERT INTO t VALUES ($1, $2)', types: [] }), serialize.flush());
+      await c.until((ms) => ms.some((m) => m.name === 'parseComplete'));
+      srv.kv.injectRetryErrors(1);
+      c.send(...insert(1, 'one'), ...insert(2, 'two'), serialize.sync());
+      const ms = await c.take();
+      expect(names(ms).filter((n) => n !== 'parseComplete')).toEqual(['bindComplete', 'complete:INSERT 0 1', 'bindComplete', 'complete:INSERT 0 1', 'error:40001', 'readyForQuery']);
+      expect(ms[ms.length - 1]).toMatchObject({ status: 'I' });
+      expect(await count()).toBe(0);
+    } finally {
+      c.close();
+    }
+  });
+
   it('a later statement of the batch reads the earlier ones\' writes; ROLLBACK ends the batch\'s transaction', async () => {
     const c = await RawConn.open(srv.port);
     try {
