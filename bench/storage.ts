@@ -58,7 +58,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LevelEngine } from '../storage/level-engine.js';
-import { mvccGetSync, mvccPrefetch, mvccPut, mvccScan } from '../storage/mvcc.js';
+import { DEFAULT_INLINE_VALUE_LIMIT, mvccGetSync, mvccPrefetch, mvccPut, mvccScan, setInlineValueLimit } from '../storage/mvcc.js';
 import type { Timestamp } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
 
@@ -79,6 +79,9 @@ function arg(name: string, dflt: number): number {
 }
 
 const KEYS = arg('keys', 1_000_000);
+/** Values longer than this go out of line (`--inline-limit N`, or `inf`: all inline). */
+const INLINE_LIMIT = process.argv.includes('--inline-limit') && process.argv[process.argv.indexOf('--inline-limit') + 1] === 'inf' ? Infinity : arg('inline-limit', DEFAULT_INLINE_VALUE_LIMIT);
+setInlineValueLimit(INLINE_LIMIT);
 const RUNS = arg('runs', 1);
 /** Fresh keys are drawn from this many keys above the loaded ones. */
 const FRESH_SPACE = 1 << 30;
@@ -154,7 +157,7 @@ async function main(): Promise<void> {
   const rng = new Prng(42);
   let wall = 1_700_000_000_000_000;
   const nextTs = (): Timestamp => ({ wall: ++wall, logical: 0 });
-  console.log(`bench/storage: ${KEYS.toLocaleString('en-US')} keys × 1 KB, ${SECONDS} s per measurement, in ${base}`);
+  console.log(`bench/storage: ${KEYS.toLocaleString('en-US')} keys × 1 KB, ${SECONDS} s per measurement, inline value limit ${INLINE_LIMIT}, in ${base}`);
 
   try {
     let t0 = performance.now();

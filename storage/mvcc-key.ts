@@ -111,6 +111,20 @@ export function decodeMvccKey(engineKey: Buffer): MvccKey {
   return { key, ts: { wall: hi * TWO_POW_32 + lo, logical } };
 }
 
+/**
+ * The timestamp of an engine key whose prefix length is `prefixLen` (from
+ * mvccKeyPrefixLen), without decoding its user key; undefined for a metadata
+ * key. Throws CorruptionError for a suffix of the wrong length.
+ */
+export function mvccKeyTs(engineKey: Buffer, prefixLen: number): Timestamp | undefined {
+  const rest = engineKey.length - prefixLen;
+  if (rest === 0) return undefined;
+  if (rest !== SUFFIX_LEN) throw corrupt(engineKey, `timestamp suffix of ${rest} bytes`);
+  const hi = ~engineKey.readUInt32BE(prefixLen) >>> 0;
+  const lo = ~engineKey.readUInt32BE(prefixLen + 4) >>> 0;
+  return { wall: hi * TWO_POW_32 + lo, logical: ~engineKey.readUInt32BE(prefixLen + 8) >>> 0 };
+}
+
 function corrupt(engineKey: Buffer, why: string): CorruptionError {
   return new CorruptionError(`storage: corrupt MVCC key ${engineKey.toString('hex')}: ${why}`);
 }

@@ -6,20 +6,29 @@
  * key (layout and rationale in mvcc-value.ts).
  *
  *     metadata engine key  "k"      -> head: intent? + newest committed version
- *                                      (+ value) + index of the next ≤ 16 older
- *                                      versions + summary of the rest (tail)
- *     version engine keys  "k"/ts   -> older committed versions, newest first
+ *                                      (its value inline, or its length when the
+ *                                      value is out of line) + index of the next
+ *                                      ≤ 16 older versions + summary of the rest
+ *     version engine keys  "k"/ts   -> committed versions, newest first: an
+ *                                      out-of-line newest one, then older ones
  *
- * Read cost: a point read at or above the newest version is ONE getSync; a
- * read of an indexed older version is two; only a read below the index (older
- * than the key's newest 17 versions) seeks an iterator. Scans iterate the span
- * in chunks (one await per chunk), decode only the heads, and fetch an older
- * version by getSync (or, below the index, one seek) when the read needs one.
+ * Read cost: a point read at or above the newest version is ONE getSync when
+ * its value is inline, two getSyncs of adjacent keys when it is out of line
+ * (the second finds its block cached); a read of an indexed older version is
+ * one getSync more; only a read below the index (older than the key's newest
+ * 17 versions) seeks an iterator. Scans iterate the span in chunks (one await
+ * per chunk), decode only the heads, take an out-of-line newest value from the
+ * entry next to its head, and fetch an older version by getSync (or, below
+ * the index, one seek) when the read needs one.
  *
  * Write path: every write reads the head (getSync through the batch), plans
  * the new head as a pure function (planWrite / planResolve / planGc — so a
- * failed check leaves the batch untouched), then writes the head, and when a
- * committed version is displaced, that version at its versioned key.
+ * failed check leaves the batch untouched), then writes the head; a new value
+ * longer than the inline value limit is written once at its own version key,
+ * and an inline committed version displaced by a newer one is written at its
+ * version key (an out-of-line one already is: displacing it writes nothing).
+ * Why (issue 2): LevelDB's compaction cost follows the bytes written, and an
+ * inline value is written twice over its life (mvcc-value.ts has the numbers).
  *
  * Conventions (CockroachDB semantics unless noted):
  *   - Reads at `ts` see the newest committed version ≤ ts. A committed version
@@ -57,6 +66,7 @@
  *   mvccGarbageCollectRange(rw, start, end, threshold, stats?)              async
  *   mvccPrefetch(batch, keys)                                               async
  *   computeStats(r, start, end)                                             async
+ *   setInlineValueLimit(n), setHistoryIndexLimit(n)                         knobs (tests, benchmarks)
  * Errors: WriteTooOldError, WriteIntentError, ReadWithinUncertaintyIntervalError,
  * ConditionFailedError, HistoryNotIndexedError (mvcc.*), CorruptionError
  * (storage.corruption).
@@ -65,7 +75,7 @@ import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { formatTimestamp, tsEqual, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
 import type { Entry, ReadWriter, Reader, WriteBatch } from './engine.js';
-import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccUserKey } from './mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccKeyTs, mvccUserKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, versionLen, type CommittedVersion, type Head, type HeadVersion, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
 
@@ -439,7 +449,8 @@ function getResult(o: { kv: MvccKeyValue | null; intent: Intent | null }, opts: 
 
 /**
  * Reads `key` at `ts` synchronously: one getSync when the newest version
- * answers, two for an indexed older version. A read below the index (older
+ * answers with an inline value, two when its value is out of line or an
+ * indexed older version answers. A read below the index (older
  * than the head's newest `setHistoryIndexLimit` versions) throws
  * HistoryNotIndexedError: retry it with mvccGet.
  */
@@ -584,8 +595,9 @@ async function forEachHead(
 /** The out-of-line value `c` of the head at `metaKey` if `e` is its stored version, else undefined. */
 function storedNewest(metaKey: Buffer, c: HeadVersion, e: Entry): Buffer | undefined {
   const k = e.key;
-  if (mvccKeyPrefixLen(k) !== metaKey.length || k.compare(metaKey, 0, metaKey.length, 0, metaKey.length) !== 0) return undefined;
-  const vts = decodeMvccKey(k).ts;
+  const plen = mvccKeyPrefixLen(k);
+  if (plen !== metaKey.length || k.compare(metaKey, 0, plen, 0, plen) !== 0) return undefined;
+  const vts = mvccKeyTs(k, plen);
   if (vts === undefined || !tsEqual(vts, c.ts)) return undefined;
   const v = decodeVersion(k, e.value);
   return v !== null && v.length === versionLen(c) ? v : undefined;

@@ -11,11 +11,13 @@ import { join } from 'node:path';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { WriteBatch, type EngineIterator, type IterOptions, type Reader } from '../../storage/engine.js';
-import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen, mvccKeyTs } from '../../storage/mvcc-key.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, type Head } from '../../storage/mvcc-value.js';
 import {
   HistoryNotIndexedError,
   setHistoryIndexLimit,
+  setInlineValueLimit,
+  DEFAULT_INLINE_VALUE_LIMIT,
   mvccDelete,
   type ReadWithinUncertaintyIntervalError,
   computeStats,
@@ -107,11 +109,17 @@ class CountingReader implements Reader {
 }
 
 describe('corruption is never returned', () => {
-  it('after any single bit flip in any stored value, reads either fail with CorruptionError or return what they returned before (property)', async () => {
+  // Inline newest values, and out-of-line ones (limit 8: the 9-byte values go out of line, every other one stays).
+  it.each([Infinity, 8])('after any single bit flip in any stored value, reads either fail with CorruptionError or return what they returned before, inline value limit %s (property)', async (limit) => {
     const base = new MemoryEngine();
     const batch = base.newBatch();
-    for (let i = 0; i < 6; i++) for (let v = 1; v <= 3; v++) mvccPut(batch, b(`k${i}`), ts(v * 10 + i), b(`value-${i}-${v}`));
-    mvccPut(batch, b('k9'), ts(50), b('intent'), { txn: { id: Buffer.alloc(16, 7), epoch: 0, writeTimestamp: ts(50), sequence: 1, key: b('k9') } });
+    setInlineValueLimit(limit);
+    try {
+      for (let i = 0; i < 6; i++) for (let v = 1; v <= 3; v++) mvccPut(batch, b(`k${i}`), ts(v * 10 + i), b(i % 2 === 0 ? `value-${i}-${v}` : `v${i}${v}`));
+      mvccPut(batch, b('k9'), ts(50), b('intent'), { txn: { id: Buffer.alloc(16, 7), epoch: 0, writeTimestamp: ts(50), sequence: 1, key: b('k9') } });
+    } finally {
+      setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
+    }
     await base.write(batch);
     const entries = (await dump(base)).map((line) => line.split('=').map((h) => Buffer.from(h, 'hex')) as [Buffer, Buffer]);
     const readAll = async (r: Reader, at: number): Promise<string> => {
@@ -144,6 +152,35 @@ describe('corruption is never returned', () => {
 });
 
 describe('read cost', () => {
+  it('out of line: a current read is two getSyncs, displacing it writes nothing, and a scan reads it without a getSync, either way', async () => {
+    const e = new MemoryEngine();
+    setInlineValueLimit(2);
+    try {
+      const batch = e.newBatch();
+      mvccPut(batch, b('j'), ts(10), b('j-long'));
+      for (let i = 1; i <= 3; i++) mvccPut(batch, b('k'), ts(i * 10), b(`long-${i}`));
+      mvccPut(batch, b('l'), ts(10), b('l'));
+      await e.write(batch);
+      // k: head + one entry per version, each written once; "l" (short) stays inline.
+      expect((await dump(e)).length).toBe(2 + 4 + 1);
+      const r = new CountingReader(e);
+      expect(mvccGetSync(r, b('k'), ts(100)).value?.value?.toString()).toBe('long-3');
+      expect(r.gets).toBe(2);
+      expect(mvccGetSync(r, b('k'), ts(15)).value?.value?.toString()).toBe('long-1');
+      expect(r.gets).toBe(4);
+      for (const reverse of [false, true]) {
+        const res = await mvccScan(r, b('a'), b('z'), ts(100), { reverse });
+        expect(res.kvs.map((kv) => `${kv.key.toString()}=${kv.value?.toString()}`)).toEqual(reverse ? ['l=l', 'k=long-3', 'j=j-long'] : ['j=j-long', 'k=long-3', 'l=l']);
+      }
+      expect(r.gets).toBe(4);
+      const w = e.newBatch();
+      mvccPut(w, b('k'), ts(40), b('long-4'));
+      expect(w.count).toBe(2);
+    } finally {
+      setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
+    }
+  });
+
   it('a current read is one getSync, a historical read two, and no point read creates an iterator', async () => {
     const e = new MemoryEngine();
     const batch = e.newBatch();
@@ -311,14 +348,28 @@ describe('LevelEngine persistence', () => {
 });
 
 describe('binary user keys', () => {
-  it('scans return keys with 0x00 and 0xff bytes in bytewise order, forward and reverse (property)', async () => {
+  it('mvccKeyTs reads the timestamp suffix of any engine key as decodeMvccKey does (property)', () => {
+    fc.assert(
+      fc.property(bytesArb(12), fc.option(tsArb, { nil: undefined }), (k, t) => {
+        const ek = encodeMvccKey(k, t);
+        expect(mvccKeyTs(ek, mvccKeyPrefixLen(ek))).toEqual(decodeMvccKey(ek).ts);
+      }),
+    );
+  });
+
+  it('scans return keys with 0x00 and 0xff bytes in bytewise order, forward and reverse, values inline or out of line (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(bytesArb(6), { minLength: 1, maxLength: 20, comparator: (x, y) => x.equals(y) }), async (keys) => {
+      fc.asyncProperty(fc.uniqueArray(bytesArb(6), { minLength: 1, maxLength: 20, comparator: (x, y) => x.equals(y) }), fc.constantFrom(Infinity, 0, 3), async (keys, limit) => {
         const e = new MemoryEngine();
         const batch = e.newBatch();
-        for (const k of keys) {
-          mvccPut(batch, k, ts(1), k);
-          mvccPut(batch, k, ts(2), Buffer.concat([k, k]));
+        setInlineValueLimit(limit);
+        try {
+          for (const k of keys) {
+            mvccPut(batch, k, ts(1), k);
+            mvccPut(batch, k, ts(2), Buffer.concat([k, k]));
+          }
+        } finally {
+          setInlineValueLimit(DEFAULT_INLINE_VALUE_LIMIT);
         }
         await e.write(batch);
         const sorted = [...keys].sort(Buffer.compare);
