@@ -19,9 +19,12 @@ describe('kvnemesis-style randomized transactions', () => {
     // Replica moves (a 4th node) are off by default: an uninitialized replica added by a move currently trips
     // raft's commitTo assertion on a heartbeat (replica-change layer, not the txn layer); TXN_NEMESIS_MOVES=1 enables them.
     if (process.env.TXN_NEMESIS_MOVES === '1') await env.c.addNode();
-    const keys = 30;
+    // TXN_NEMESIS_KEYS / _WORKERS / _TXNS change the contention and length of a hunting run (defaults: the CI run).
+    const keys = Number(process.env.TXN_NEMESIS_KEYS ?? 30);
+    const workers = Number(process.env.TXN_NEMESIS_WORKERS ?? 8);
+    const txnsPerWorker = Number(process.env.TXN_NEMESIS_TXNS ?? 125);
     const t0 = Date.now();
-    const { logs, counts } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED, keys, workers: 8, txnsPerWorker: 125, nemesis: process.env.TXN_NEMESIS_OFF !== '1' });
+    const { logs, counts } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED, keys, workers, txnsPerWorker, nemesis: process.env.TXN_NEMESIS_OFF !== '1' });
     const history = await readHistory(env.c, env.dbs[0]!, keys);
     const errs = validate(logs, history);
     const committed = logs.filter((l) => l.status === 'committed').length;
