@@ -10,10 +10,9 @@
  *   POST /_admin/split {key}           on node 1, once per split point
  *        (key = /Table/<id>/1/<ycsb_key>, the primary index — storage/keys.ts)
  *   GET  /_status/ranges               on every node: who holds which lease
- *   POST /_admin/transfer-lease        on the current leaseholder, until the
- *        table's i-th range (in key order) is led by node i mod n, and the
- *        other ranges' leases are spread the same way (lease counts balanced,
- *        so the replicate queue's lease rebalancing leaves them be)
+ *   POST /_admin/transfer-lease        on the current leaseholder, one at a
+ *        time from the node leading most of the table's ranges to the one
+ *        leading fewest, until no node leads two more than another
  *
  * Ownership: stateless; the cluster handle is the caller's. Off the hot path
  * (JSON over HTTP is fine here). Bounded: gives up spreading after
@@ -83,12 +82,16 @@ export async function splitAndScatter(cluster: CairnCluster, table: string, keys
 }
 
 /**
- * Moves the lease of the i-th range of `table` (in key order) to the i-th
- * node (round robin over the cluster's nodes), and the other ranges' leases
- * likewise; done once the placement held for `stableRounds` consecutive
- * looks `intervalMs` apart (the replicate queue acts on lease counts gossiped
- * a second late, so a placement right after a move may still be undone), or
- * at `timeoutMs`.
+ * Balances the leases of `table`'s ranges over the nodes: while one node
+ * leads more than one range more than another, one lease moves from the
+ * most to the least loaded node per round (a range whose lease lapsed while
+ * idle counts for its Raft leader); a range with neither lease nor leader
+ * gets a lease through a read on the least loaded node. Counts, not positions:
+ * the replicate queue balances lease counts too (src/kv/rebalance.ts), so
+ * a balanced placement is one it leaves alone — forcing exact positions
+ * made the two fight, and every lease move costs the clients
+ * NotLeaseHolder retries and range lookups. Done once the placement held
+ * for `stableRounds` consecutive looks `intervalMs` apart, or at `timeoutMs`.
  */
 export async function scatterTable(
   cluster: CairnCluster,
@@ -96,7 +99,6 @@ export async function scatterTable(
   { timeoutMs = 60_000, stableRounds = 1, intervalMs = 200 }: { timeoutMs?: number; stableRounds?: number; intervalMs?: number } = {},
 ): Promise<ScatterResult> {
   const id = await tableId(cluster.urls[0] as string, table);
-  const n = cluster.nodes.length;
   const nodeIds = await Promise.all(cluster.nodes.map((_, i) => cluster.json<{ nodeId: number }>(i, '/health').then((h) => h.nodeId)));
   const lo = tableIndexPrefix(id, PRIMARY_INDEX_ID).toString('hex');
   const hi = tableIndexPrefix(id, PRIMARY_INDEX_ID + 1).toString('hex');
@@ -106,45 +108,51 @@ export async function scatterTable(
   let stable = 0;
   for (;;) {
     const views = await Promise.all(cluster.nodes.map((_, i) => cluster.json<RangeStatus[]>(i, '/_status/ranges').catch(() => [] as RangeStatus[])));
-    const holder = new Map<number, number>(); // rangeId → node index holding a valid lease
+    // rangeId → node index holding a valid lease, or else leading the Raft
+    // group: an idle range lets its lease lapse, and the next request has it
+    // re-acquired by the leader (the lease follows the leader, replica-lease.ts).
+    const holder = new Map<number, number>();
+    const leader = new Map<number, number>();
     const startOf = new Map<number, string>();
-    const starts = new Map<number, string>();
-    const otherStarts = new Map<number, string>();
     views.forEach((rs, i) => {
       for (const r of rs) {
-        (inTable(r) ? starts : otherStarts).set(r.rangeId, r.startKey);
+        if (!inTable(r)) continue;
         startOf.set(r.rangeId, r.startKey);
         if (r.isLeaseholder) holder.set(r.rangeId, i);
+        if (r.isLeader) leader.set(r.rangeId, i);
       }
     });
-    const byStart = (a: [number, string], b: [number, string]): number => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
-    const ranges = [...starts.entries()].sort(byStart).map(([rid]) => rid);
-    // The other ranges (system, other tables) are spread too: the replicate
-    // queue balances lease counts over all ranges, so a node holding every
-    // system lease would shed the table's leases (src/kv/rebalance.ts).
-    const others = [...otherStarts.entries()].sort(byStart).map(([rid]) => rid);
+    const valid = new Set(holder.keys());
+    for (const [rid, i] of leader) if (!holder.has(rid)) holder.set(rid, i);
+    const held: number[][] = cluster.nodes.map(() => []); // node index → ranges it leads
+    const unheld: number[] = [];
+    for (const rid of startOf.keys()) {
+      const at = holder.get(rid);
+      if (at === undefined) unheld.push(rid);
+      else (held[at] as number[]).push(rid);
+    }
     const leasesByNode: Record<number, number> = {};
-    for (const nid of nodeIds) leasesByNode[nid] = 0;
-    let moves = 0;
-    const transfers: Promise<unknown>[] = [];
-    const place = (list: readonly number[], count: boolean): void =>
-      list.forEach((rid, i) => {
-        const at = holder.get(rid);
-        if (at !== undefined && count) leasesByNode[nodeIds[at] as number]! += 1;
-        const want = i % n;
-        if (at === want) return;
-        if (count) moves++;
-        if (at !== undefined) transfers.push(cluster.json(at, '/_admin/transfer-lease', 'POST', { rangeId: rid, toNodeId: nodeIds[want] }).catch(() => undefined));
-        // No valid lease anywhere (a new right-hand range, or a lease that
-        // lapsed while idle): a read through the target node makes a replica
-        // take one; the next round moves it if it landed elsewhere.
-        else if (count || (startOf.get(rid) ?? '') !== '') transfers.push(cluster.json(want, '/_admin/kv', 'POST', { ops: [{ op: 'get', key: count ? maxHex(startOf.get(rid) ?? lo, lo) : (startOf.get(rid) ?? '') }] }).catch(() => undefined));
-      });
-    place(ranges, true);
-    place(others, false);
-    stable = moves === 0 ? stable + 1 : 0;
-    if (stable >= stableRounds || Date.now() > deadline) return { tableId: id, ranges: ranges.length, leasesByNode, balanced: moves === 0 };
-    await Promise.all(transfers);
+    nodeIds.forEach((nid, i) => (leasesByNode[nid] = (held[i] as number[]).length));
+    const order = held.map((_, i) => i).sort((x, y) => (held[x] as number[]).length - (held[y] as number[]).length);
+    const least = order[0] as number;
+    const most = order[order.length - 1] as number;
+    const balanced = unheld.length === 0 && (held[most] as number[]).length - (held[least] as number[]).length <= 1;
+    stable = balanced ? stable + 1 : 0;
+    if (stable >= stableRounds || Date.now() > deadline) return { tableId: id, ranges: startOf.size, leasesByNode, balanced };
+    const moves: Promise<unknown>[] = [];
+    // A range with neither a valid lease nor a leader (a new right-hand side):
+    // a read through the least loaded node makes a replica take the lease.
+    for (const rid of unheld) moves.push(cluster.json(least, '/_admin/kv', 'POST', { ops: [{ op: 'get', key: maxHex(startOf.get(rid) as string, lo) }] }).catch(() => undefined));
+    if (!balanced && unheld.length === 0) {
+      // Only a valid lease can be transferred: a lapsed one is first re-taken by a read.
+      const rid = (held[most] as number[]).find((r) => valid.has(r));
+      if (rid !== undefined) moves.push(cluster.json(most, '/_admin/transfer-lease', 'POST', { rangeId: rid, toNodeId: nodeIds[least] }).catch(() => undefined));
+      else {
+        const r0 = (held[most] as number[])[0] as number;
+        moves.push(cluster.json(most, '/_admin/kv', 'POST', { ops: [{ op: 'get', key: maxHex(startOf.get(r0) as string, lo) }] }).catch(() => undefined));
+      }
+    }
+    await Promise.all(moves);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
