@@ -113,6 +113,10 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
   );
   const loadCpu = measured ? lm.stop() : null;
   log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}, batches retried ${load.retries}\n`);
+  if (measured) {
+    const q = await settle(t.pids);
+    log(`${t.name}: after the load, servers settled to ${q.cores.toFixed(2)} cores in ${q.waitedSec.toFixed(0)} s${q.settled ? '' : ' (still busy: not settled in time)'}\n`);
+  }
   if (cluster !== undefined && o.splits > 1) {
     // Lease moves during the load (replicate queue on stale lease counts) are undone before measuring.
     const s = await scatterTable(cluster, 'usertable', { stableRounds: 4, intervalMs: 750, timeoutMs: 30_000 });
@@ -143,6 +147,24 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     }
   }
   return { target: t.name, server: load.server, load, loadCpu, runs };
+}
+
+/**
+ * Waits (at most `timeoutMs`) until the servers use less than `maxCores` of
+ * CPU over a `windowMs` window: a bulk load leaves the storage engine
+ * compacting in the background for a while (LevelDB on Cairn, checkpoints
+ * and autovacuum on PostgreSQL), which would otherwise be charged to the
+ * first workloads measured — YCSB's load and run are separate phases.
+ */
+async function settle(pids: () => number[], maxCores = 0.25, windowMs = 2000, timeoutMs = 30_000): Promise<{ settled: boolean; cores: number; waitedSec: number }> {
+  const start = performance.now();
+  for (;;) {
+    const m = cpuMeter(pids);
+    await new Promise((r) => setTimeout(r, windowMs));
+    const cores = m.stop().serverCpuSec / (windowMs / 1000);
+    const waitedSec = (performance.now() - start) / 1000;
+    if (cores < maxCores || waitedSec * 1000 >= timeoutMs) return { settled: cores < maxCores, cores, waitedSec };
+  }
 }
 
 function find(r: TargetResult | undefined, w: WorkloadName, c: number): WorkloadMeasurement | undefined {
