@@ -42,6 +42,7 @@ import { datumToText, type Datum } from '../sem/datum.js';
 import type { SqlType } from '../types/type.js';
 import type { SqlTxn } from '../exec/sql-txn.js';
 import { scanRows } from './row-scan.js';
+import { checkIndexUnreferenced } from './foreign-keys.js';
 
 /** Rows read from the primary index per backfill round trip. */
 export const BACKFILL_CHUNK = 1000;
@@ -206,6 +207,7 @@ export async function dropIndex(txn: SqlTxn, database: string, s: DropIndexState
     for (const t of candidates) {
       const desc = changed.get(t.desc.id) ?? t.desc;
       const ix = desc.indexes.find((x) => x.name === n.index.name);
+      if (ix !== undefined && ix.unique) checkIndexUnreferenced(t, ix); // a foreign key's referenced key (foreign-keys.ts)
       if (ix !== undefined) found = { desc, ix };
       else if (desc.primaryIndex.name === n.index.name) {
         throw new SqlError('sql.dependent_objects_still_exist', '2BP01', `cannot drop index ${n.index.name} because constraint ${n.index.name} on table ${desc.name} requires it`);
