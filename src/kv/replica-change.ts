@@ -88,9 +88,19 @@ export function finishChangeTrigger(store: Store, r: Replica, t: ChangeTrigger):
  * Skipped if an initialized replica of the range is back on the store. The
  * batch also writes the range tombstone (range-tombstone.ts): at least
  * `nextReplicaId` (default the descriptor's), so stale Raft messages for the
- * removed replica never re-create it.
+ * removed replica never re-create it. Until the batch is written no
+ * placeholder of the range may appear on the store (Store.beginClear).
  */
 export async function clearReplicaData(store: Store, desc: RangeDescriptor, withData = true, nextReplicaId = desc.nextReplicaId): Promise<void> {
+  store.beginClear(desc.rangeId);
+  try {
+    await clearReplicaDataNow(store, desc, withData, nextReplicaId);
+  } finally {
+    store.endClear(desc.rangeId);
+  }
+}
+
+async function clearReplicaDataNow(store: Store, desc: RangeDescriptor, withData: boolean, nextReplicaId: number): Promise<void> {
   const b: WriteBatch = store.engine.newBatch();
   const unrep = rangeIdUnreplicatedSpan(desc.rangeId);
   const rid = rangeIdReplicatedSpan(desc.rangeId);

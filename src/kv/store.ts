@@ -121,6 +121,9 @@ interface PendingSnapshot {
   readonly kvs: KeyValue[];
 }
 
+/** Election timeouts an uninitialized placeholder may stay silent before the store drops it. */
+const PLACEHOLDER_IDLE_ELECTIONS = 20;
+
 function newApplyEffects(): ApplyEffects {
   return { done: [], truncation: null, checksums: [], leases: [], triggers: [] };
 }
@@ -168,6 +171,16 @@ export class Store implements StoreContext {
    * Raft messages are dropped (the leader retransmits).
    */
   private readonly installing = new Set<number>();
+  /**
+   * Ranges whose removed replica's data is being cleared here
+   * (beginClear/endClear, replica-change.ts clearReplicaData): no placeholder
+   * may be created from the Raft state being deleted (it would outlive the
+   * clear — an uninitialized replica nothing ever removes, which stalled a
+   * decommission — and could persist a hard state over the deletes).
+   */
+  private readonly clearing = new Set<number>();
+  /** Ticks since an uninitialized placeholder last heard from its range (rangeId → ticks). */
+  private readonly placeholderIdle = new Map<number, number>();
   private readonly schedule: (fn: () => void) => void;
 
   private constructor(opts: StoreOptions, ident: StoreIdent) {
@@ -327,6 +340,7 @@ export class Store implements StoreContext {
     r.stop();
     this.replicas.delete(rangeId);
     this.dirty.delete(r);
+    this.placeholderIdle.delete(rangeId);
   }
 
   /** Serves a batch addressed to one of this store's ranges. */
@@ -353,11 +367,50 @@ export class Store implements StoreContext {
     return r.checksum(checksumId);
   }
 
+  /**
+   * A removed replica's data is about to be cleared (clearReplicaData): until
+   * endClear, no placeholder of the range is created and its messages are
+   * dropped; an uninitialized placeholder already there is dropped now (it
+   * was created from the state being deleted).
+   */
+  beginClear(rangeId: number): void {
+    this.clearing.add(rangeId);
+    if (this.replicas.get(rangeId)?.initialized === false) this.removeReplica(rangeId);
+  }
+
+  endClear(rangeId: number): void {
+    this.clearing.delete(rangeId);
+  }
+
+  /**
+   * Drops uninitialized placeholders that have heard nothing from their
+   * range for PLACEHOLDER_IDLE_ELECTIONS election timeouts (a learner whose
+   * addition was abandoned, a stale message that got past the tombstone
+   * check): nothing else ever removes them, and they count as replicas. Their
+   * Raft hard state stays on disk, so one re-created later keeps its vote.
+   */
+  private dropIdlePlaceholders(): void {
+    const limit = this.settings.electionTicks * PLACEHOLDER_IDLE_ELECTIONS;
+    for (const r of this.replicas.values()) {
+      if (r.initialized) {
+        this.placeholderIdle.delete(r.rangeId);
+        continue;
+      }
+      const idle = (this.placeholderIdle.get(r.rangeId) ?? 0) + 1;
+      this.placeholderIdle.set(r.rangeId, idle);
+      if (idle > limit && !this.creating.has(r.rangeId) && !this.incomingSnapshots.has(r.rangeId)) {
+        this.placeholderIdle.delete(r.rangeId);
+        this.removeReplica(r.rangeId);
+      }
+    }
+  }
+
   /** One logical clock tick for every replica (Raft timeouts, leases, re-proposals, queues). */
   tick(): void {
     if (this.stopped) return;
     this.ticks++;
     for (const r of this.replicas.values()) r.tick();
+    this.dropIdlePlaceholders();
     if (this.ticks % this.settings.truncationIntervalTicks === 0) this.runTruncationQueue();
   }
 
@@ -374,7 +427,7 @@ export class Store implements StoreContext {
   handleRaftMessages(b: RaftMessageBatch): void {
     if (this.stopped) return;
     for (const m of b.messages) {
-      if (this.installing.has(m.rangeId)) continue;
+      if (this.installing.has(m.rangeId) || this.clearing.has(m.rangeId)) continue;
       const r = this.replicas.get(m.rangeId);
       if (r === undefined) {
         if (!this.isStaleForRemoved(m)) void this.createUninitialized(b, m);
@@ -395,6 +448,7 @@ export class Store implements StoreContext {
         continue;
       }
       r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
+      if (!r.initialized) this.placeholderIdle.set(m.rangeId, 0);
       r.stepMessage(m.message, m.quiesce);
     }
   }
@@ -422,7 +476,7 @@ export class Store implements StoreContext {
     this.creating.add(m.rangeId);
     try {
       const r = await Replica.uninitialized(this, m.rangeId, m.toReplicaId);
-      if (this.stopped || this.replicas.has(m.rangeId) || this.installing.has(m.rangeId) || this.isStaleForRemoved(m)) return;
+      if (this.stopped || this.replicas.has(m.rangeId) || this.installing.has(m.rangeId) || this.clearing.has(m.rangeId) || this.isStaleForRemoved(m)) return;
       this.replicas.set(m.rangeId, r);
       r.notePeer(m.fromReplicaId, b.fromNodeId, b.fromStoreId);
       r.stepMessage(m.message, m.quiesce);

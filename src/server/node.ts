@@ -1042,7 +1042,10 @@ export class Node {
     let leaseholders = 0;
     let leaders = 0;
     let under = 0;
-    const replicas = s.allReplicas();
+    // Uninitialized placeholders (a replica being added, waiting for its
+    // snapshot) hold no data: not counted — a decommissioned node holding one
+    // holds nothing.
+    const replicas = s.allReplicas().filter((r) => r.initialized);
     for (const r of replicas) {
       const lh = r.ownsValidLease(now);
       if (lh) leaseholders++;
