@@ -178,8 +178,13 @@ export class RowCodec {
   /** Non-key ordinals in column-id order. */
   private readonly valueOrdinals: readonly number[];
   private readonly valueIds: readonly number[];
-  /** Composite key columns (numeric, interval; see the header): pk positions, in column-id order. */
-  private readonly compositePositions: readonly number[];
+  /**
+   * What encodeValue writes, in column-id order: the value columns and the
+   * composite key columns (see the header; their KeyKind, else undefined).
+   */
+  private readonly encOrdinals: readonly number[];
+  private readonly encIds: readonly number[];
+  private readonly encComposite: readonly (KeyKind | undefined)[];
   /** column id → ordinal (−1: not a value column). */
   private readonly ordByValueId: Int32Array;
   readonly indexPrefix: Buffer;
@@ -199,13 +204,18 @@ export class RowCodec {
     this.valueIds = vals.map((x) => x.id);
     this.ordByValueId = new Int32Array(table.nextColumnId + 1).fill(-1);
     for (const v of vals) this.ordByValueId[v.id] = v.i;
-    const composite = this.pkKinds.map((k, p) => ({ p, k })).filter((x) => isComposite(x.k));
-    composite.sort((a, b) => (table.columns[this.pkOrdinals[a.p] as number]?.id ?? 0) - (table.columns[this.pkOrdinals[b.p] as number]?.id ?? 0));
-    this.compositePositions = composite.map((x) => x.p);
-    for (const { p } of composite) {
+    const enc: { ord: number; id: number; kind: KeyKind | undefined }[] = vals.map((v) => ({ ord: v.i, id: v.id, kind: undefined }));
+    this.pkKinds.forEach((kind, p) => {
+      if (!isComposite(kind)) return;
       const ord = this.pkOrdinals[p] as number;
-      this.ordByValueId[(table.columns[ord] as { id: number }).id] = ord;
-    }
+      const id = (table.columns[ord] as { id: number }).id;
+      enc.push({ ord, id, kind });
+      this.ordByValueId[id] = ord;
+    });
+    enc.sort((a, b) => a.id - b.id);
+    this.encOrdinals = enc.map((e) => e.ord);
+    this.encIds = enc.map((e) => e.id);
+    this.encComposite = enc.map((e) => e.kind);
     this.indexPrefix = tableIndexPrefix(table.id, table.primaryIndex.id);
   }
 
@@ -239,30 +249,18 @@ export class RowCodec {
     const w = this.w.reset();
     w.appendByte(ROW_FORMAT_V1);
     let prev = 0;
-    // Composite key columns go in column-id order among the value columns.
-    let c = 0;
-    const nc = this.compositePositions.length;
-    const nv = this.valueOrdinals.length;
-    for (let i = 0; i < nv || c < nc; ) {
-      let ord: number;
-      let id: number;
-      let d: Datum;
-      const cOrd = c < nc ? (this.pkOrdinals[this.compositePositions[c] as number] as number) : -1;
-      const cId = cOrd >= 0 ? (this.table.columns[cOrd] as { id: number }).id : Infinity;
-      if (i < nv && (this.valueIds[i] as number) < cId) {
-        ord = this.valueOrdinals[i] as number;
-        id = this.valueIds[i] as number;
-        d = row[ord] as Datum;
-        i++;
-      } else {
-        const p = this.compositePositions[c] as number;
-        c++;
-        ord = cOrd;
-        id = cId;
-        const v = row[ord] as Datum;
-        d = v === null ? null : (compositeRemainder(this.pkKinds[p] as KeyKind, v) ?? null);
-      }
+    const n = this.encOrdinals.length;
+    for (let j = 0; j < n; j++) {
+      const ord = this.encOrdinals[j] as number;
+      let d = row[ord] as Datum;
       if (d === null) continue;
+      const kind = this.encComposite[j];
+      if (kind !== undefined) {
+        const rest = compositeRemainder(kind, d);
+        if (rest === undefined || rest === null) continue;
+        d = rest;
+      }
+      const id = this.encIds[j] as number;
       w.appendUvarint(id - prev);
       prev = id;
       const t = this.types[ord] as SqlType;
