@@ -37,7 +37,7 @@ describe('kvnemesis-style randomized transactions', () => {
     expect(errs.slice(0, 10)).toEqual([]);
     expect(committed).toBeGreaterThan(logs.length / 2);
     expect(counts.splits + counts.merges + counts.leaseTransfers).toBeGreaterThan(0);
-  }, 240_000);
+  }, 480_000); // ~40 s on a quiet 2-core machine; 100–240 s seen under load averages of 15–28 (whole suite, other jobs)
 
   it('catches a planted bug: writes not pushed above the timestamp cache', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
