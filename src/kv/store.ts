@@ -42,7 +42,13 @@
  * creates an uninitialized replica (no data, no configuration; it learns
  * where its peers live from the messages' envelopes), which the leader
  * catches up with a snapshot; applying the snapshot initializes it with the
- * descriptor the snapshot carries. Conf changes are applied to Raft by the
+ * descriptor the snapshot carries. No such placeholder is created (and the
+ * range's messages are dropped; the leader retransmits) while a split is
+ * installing the range's replica here (beginInstall → installReplica) or a
+ * removed replica's state is being cleared (beginClear → endClear): a
+ * placeholder loaded from that state would acknowledge entries the real
+ * replica lacks, or outlive the clear. A placeholder that hears nothing for
+ * 20 election timeouts is dropped (its hard state stays on disk). Conf changes are applied to Raft by the
  * Replica; the descriptor change that goes with them is the replication
  * engineer's command (Replica.setDescriptor on apply).
  *
