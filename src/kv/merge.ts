@@ -25,6 +25,12 @@
  * the split queue's scan. Meanwhile routers retry (a frozen range answers
  * NotLeaseHolder with the nobody-lease; DistSender backs off).
  *
+ * adminMergeWithRetry (Node.adminMerge, /_admin/merge) wraps adminMerge for
+ * callers that must not see transient errors: bounded retries from a fresh
+ * lookup; after an ambiguous answer it first finds out whether the freeze or
+ * the merge happened (never freezing twice, never merging the next
+ * neighbour by repeating a merge that did happen).
+ *
  * Ownership: src/kv; I/O through the DistSender.
  */
 import { CairnError } from '../util/errors.js';
