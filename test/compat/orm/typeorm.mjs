@@ -1,6 +1,8 @@
 // test/compat/orm/typeorm.mjs — TypeORM on Cairn (issue 7 part 3): synchronize
 // creates the schema from EntitySchemas (reading information_schema /
-// pg_catalog first), repository CRUD, a join through the query builder, and
+// pg_catalog first; a second synchronize finds nothing to change), repository
+// CRUD, a many-to-one relation with its FOREIGN KEY (loaded and filtered
+// through TypeORM's own joins), a join through the query builder, and
 // transactions (one committed, one rolled back).
 // Usage: node test/compat/orm/typeorm.mjs <postgres-url>; exits non-zero on failure.
 import assert from 'node:assert/strict';
@@ -10,7 +12,6 @@ import { DataSource, EntitySchema } from 'typeorm';
 const url = process.argv[2];
 assert.ok(url, 'usage: typeorm.mjs <url>');
 
-const fk = process.env.TYPEORM_FK === '1';
 const User = new EntitySchema({
   name: 'ToUser',
   tableName: 'to_users',
@@ -28,8 +29,7 @@ const Order = new EntitySchema({
     userId: { type: 'int', name: 'user_id' },
     total: { type: 'numeric', precision: 10, scale: 2 },
   },
-  // The relation always exists; its FOREIGN KEY constraint only with TYPEORM_FK=1.
-  relations: { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' }, createForeignKeyConstraints: fk } },
+  relations: { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' } } },
 });
 
 const ds = new DataSource({ type: 'postgres', url, entities: [User, Order], synchronize: true, logging: false, poolSize: 2 });
@@ -57,6 +57,9 @@ try {
   assert.deepEqual(withUser.map((o) => [o.id, o.user?.email]), [[10, 'a@example.com'], [11, 'b@example.com']]);
   const byUser = await orders.find({ where: { user: { email: 'a@example.com' } }, relations: { user: true } });
   assert.deepEqual(byUser.map((o) => o.id), [10]);
+
+  // The relation's FOREIGN KEY holds: an order of a missing user is 23503.
+  await assert.rejects(orders.insert({ id: 99, userId: 42, total: '1.00' }), (e) => e.driverError?.code === '23503');
 
   await ds.transaction(async (m) => {
     await m.getRepository('ToUser').save({ id: 3, email: 'c@example.com' });
