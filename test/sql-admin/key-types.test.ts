@@ -22,7 +22,11 @@ import { decodeDecimalKey, encodeDecimalKey } from '../../sql/rowenc/key-decimal
 import { encodeArrayKey, encodeJsonbKey } from '../../sql/rowenc/key-containers.js';
 import { compareDatums, compareJson } from '../../sql/types/compare.js';
 import { Jsonb, type Datum, type JsonValue } from '../../sql/types/datum.js';
-import { T, arrayOf } from '../../sql/types/type.js';
+import { T, arrayOf, type SqlType } from '../../sql/types/type.js';
+import { RowCodec } from '../../sql/rowenc/row-codec.js';
+import { PRIMARY_INDEX_ID, type ColumnDesc, type TableDesc } from '../../sql/catalog/descriptor.js';
+import { datumToText } from '../../sql/sem/datum.js';
+import type { Direction } from '../../storage/encoding/index.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 
 const sign = (n: number): number => (n < 0 ? -1 : n > 0 ? 1 : 0);
@@ -116,6 +120,52 @@ describe('jsonb and array key bytes (key-containers.ts)', () => {
     fc.assert(
       fc.property(texts, texts, (a, b) => {
         expect(sign(compareBytes(encodeArrayKey(a, textElem), encodeArrayKey(b, textElem)))).toBe(sign(compareDatums(a, b, arrayOf(T.text))));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('RowCodec with composite key columns (numeric, interval, jsonb) in mixed directions', () => {
+  const col = (id: number, name: string, t: SqlType): ColumnDesc => ({ id, name, type: { oid: t.oid, typmod: t.typmod }, typeText: name, nullable: true, defaultExpr: undefined, hidden: false });
+  // Column ids deliberately interleave key and value columns: composite values go in column-id order.
+  const desc = (dirs: Direction[]): TableDesc => ({
+    kind: 'table',
+    id: 104,
+    name: 't',
+    parentId: 50,
+    version: 1,
+    columns: [col(1, 'v1', T.text), col(2, 'n', T.numeric), col(3, 'v2', T.int8), col(4, 'iv', T.interval), col(5, 'j', T.jsonb), col(6, 'v3', T.numeric)],
+    nextColumnId: 7,
+    primaryIndex: { id: PRIMARY_INDEX_ID, name: 't_pkey', unique: true, keyColumnIds: [2, 4, 5], directions: dirs, storeColumnIds: [] },
+    indexes: [],
+    nextIndexId: 2,
+    checks: [],
+  });
+  const numeric = fc.tuple(fc.bigInt(-(10n ** 12n), 10n ** 12n), fc.integer({ min: 0, max: 6 })).map(([c, sc]) => Decimal.of(c, sc));
+  const interval = fc.tuple(fc.integer({ min: -30, max: 30 }), fc.integer({ min: -40, max: 40 }), fc.integer({ min: -1e11, max: 1e11 })).map(([m, d, us]) => new Interval(m, d, us));
+  const jsonb = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.string({ maxLength: 2 }), fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }), fc.constant(null)).map((v) => Jsonb.from(v));
+  const row = fc.tuple(fc.option(fc.string({ maxLength: 3 }), { nil: null }), numeric, fc.option(fc.bigInt(-100n, 100n), { nil: null }), interval, jsonb, fc.option(numeric, { nil: null }));
+  const dirs = fc.tuple(...[0, 1, 2].map(() => fc.constantFrom<Direction>('asc', 'desc')));
+
+  it('keys order as the key columns compare (each in its direction); key + value decode to the row as written (property)', () => {
+    fc.assert(
+      fc.property(dirs, row, row, (ds, a, b) => {
+        const codec = new RowCodec(desc(ds));
+        const types = [T.numeric, T.interval, T.jsonb];
+        let want = 0;
+        for (const [k, ord] of [1, 3, 4].entries()) {
+          const c = compareDatums(a[ord] as Datum, b[ord] as Datum, types[k] as SqlType);
+          if (c !== 0) {
+            want = ds[k] === 'desc' ? -sign(c) : sign(c);
+            break;
+          }
+        }
+        expect(sign(compareBytes(codec.encodeKey(a), codec.encodeKey(b)))).toBe(want);
+        const out: Datum[] = new Array<Datum>(6).fill(null);
+        codec.decodeKey(codec.encodeKey(a), out);
+        codec.decodeValue(codec.encodeValue(a), out);
+        expect(out.map((d, i) => (d === null ? null : datumToText(d, codec.types[i] as SqlType)))).toEqual(a.map((d, i) => (d === null ? null : datumToText(d, codec.types[i] as SqlType))));
       }),
       { numRuns: 1000 },
     );
