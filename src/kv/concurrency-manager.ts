@@ -19,12 +19,25 @@
  *                          and released (ResolveIntent, EndTxn's local resolution)
  *            ─► finishReq: latches released, the request leaves the lock table
  *
- * Pushing stays with the client (departure, see below): a waiter that is
- * still blocked by a transaction after `pushDelayMs` leaves the queue with a
- * WriteIntentError naming the blocker, and the client's TxnPusher pushes it
- * (priority, liveness, STAGING recovery, waits-for cycles) and resends. The
- * common case — the holder commits or aborts within the delay — never leaves
- * the server: the waiter is woken in queue order and evaluates at once.
+ * Pushing stays with the client (departure, see below): a waiter that has
+ * been blocked by one and the same transaction for `pushAfterDelays` push
+ * delays of `pushDelayMs` (500 ms) leaves the queue with a WriteIntentError
+ * naming the blocker, and the client's TxnPusher pushes it (priority,
+ * liveness, STAGING recovery, waits-for cycles) and resends. The common case
+ * — the holder commits or aborts meanwhile, e.g. a hot key's holders
+ * succeeding each other — never leaves the server: waiters are woken in
+ * queue order, keeping their places, and evaluate at once.
+ *
+ * Locking reads (GetRequest/ScanRequest.lock 'exclusive', SELECT FOR
+ * UPDATE) queue like writers and leave an unreplicated lock, which blocks
+ * other transactions' writes and locking reads, and their plain reads at or
+ * above it (CockroachDB's exclusive locks; PostgreSQL lets plain reads pass,
+ * but here a stream of reads above the holder would push its writes above
+ * them forever). One that meets a newer committed version is
+ * evaluated again just above it, with its batch, and the response's
+ * timestamp tells the coordinator to refresh its earlier reads
+ * (evaluateReads; CockroachDB's server-side refresh) — so a woken waiter
+ * reads its predecessor's write without a round trip to its client.
  *
  * Lock-table contents are leaseholder memory: cleared (waiters woken to
  * re-scan and rediscover intents; unreplicated FOR UPDATE locks lost) when a
@@ -54,22 +67,23 @@
  * loses it, and pushers re-register on their next push.
  *
  * Departures (known gaps): the push runs on the client (the Store has no
- * KV sender to address a pushee's record from the server), so deadlocks are
- * found pushDelayMs after they form, by the clients' pushers; latches are
- * not MVCC-aware (a read and a write of one key are serialized whatever
- * their timestamps, as the stand-in they replaced did).
- *
+ * KV sender to address a pushee's record from the server), so a waiter
+ * keeps its place only while its blocker changes; deadlocks are found
+ * about pushAfterDelays × pushDelayMs after they form, by the clients'
+ * pushers, and a waiter that went back to its client re-queues at the end.
+ * Latches are not MVCC-aware (a read and a write of one key are serialized
+ * whatever their timestamps, as the stand-in they replaced did). *
  * Ownership: one per Replica; called only from Replica.send (and its
  * lease/descriptor/stop hooks). Time comes from the injected clock and sleep.
  */
-import { ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsNext, type Clock, type Timestamp } from '../util/hlc.js';
+import { ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsMax, tsNext, type Clock, type Timestamp } from '../util/hlc.js';
 import { isLocal } from '../../storage/keys.js';
 import { ConditionFailedError, WriteIntentError, WriteTooOldError, type Intent, type TxnMeta } from '../../storage/mvcc.js';
 import type { Lease, Request, Response, ScanResponse } from './api.js';
 import type { DeclaredSpan, EvalHeader } from './batcheval/command.js';
-import { ConcurrencyManager, type Pusher, type RequestGuard } from './concurrency/concurrency-manager.js';
+import { ConcurrencyManager, type Pusher, type RequestGuard, type SequencedRequest } from './concurrency/concurrency-manager.js';
 import type { LatchGuard, LatchManager } from './concurrency/latch-manager.js';
-import { LockTable, type LockUpdate } from './concurrency/lock-table.js';
+import type { LockTable, LockUpdate } from './concurrency/lock-table.js';
 import type { DeclaredSpan as LatchSpan } from './concurrency/span-set.js';
 import { TimestampCache } from './concurrency/timestamp-cache.js';
 import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from './txn-api.js';
@@ -77,8 +91,19 @@ import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from '.
 /** The requests that go through the lock table: clients' MVCC reads and writes (record, resolution, refresh, lease and admin commands never wait for locks). */
 const LOCK_TABLE_KINDS: ReadonlySet<string> = new Set(['get', 'scan', 'reverseScan', 'put', 'cput', 'delete', 'deleteRange']);
 
-/** A waiter still blocked by a transaction after this long goes back to its client, which pushes (ms). */
+/** How often a waiter checks whether it is still blocked by the same transaction (ms). */
 export const DEFAULT_PUSH_DELAY_MS = 100;
+
+/**
+ * Push delays a waiter spends behind one and the same blocking transaction
+ * before it goes back to its client, which pushes it: a hot key's holders
+ * change every few milliseconds and their waiters keep their places; a
+ * deadlocked or abandoned holder does not.
+ */
+export const DEFAULT_PUSH_AFTER_DELAYS = 5;
+
+/** Server-side timestamp bumps of a read batch whose locking reads met newer versions. */
+const MAX_READ_BUMPS = 3;
 
 /** Evaluations of one request that may meet intents unknown to the lock table before the client handles them. */
 const MAX_DISCOVERY_ROUNDS = 3;
@@ -87,6 +112,7 @@ export interface ReplicaConcurrencyOptions {
   /** Timer of the push delay (default setTimeout). */
   readonly sleep?: (ms: number) => Promise<void>;
   readonly pushDelayMs?: number;
+  readonly pushAfterDelays?: number;
 }
 
 /** A request sequenced through latches and the lock table; hand it back to finishReq. */
@@ -141,12 +167,23 @@ export class ReplicaConcurrency {
     this.tscache = new TimestampCache({ lowWater: this.horizon() });
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.pushDelayMs = opts.pushDelayMs ?? DEFAULT_PUSH_DELAY_MS;
+    const pushAfter = opts.pushAfterDelays ?? DEFAULT_PUSH_AFTER_DELAYS;
+    const blockedBy = new WeakMap<SequencedRequest, { key: Buffer; txn: Buffer; delays: number }>();
     const pusher: Pusher = {
-      // The push itself is the client's (see the header): name the blocker to it.
-      push: (_req, o) => Promise.reject(new WriteIntentError([{ key: o.key, txn: o.pushee as TxnMeta }])),
+      push: (req, o) => {
+        let b = blockedBy.get(req);
+        if (b === undefined || !b.key.equals(o.key) || !b.txn.equals(o.pushee.id)) blockedBy.set(req, (b = { key: o.key, txn: o.pushee.id, delays: 0 }));
+        if (++b.delays >= pushAfter) {
+          blockedBy.delete(req);
+          // The push itself is the client's (see the header): name the blocker to it.
+          return Promise.reject(new WriteIntentError([{ key: o.key, txn: o.pushee as TxnMeta }]));
+        }
+        // Keep the place in the queue and wait another delay (sequenceReq re-scans with the same guard).
+        return Promise.resolve();
+      },
       pushDelay: () => this.sleep(this.pushDelayMs),
     };
-    this.manager = new ConcurrencyManager({ pusher, lockTable: new LockTable({ unreplicatedLocksBlockReads: false }) });
+    this.manager = new ConcurrencyManager({ pusher });
   }
 
   get latches(): LatchManager {
@@ -188,9 +225,11 @@ export class ReplicaConcurrency {
       }
     }
     const zero = compareTimestamps(h.timestamp, ZERO_TIMESTAMP) === 0;
+    // A read must also wait for intents in its uncertainty window (evaluation would meet them), as CockroachDB's.
+    const ts = zero ? this.clock.now() : h.uncertaintyLimit === undefined ? h.timestamp : tsMax(h.timestamp, h.uncertaintyLimit);
     const guard = await this.manager.sequenceReq({
       ...(h.txn === undefined ? {} : { txn: h.txn }),
-      timestamp: zero ? this.clock.now() : h.timestamp,
+      timestamp: ts,
       latchSpans: spans.map(latchSpan),
       lockSpans,
     });
@@ -257,13 +296,23 @@ export class ReplicaConcurrency {
   }
 
   /**
-   * A locking read failed with WriteTooOldError: its transaction keeps the
-   * lock anyway (it reads again above the newer version at once), so the
-   * waiters behind it do not all fail the same way in turn.
+   * Evaluates a read-only batch. A transaction's locking read that meets a
+   * newer committed version (WriteTooOldError) is evaluated again, with the
+   * whole batch, just above it (CockroachDB's server-side refresh): the
+   * response's timestamp tells the coordinator, which refreshes its earlier
+   * reads to it — no round trip back and forth while holding the lock.
    */
-  onLockingReadTooOld(h: EvalHeader, reqs: readonly Request[]): void {
-    if (h.txn === undefined) return;
-    for (const q of reqs) if (q.kind === 'get' && q.lock === 'exclusive') this.manager.lockTable.tryAcquireLock(h.txn, q.key, 'unreplicated');
+  async evaluateReads(h: EvalHeader, reqs: readonly Request[], evaluate: (h: EvalHeader) => Promise<Response[]>): Promise<{ h: EvalHeader; responses: Response[] }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return { h, responses: await evaluate(h) };
+      } catch (e) {
+        if (!(e instanceof WriteTooOldError) || h.txn === undefined || attempt >= MAX_READ_BUMPS || !reqs.some(isLockingRead)) throw e;
+        const ts = e.actualTimestamp;
+        await this.checkRequestTimestamp(ts, true);
+        h = { ...h, timestamp: ts, txn: { ...h.txn, writeTimestamp: ts } };
+      }
+    }
   }
 
   /** Forgets every lock and wakes the waiters (lease change, bounds change, replica stopped). */
@@ -349,15 +398,20 @@ export class ReplicaConcurrency {
   }
 
   /** Pushes a write batch above the reads already served on its spans. */
-  prepare(h: EvalHeader, reqs: readonly Request[], spans: readonly DeclaredSpan[], isWrite: boolean): EvalHeader {
+  prepare(h: EvalHeader, reqs: readonly Request[], isWrite: boolean): EvalHeader {
     if (!isWrite || ReplicaConcurrency.skipTsCacheBump) return h;
     // Only MVCC writes of clients move; admin, lease, resolution and record commands keep their timestamps.
     if (!reqs.some((q) => PUSHED_KINDS.has(q.kind))) return h;
     const own = h.txn === undefined ? undefined : h.txn.id.toString('hex');
     let max: Timestamp | null = null;
-    for (const s of spans) {
-      if (!s.write || isLocal(s.key)) continue;
-      const r = this.tscache.getMax({ key: s.key, endKey: s.endKey });
+    for (const q of reqs) {
+      // The keys this batch writes. Not an EndTxn's lock spans: their intents were pushed above earlier reads when
+      // they were written, and later readers met them (so the record, not the cache, tells of pushes) — pushing the
+      // finalization of an implicitly committed (STAGING) transaction would strand its intents.
+      if (!PUSHED_KINDS.has(q.kind) || q.kind === 'endTxn') continue;
+      const s = q as { key: Buffer; endKey?: Buffer };
+      if (isLocal(s.key)) continue;
+      const r = this.tscache.getMax({ key: s.key, endKey: s.endKey ?? null });
       if (own !== undefined && r.txnId === own) continue;
       if (tsLessEq(h.timestamp, r.ts) && (max === null || tsLess(max, r.ts))) max = r.ts;
     }

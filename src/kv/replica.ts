@@ -55,7 +55,7 @@ import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
 import { addressOf, isLocal, rangeAppliedStateKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
-import { WriteIntentError, WriteTooOldError } from '../../storage/mvcc.js';
+import { WriteIntentError } from '../../storage/mvcc.js';
 import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
 import { hasPrefix, compareBytes } from '../../storage/encoding/bytes.js';
 import { RawNode } from '../../raft/raw-node.js';
@@ -338,19 +338,17 @@ export class Replica {
     // A split may have shrunk the range while we waited.
     for (const q of reqs) this.checkKeys(q);
     const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
-    const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, spans, isWrite);
+    const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, isWrite);
     if (!isWrite) {
       const ec = this.evalContext(emptyStats(), {});
-      const responses: Response[] = [];
-      try {
-        for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, h, q));
-      } catch (e) {
-        if (e instanceof WriteTooOldError) this.concurrency.onLockingReadTooOld(h, reqs);
-        throw e;
-      }
-      this.concurrency.finish(h, reqs, spans, responses);
-      this.concurrency.onApplied(h, reqs, responses);
-      return { now: this.ctx.clock.now(), timestamp: ts, responses };
+      const r = await this.concurrency.evaluateReads(h, reqs, async (hh) => {
+        const responses: Response[] = [];
+        for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, this.ctx.engine as never, hh, q));
+        return responses;
+      });
+      this.concurrency.finish(r.h, reqs, spans, r.responses);
+      this.concurrency.onApplied(r.h, reqs, r.responses);
+      return { now: this.ctx.clock.now(), timestamp: r.h.timestamp, responses: r.responses };
     }
     const lease = this.lease as Lease;
     const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined));

@@ -14,17 +14,18 @@
  *                               commit ts, aborted, or moved above our read) —
  *                               which also releases T's locks on the leaseholder
  *         T STAGING and expired ─► recover it (txn-recovery.ts), loop
- *         otherwise: if T's waiters include us, it is a waits-for cycle
- *           (the waiters travel with every push, so a cycle of any length
- *           closes at every member): the member of higher rank (priority,
- *           then id) force-pushes; the others keep waiting for it
- *         after WAIT_PUSHES unsuccessful pushes (the second carrying who waits
- *           on us, learnt by QueryTxn): return — the caller resends the
- *           request, which queues on the leaseholder again (T may have
- *           finished without a record to show it: a one-phase commit)
+ *         otherwise: if T is among T's own waiters, or among ours, it is a
+ *           waits-for cycle (the waiters travel with every push, so a cycle
+ *           of any length closes at every member): the member of higher rank
+ *           (priority, then id) force-pushes; the others keep waiting for it
+ *         T has no record: after WAIT_PUSHES unsuccessful pushes, return —
+ *           the caller resends the request, which queues on the leaseholder
+ *           again (T may have finished without a record to show it: a
+ *           one-phase commit); otherwise sleep (backoff 2..50 ms), learn who
+ *           waits on us (QueryTxn), loop
  *
- * The force/recovery loop is bounded by `maxWaitMs` (then a retryable
- * LockWaitTimeout error); everything is observable through `metrics`.
+ * Waiting is bounded by `maxWaitMs` (then a retryable LockWaitTimeout
+ * error) and observable through `metrics`.
  * Ownership: one per TxnDB; time through the injected clock and sleep.
  */
 import { CairnError } from '../util/errors.js';
@@ -62,8 +63,8 @@ export interface TxnPusherOptions {
   readonly maxWaitMs?: number;
 }
 
-/** Unsuccessful pushes of one blocker before the request goes back to the leaseholder's queue. */
-const WAIT_PUSHES = 2;
+/** Unsuccessful pushes (≈ 0.3 s) of a blocker without a record before the request goes back to the leaseholder's queue. */
+const WAIT_PUSHES = 10;
 
 function rankAbove(a: { priority: number; id: Buffer }, b: { priority: number; id: Buffer }): boolean {
   return a.priority !== b.priority ? a.priority > b.priority : Buffer.compare(a.id, b.id) > 0;
@@ -95,7 +96,8 @@ export class TxnPusher {
     const { sender, clock } = this.opts;
     const deadline = Date.now() + (this.opts.maxWaitMs ?? 30_000);
     const pushTo = pusher === null ? tsNext(clock.now()) : pusher.pushTo;
-    let deps: string[] = [];
+    // Who waits on us travels with every push (the first too: a registration without it would hide a cycle).
+    let deps: string[] = pusher !== null && pusher.anchor !== null ? await this.waitersOf(pusher) : [];
     let force = false;
     let backoff = 2;
     for (let waited = 0; ; ) {
@@ -132,14 +134,19 @@ export class TxnPusher {
         }
         continue;
       }
-      if (pusher !== null && r.dependents.includes(pusher.id.toString('hex')) && rankAbove(pusher, { priority: pushee.priority ?? 0, id: pushee.id })) {
+      // A cycle closes when the pushee waits (transitively) on itself through us. Not "we are among its waiters":
+      // this very push registered us there.
+      const pusheeId = pushee.id.toString('hex');
+      if (pusher !== null && (r.dependents.includes(pusheeId) || deps.includes(pusheeId)) && rankAbove(pusher, { priority: pushee.priority ?? 0, id: pushee.id })) {
         if (!force) this.metrics.deadlocksBroken++;
         force = true;
         continue;
       }
       if (Date.now() > deadline) throw new LockWaitTimeoutKvError(`txn ${pushee.id.toString('hex').slice(0, 8)}`);
       this.metrics.waits++;
-      if (++waited >= WAIT_PUSHES) return;
+      // A pushee without a record may have committed in one phase (nothing would ever show it): let the request
+      // queue on the leaseholder again, whose lock table learns of the commit. With a record, wait on it.
+      if (r.record === null && ++waited >= WAIT_PUSHES) return;
       await this.sleep(backoff);
       backoff = Math.min(50, backoff * 2);
       if (pusher !== null && pusher.anchor !== null) deps = await this.waitersOf(pusher);

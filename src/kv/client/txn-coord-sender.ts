@@ -9,6 +9,9 @@
  *              ─► seq-num allocator: txn.sequence = ++seq for a writing segment
  *              ─► send(ts = read ts = write ts, uncertaintyLimit, txn)
  *                   WriteIntentError    → TxnPusher (push / wait / recover / resolve), resend
+ *                   reads served higher (a locking read met a newer version and
+ *                   the leaseholder read the batch above it): refresh the earlier
+ *                   read spans to the response's timestamp
  *                   WriteTooOld, uncertainty, pushed by the tscache
  *                                       → span refresher: Refresh(Range) every read span
  *                                         from the read ts to the new ts; success moves
@@ -311,8 +314,14 @@ export class TxnCoordSender {
         // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
         if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
         if (attempt >= MAX_RETRIES) throw this.fail(e);
-        await this.handleError(e, writes || end !== null);
+        // A locking read conflicts like a write, whatever the timestamps: it pushes to abort, as writers do.
+        await this.handleError(e, writes || end !== null || locking.length > 0);
         continue;
+      }
+      if (!writes && end === null && tsLess(this.writeTs, res.timestamp)) {
+        // The leaseholder served this segment's reads above our timestamp (a locking read met a newer version):
+        // only the earlier reads need refreshing to it.
+        await this.refreshTo(res.timestamp, 'RETRY_WRITE_TOO_OLD');
       }
       // This segment's reads count from now on: a refresh below must cover them too.
       if (!readsNoted) this.noteReads(seg);

@@ -15,10 +15,10 @@
  * timestamp, with the spans it declared):
  *   - a held lock blocks writes of other transactions, and reads of other
  *     transactions at or above the lock's timestamp (a read below an intent
- *     does not see it) — for an unreplicated FOR UPDATE lock, only when
- *     LockTableOptions.unreplicatedLocksBlockReads (default true, as
- *     CockroachDB; false: PostgreSQL's FOR UPDATE, which the replica uses);
- *     a transaction never waits for its own lock;
+ *     does not see it); a transaction never waits for its own lock. That
+ *     holds for unreplicated (FOR UPDATE) locks too, as CockroachDB's
+ *     exclusive locks: a stream of reads above the holder would otherwise
+ *     push its writes above them forever (writer starvation);
  *   - waiters queue in request-sequence order (a re-scanning request keeps its
  *     place), so nobody overtakes an earlier waiter;
  *   - when the lock is released, the readers in its queue proceed and the
@@ -211,8 +211,6 @@ export interface LockTableOptions {
    * locks and locks with waiters are never dropped.
    */
   readonly maxLocks?: number;
-  /** Whether unreplicated locks block non-locking reads at or above them (default true). */
-  readonly unreplicatedLocksBlockReads?: boolean;
 }
 
 function sameTxn(a: LockTxn | undefined, b: LockTxn | undefined): boolean {
@@ -230,12 +228,10 @@ export class LockTable {
   private readonly maxQueue: number;
   private readonly maxLocks: number;
   private cleared = 0;
-  private readonly unreplicatedBlocksReads: boolean;
 
   constructor(opts: LockTableOptions = {}) {
     this.maxQueue = opts.maxWaitQueueLength ?? Infinity;
     this.maxLocks = opts.maxLocks ?? 10_000;
-    this.unreplicatedBlocksReads = opts.unreplicatedLocksBlockReads ?? true;
   }
 
   /**
@@ -519,8 +515,6 @@ export class LockTable {
   private blockedByHolder(h: Holder, req: LockRequest, access: SpanAccess): boolean {
     if (sameTxn(h.txn, req.txn)) return false;
     if (access === 'write') return true;
-    // An unreplicated lock (SELECT FOR UPDATE) has no intent for a read to see: optionally it blocks writers only, as in PostgreSQL.
-    if (h.durability === 'unreplicated' && !this.unreplicatedBlocksReads) return false;
     return compareTimestamps(req.timestamp, h.txn.writeTimestamp) >= 0;
   }
 
