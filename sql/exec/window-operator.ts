@@ -240,6 +240,48 @@ function evalFunc(f: WindowFuncSpec, rows: readonly Row[], peerStart: readonly n
       }
       return out;
     }
+    case 'percent_rank':
+      // (rank − 1) / (partition rows − 1); 0 for a one-row partition.
+      for (let i = 0; i < n; i++) out[i] = n > 1 ? (peerStart[i] as number) / (n - 1) : 0;
+      return out;
+    case 'cume_dist':
+      // Rows up to and including the current peer group / partition rows.
+      for (let i = 0; i < n; i++) out[i] = (fr.peerEnd[i] as number) / n;
+      return out;
+    case 'ntile': {
+      // Buckets 1..k as even as possible, the first n % k one row larger (PostgreSQL's ntile).
+      const arg = f.args[0] as NonNullable<(typeof f.args)[0]>;
+      for (let i = 0; i < n; i++) {
+        const k = arg(rows[i] as Row, env);
+        if (k === null) {
+          out[i] = null;
+          continue;
+        }
+        const buckets = Number(k);
+        if (buckets <= 0) throw new SqlError('sql.invalid_argument_for_ntile', '22014', 'argument of ntile must be greater than zero');
+        const size = Math.floor(n / buckets);
+        const extra = n % buckets;
+        const big = extra * (size + 1);
+        out[i] = i < big ? Math.floor(i / (size + 1)) + 1 : extra + Math.floor((i - big) / Math.max(1, size)) + 1;
+      }
+      return out;
+    }
+    case 'nth_value': {
+      const [val, nth] = f.args as [NonNullable<(typeof f.args)[0]>, NonNullable<(typeof f.args)[0]>];
+      for (let i = 0; i < n; i++) {
+        const k = nth(rows[i] as Row, env);
+        if (k === null) {
+          out[i] = null;
+          continue;
+        }
+        if (Number(k) <= 0) throw new SqlError('sql.invalid_argument_for_nth_value', '22016', 'argument of nth_value must be greater than zero');
+        let seen = 0;
+        let hit = -1;
+        for (let j = fr.start[i] as number; j < (fr.end[i] as number) && hit < 0; j++) if (!excluded(fr, i, j) && ++seen === Number(k)) hit = j;
+        out[i] = hit < 0 ? null : val(rows[hit] as Row, env);
+      }
+      return out;
+    }
     case 'lag':
     case 'lead': {
       const [val, off, def] = f.args;

@@ -155,7 +155,7 @@ export interface WorkingTableNode {
 
 /** One window function call evaluated by a WindowNode. */
 export interface WindowFuncSpec {
-  readonly name: 'row_number' | 'rank' | 'dense_rank' | 'lag' | 'lead' | 'first_value' | 'last_value' | 'aggregate';
+  readonly name: 'row_number' | 'rank' | 'dense_rank' | 'percent_rank' | 'cume_dist' | 'ntile' | 'lag' | 'lead' | 'first_value' | 'last_value' | 'nth_value' | 'aggregate';
   readonly args: readonly EvalFn[];
   /** For name 'aggregate': the aggregate (count/sum/avg/min/max/bool_and/bool_or). */
   readonly agg: AggSpec | undefined;
@@ -189,7 +189,8 @@ export interface WindowFrameSpec {
  * output row = input row ++ one value per function. Without a frame clause,
  * with ORDER BY the frame is RANGE UNBOUNDED PRECEDING … CURRENT ROW (peers
  * included), without it the whole partition. Frames apply to the aggregates,
- * first_value and last_value; the ranking functions and lag / lead ignore them.
+ * first_value, last_value and nth_value; the ranking functions, ntile and
+ * lag / lead ignore them.
  */
 export interface WindowNode {
   readonly kind: 'window';

@@ -21,8 +21,9 @@
  * expressions: each aggregate call and each GROUP BY expression becomes a
  * column `__agg.aN` / `__agg.gN` of the aggregate's output.
  *
- * Window functions (row_number, rank, dense_rank, lag, lead, first_value,
- * last_value, count/sum/avg/min/max/bool_and/bool_or OVER) run after HAVING,
+ * Window functions (row_number, rank, dense_rank, percent_rank, cume_dist,
+ * ntile, lag, lead, first_value, last_value, nth_value,
+ * count/sum/avg/min/max/bool_and/bool_or OVER) run after HAVING,
  * one window node per distinct window definition, with its frame (ROWS /
  * RANGE / GROUPS, offsets, EXCLUDE).
  *
@@ -1077,7 +1078,7 @@ function resolveWindow(w: WindowDef, named: readonly NamedWindow[]): WindowDef {
 
 const isWindow = (x: Expr): boolean => x.kind === 'FuncCall' && x.over !== undefined;
 
-const WINDOW_FUNCS = new Set(['row_number', 'rank', 'dense_rank', 'lag', 'lead', 'first_value', 'last_value']);
+const WINDOW_FUNCS = new Set(['row_number', 'rank', 'dense_rank', 'lag', 'lead', 'first_value', 'last_value', 'nth_value', 'ntile', 'percent_rank', 'cume_dist']);
 const WINDOW_AGGS = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every']);
 
 function planWindows(
@@ -1189,14 +1190,19 @@ function windowFunc(c: ExprCompiler, f: FuncCall, def: WindowDef): WindowFuncSpe
     // PostgreSQL's own answer for DISTINCT in a window call: 0A000, same message.
     if (f.distinct) throw new SqlError('sql.feature_not_supported', '0A000', 'DISTINCT is not implemented for window functions');
     if (f.star) throw new SqlError('sql.syntax_error', '42601', `${name}(*) is not a valid window function call`);
-    if (name === 'row_number' || name === 'rank' || name === 'dense_rank') {
+    if (name === 'row_number' || name === 'rank' || name === 'dense_rank' || name === 'percent_rank' || name === 'cume_dist') {
       if (f.args.length !== 0) throw new SqlError('sql.undefined_function', '42883', `function ${name} with arguments does not exist`);
-      return { name, args: [], agg: undefined, type: T.int8, text };
+      return { name, args: [], agg: undefined, type: name === 'percent_rank' || name === 'cume_dist' ? T.float8 : T.int8, text };
     }
-    if (f.args.length < 1 || f.args.length > (name === 'lag' || name === 'lead' ? 3 : 1)) throw new SqlError('sql.undefined_function', '42883', `function ${name} with ${f.args.length} arguments does not exist`);
+    if (name === 'ntile') {
+      if (f.args.length !== 1) throw new SqlError('sql.undefined_function', '42883', `function ntile with ${f.args.length} arguments does not exist`);
+      return { name, args: [c.coerce(c.compile(f.args[0] as Expr, T.int4), T.int4, 'implicit').fn], agg: undefined, type: T.int4, text };
+    }
+    const maxArgs = name === 'lag' || name === 'lead' ? 3 : name === 'nth_value' ? 2 : 1;
+    if (f.args.length < (name === 'nth_value' ? 2 : 1) || f.args.length > maxArgs) throw new SqlError('sql.undefined_function', '42883', `function ${name} with ${f.args.length} arguments does not exist`);
     const v = c.resolveUnknown(c.compile(f.args[0] as Expr));
     const args: EvalFn[] = [v.fn];
-    if (f.args.length >= 2) args.push(c.coerce(c.compile(f.args[1] as Expr, T.int8), T.int8, 'implicit').fn);
+    if (f.args.length >= 2) args.push(c.coerce(c.compile(f.args[1] as Expr, name === 'nth_value' ? T.int4 : T.int8), name === 'nth_value' ? T.int4 : T.int8, 'implicit').fn);
     if (f.args.length === 3) args.push(c.coerce(c.compile(f.args[2] as Expr, v.type), v.type, 'implicit').fn);
     return { name: name as WindowFuncSpec['name'], args, agg: undefined, type: v.type, text };
   }
