@@ -26,6 +26,7 @@
  */
 import { CorruptionError } from '../../src/util/errors.js';
 import type { Direction } from '../../storage/encoding/index.js';
+import type { FkAction } from '../parser/ast.js';
 
 export const SCHEMA_VERSION_ID = 0;
 export const SYSTEM_DATABASE_ID = 1;
@@ -85,8 +86,7 @@ export interface CheckDesc {
   readonly expr: string;
 }
 
-/** A foreign key's referential action (ON DELETE / ON UPDATE). */
-export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
+export type { FkAction };
 
 /**
  * A foreign key, stored on the referencing ("child") table

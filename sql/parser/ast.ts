@@ -733,6 +733,7 @@ export interface AlterTableStatement {
  *   AlterColumnType  ALTER [COLUMN] c [SET DATA] TYPE t [USING e]
  *   AddConstraint    ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE | CHECK …
  *   DropConstraint   DROP CONSTRAINT [IF EXISTS] name [CASCADE]
+ *   ValidateConstraint  VALIDATE CONSTRAINT name (a NOT VALID foreign key)
  */
 export type AlterTableCmd =
   | { readonly kind: 'AddColumn'; readonly column: ColumnDef; readonly ifNotExists: boolean }
@@ -741,7 +742,8 @@ export type AlterTableCmd =
   | { readonly kind: 'SetNotNull'; readonly column: string; readonly notNull: boolean }
   | { readonly kind: 'AlterColumnType'; readonly column: string; readonly type: TypeName; readonly using: Expr | undefined }
   | { readonly kind: 'AddConstraint'; readonly constraint: TableConstraint }
-  | { readonly kind: 'DropConstraint'; readonly name: string; readonly ifExists: boolean; readonly cascade: boolean };
+  | { readonly kind: 'DropConstraint'; readonly name: string; readonly ifExists: boolean; readonly cascade: boolean }
+  | { readonly kind: 'ValidateConstraint'; readonly name: string };
 
 /**
  * `ALTER TABLE|INDEX|VIEW|SEQUENCE [IF EXISTS] x RENAME TO y`,

@@ -872,6 +872,8 @@ export class Converter {
         return { kind: 'AddConstraint', constraint: this.tableConstraint(body<Constraint>(req(c.def), 'Constraint')) };
       case 'AT_DropConstraint':
         return { kind: 'DropConstraint', name: column, ifExists: c.missing_ok ?? false, cascade };
+      case 'AT_ValidateConstraint':
+        return { kind: 'ValidateConstraint', name: column };
       default:
         throw unimplemented(`ALTER TABLE ${(c.subtype ?? 'AT_Unknown').slice('AT_'.length)}`);
     }

@@ -487,6 +487,8 @@ function formatAlterTableCmd(c: AlterTableCmd): string {
       return `ADD ${formatTableConstraint(c.constraint)}`;
     case 'DropConstraint':
       return `DROP CONSTRAINT ${c.ifExists ? 'IF EXISTS ' : ''}${quoteIdent(c.name)}${c.cascade ? ' CASCADE' : ''}`;
+    case 'ValidateConstraint':
+      return `VALIDATE CONSTRAINT ${quoteIdent(c.name)}`;
     default:
       return assertNever(c, 'format: unknown ALTER TABLE command');
   }

@@ -28,6 +28,7 @@
  *       only on a table keyed by its hidden rowid: the primary index is
  *       rebuilt under the new key (primary-key.ts)
  *   DROP CONSTRAINT [IF EXISTS] name   (a CHECK, FOREIGN KEY or UNIQUE index)
+ *   VALIDATE CONSTRAINT name           (a NOT VALID foreign key: rows checked)
  *   RENAME TO, RENAME COLUMN a TO b, RENAME CONSTRAINT, ALTER INDEX RENAME
  *       column references inside DEFAULT and CHECK text are rewritten.
  * Not supported (0A000): ALTER COLUMN TYPE, replacing a declared primary key.
@@ -241,6 +242,18 @@ class Alter {
     this.b.delRange(span.key, span.endKey);
   }
 
+  /** VALIDATE CONSTRAINT: checks every row against a NOT VALID foreign key (a CHECK is always valid here). */
+  async validateConstraint(name: string): Promise<void> {
+    const fk = (this.d.foreignKeys ?? []).find((f) => f.name === name);
+    if (fk === undefined) {
+      if (this.d.checks.some((c) => c.name === name)) return;
+      throw new SqlError('sql.undefined_object', '42704', `constraint "${name}" of relation "${this.d.name}" does not exist`);
+    }
+    if (fk.validated) return;
+    await validateForeignKey(this.txn, this.snap, this.d, fk);
+    this.d = { ...this.d, foreignKeys: (this.d.foreignKeys ?? []).map((f) => (f === fk ? { ...f, validated: true } : f)) };
+  }
+
   dropConstraint(name: string, ifExists: boolean): void {
     if ((this.d.foreignKeys ?? []).some((f) => f.name === name)) {
       this.d = { ...this.d, foreignKeys: (this.d.foreignKeys ?? []).filter((f) => f.name !== name) };
@@ -405,6 +418,9 @@ export async function alterTable(txn: SqlTxn, database: string, env: EvalEnv, s:
         break;
       case 'DropConstraint':
         a.dropConstraint(cmd.name, cmd.ifExists);
+        break;
+      case 'ValidateConstraint':
+        await a.validateConstraint(cmd.name);
         break;
     }
   }
