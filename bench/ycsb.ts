@@ -13,10 +13,12 @@
  *        [--cairn-only | --skip-postgres] [--skip-cairn]
  *        [--cairn-url URL…] [--splits 12] [--out bench/results]
  *
- * --splits N (default 12): usertable is split into N ranges before loading
- * and the i-th range's lease is moved to node i mod 3 (support/scatter.ts,
- * through the nodes' HTTP admin hooks), as `cockroach workload init ycsb`
- * does with SPLIT AT + SCATTER: otherwise one leaseholder does all the work.
+ * --splits N (default 12): the loader splits usertable into N ranges before
+ * loading (ALTER TABLE … SPLIT AT, then SCATTER), as `cockroach workload init
+ * ycsb` does: otherwise one leaseholder does all the work. After the load the
+ * bench balances the table's lease counts over the nodes through their HTTP
+ * admin hooks (support/scatter.ts) and waits until that holds, so lease moves
+ * made during the load are not paid for by the measured runs.
  *
  * Order: one target at a time (the machine's cores are shared): start,
  * load (recording rows/s over time and the last-10 %/first-10 % ratio), then
@@ -41,7 +43,7 @@ import {
   type YcsbRunResult,
 } from '../src/workload/index.js';
 import { startCairn, startPostgresTarget, type BenchTarget, type CairnCluster } from './support/cluster.js';
-import { scatterTable, splitAndScatter } from './support/scatter.js';
+import { scatterTable } from './support/scatter.js';
 import { cpuMeter } from './support/proc-stats.js';
 import { barPanel, mdTable, mergedPercentiles, ratio, svgDocument, type Percentiles } from './support/report.js';
 
@@ -89,15 +91,6 @@ function p(x: number): string {
 async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>, o: YcsbBenchOptions, measured: boolean, cluster?: CairnCluster): Promise<TargetResult> {
   const log = o.log ?? ((s: string) => void process.stdout.write(s));
   log(`\n== ${t.name}: loading ${p(o.records)} records\n`);
-  // Pre-split + scatter through the nodes' admin hooks when this bench
-  // started the cluster (SQL SPLIT AT otherwise).
-  const splitter =
-    cluster === undefined
-      ? undefined
-      : async (keys: readonly string[]): Promise<void> => {
-          const s = await splitAndScatter(cluster, 'usertable', keys);
-          log(`cairn: usertable in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}\n`);
-        };
   const lm = cpuMeter(t.pids);
   const load = await initYcsb(
     {
@@ -107,7 +100,6 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
       concurrency: Math.min(Math.max(...o.concurrency), 8),
       batchSize: 200,
       splits: t.name === 'cairn' ? o.splits : 0,
-      ...(splitter !== undefined ? { splitter } : {}),
     },
     { output: quiet },
   );

@@ -2,9 +2,9 @@
  * The YCSB load phase: `initYcsb(options, { output })`.
  *
  *   [--drop] DROP TABLE usertable → CREATE TABLE usertable
- *   [--splits N] ALTER TABLE usertable SPLIT AT VALUES (…)   (Cairn only),
- *                or the caller's `splitter` (bench/ycsb.ts: the nodes' HTTP
- *                admin split + lease transfers, i.e. SPLIT AT + SCATTER)
+ *   [--splits N] ALTER TABLE usertable SPLIT AT VALUES (…) and
+ *                ALTER TABLE usertable SCATTER (Cairn only; as `cockroach
+ *                workload init` does), or instead the caller's `splitter`
  *   C loaders, each: claim the next batch of insertion indexes from a shared
  *   CounterGenerator → one multi-row INSERT with parameters → repeat
  *   a progress display: a redrawn bar on a terminal, periodic lines otherwise
@@ -211,6 +211,13 @@ export async function initYcsb(options: YcsbInitOptions, io: { readonly output?:
           else {
             const values = splitAt.map((k) => `('${k}')`).join(', ');
             await admin.client.query(`ALTER TABLE ${TABLE} SPLIT AT VALUES ${values}`);
+            // Spread the new ranges' leases over the nodes (cockroach workload's
+            // SCATTER); a server that cannot move leases only gets a notice.
+            try {
+              await admin.client.query(`ALTER TABLE ${TABLE} SCATTER`);
+            } catch (e) {
+              print(`notice: SCATTER failed: ${errorMessage(e)}`);
+            }
           }
           print(`split ${TABLE} into ${splitAt.length + 1} ranges`);
         }
