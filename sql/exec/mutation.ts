@@ -14,7 +14,12 @@
  * batch is sent with commitInBatch (1PC in the KV layer where possible).
  *
  * Constraint checks, in PostgreSQL's order: assignment casts (22001, 22003),
- * NOT NULL (23502), CHECK (23514), then uniqueness (23505) at the KV layer.
+ * NOT NULL (23502), CHECK (23514), then uniqueness (23505) at the KV layer,
+ * then foreign keys (23503, fk-actions.ts) after the writes: on a table with
+ * foreign keys the write batch also carries the parent lookups, is run
+ * rather than committed, the referenced side's checks and referential
+ * actions follow (their writes go through applyChanges, this file's write
+ * path), and the transaction commits last.
  */
 import { CairnError } from '../../src/util/errors.js';
 import { KVBatch } from '../kv.js';
