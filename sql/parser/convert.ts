@@ -522,7 +522,9 @@ export class Converter {
         // column `ordinality` (the subquery runs once per outer row, so it restarts per row);
         // ROWS FROM and column definitions stay 0A000.
         const rf = body<{ functions?: { List?: { items?: (Node | null)[] } }[]; alias?: PgAlias; ordinality?: boolean; lateral?: boolean; coldeflist?: unknown }>(n, tag);
-        const fnode = rf.functions?.length === 1 && rf.coldeflist === undefined ? rf.functions[0]?.List?.items?.[0] : undefined;
+        if ((rf.functions?.length ?? 0) > 1) throw unimplemented('ROWS FROM with several functions');
+        if (rf.coldeflist !== undefined) throw unimplemented('column definition lists for functions in FROM');
+        const fnode = rf.functions?.length === 1 ? rf.functions[0]?.List?.items?.[0] : undefined;
         const call = fnode === undefined || fnode === null ? undefined : this.expr(fnode);
         const fname = call?.kind === 'FuncCall' ? call.name[call.name.length - 1] : call?.kind === 'SqlValueFunction' ? call.name : undefined;
         const srf = fname !== undefined && SET_RETURNING_FROM_FUNCTIONS.has(fname);
