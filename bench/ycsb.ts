@@ -11,7 +11,7 @@
  *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16,64]
  *        [--duration 10s] [--workloads ABCDEF] [--method prepare]
  *        [--cairn-only | --skip-postgres] [--skip-cairn]
- *        [--cairn-url URL…] [--splits 12] [--out bench/results]
+ *        [--cairn-url URL…] [--splits 12] [--range-queues on|off] [--out bench/results]
  *
  * --splits N (default 12): the loader splits usertable into N ranges before
  * loading (ALTER TABLE … SPLIT AT, then SCATTER), as `cockroach workload init
@@ -19,6 +19,11 @@
  * bench balances the table's lease counts over the nodes through their HTTP
  * admin hooks (support/scatter.ts) and waits until that holds, so lease moves
  * made during the load are not paid for by the measured runs.
+ *
+ * --range-queues off starts the nodes without their range queues: measured
+ * on the shared machine, the replicate queue's lease-count rebalancing kept
+ * moving the table's leases during the runs (29 % of one node's KV batches
+ * answered NotLeaseHolder), which this isolates from the request path.
  *
  * Order: one target at a time (the machine's cores are shared): start,
  * load (recording rows/s over time and the last-10 %/first-10 % ratio), then
@@ -75,6 +80,8 @@ export interface YcsbBenchOptions {
   readonly workloads: readonly WorkloadName[];
   readonly method: QueryMethod;
   readonly splits: number;
+  /** The nodes' --range-queues (split, merge, replicate, replica GC queues); default on. */
+  readonly rangeQueues?: boolean;
   readonly cairn: boolean;
   readonly postgres: boolean;
   readonly cairnUrls?: readonly string[];
@@ -230,10 +237,10 @@ export async function runYcsbBench(o: YcsbBenchOptions): Promise<{ results: Targ
       results.push(await measure({ name: 'cairn', urls: o.cairnUrls, pids: () => [], rssMiB: () => [] }, o, false));
       targets.push({ name: 'cairn (external)' });
     } else {
-      const t = await startCairn(3);
+      const t = await startCairn(3, o.rangeQueues === false ? ['--range-queues=off'] : []);
       try {
         results.push(await measure(t, o, true, t));
-        targets.push({ name: `cairn: 3 nodes, replication factor 3${o.splits > 1 ? `, usertable pre-split into ${o.splits} ranges, leases spread` : ''}` });
+        targets.push({ name: `cairn: 3 nodes, replication factor 3${o.splits > 1 ? `, usertable pre-split into ${o.splits} ranges, leases spread` : ''}${o.rangeQueues === false ? ', range queues off' : ''}` });
       } finally {
         await t.stop();
       }
@@ -272,9 +279,10 @@ async function main(): Promise<void> {
     .option('--skip-cairn', 'measure only PostgreSQL')
     .option('--cairn-url <urls...>', 'SQL URLs of a running Cairn cluster instead of starting one')
     .option('--splits <n>', 'ranges to split usertable into on Cairn before loading, leases spread over the nodes (0/1: none)', (v) => Number(v), 12)
+    .option('--range-queues <on|off>', "Cairn nodes' split/merge/replicate/replica-GC queues (off: no lease rebalancing during the runs)", 'on')
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
-  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; out: string }>();
+  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; rangeQueues: string; out: string }>();
   const { files } = await runYcsbBench({
     records: o.records,
     concurrency: o.concurrency.filter((c) => Number.isInteger(c) && c > 0),
@@ -282,6 +290,7 @@ async function main(): Promise<void> {
     workloads: [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName),
     method: o.method,
     splits: o.splits,
+    rangeQueues: o.rangeQueues !== 'off',
     cairn: o.skipCairn !== true,
     postgres: o.cairnOnly !== true && o.skipPostgres !== true,
     ...(o.cairnUrl !== undefined ? { cairnUrls: o.cairnUrl } : {}),
