@@ -57,8 +57,9 @@ export interface YcsbInitOptions {
   readonly progressIntervalMs?: number;
   /**
    * Splits the new, empty table at these keys (sorted ycsb_key values) and
-   * spreads the ranges' leases, instead of `ALTER TABLE … SPLIT AT`; called
-   * only against Cairn, after CREATE TABLE and before any row is loaded.
+   * spreads the ranges' leases, instead of `ALTER TABLE … SPLIT AT` and
+   * `SCATTER` (e.g. through a node's admin hooks, bench/support/scatter.ts);
+   * called only against Cairn, after CREATE TABLE and before any row is loaded.
    */
   readonly splitter?: (keys: readonly string[]) => Promise<void>;
 }
