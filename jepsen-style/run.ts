@@ -1,7 +1,8 @@
 /**
  * `npm run jepsen -- --workload append --nemesis partition,kill --nodes 5 --time 300
  *  --concurrency 10 --seed 7 [--target cairn|postgres] [--canary NAME] [--isolation L]
- *  [--fault-interval MS] [--fault-duration MS] [--store DIR] [--subnet N]`
+ *  [--fault-interval MS] [--fault-duration MS] [--store DIR] [--subnet N]
+ *  [--node-arg=--log-level=debug …] [--op-timeout MS]`
  *
  * Runs one jepsen-style test (runner.ts), prints the one-line summary, and exits 0 only
  * when every checker said valid (unknown, a checker error or a crash is a failure).
@@ -32,7 +33,9 @@ const program = new Command('jepsen')
   .option('--fault-interval <ms>', 'quiet time between faults', int('--fault-interval'), 5000)
   .option('--fault-duration <ms>', 'how long each fault stays on', int('--fault-duration'), 5000)
   .option('--store <dir>', 'where runs are written (default jepsen-style/store)')
-  .option('--subnet <n>', 'Cairn: nodes on 127.0.<n>.11… (default 0)', int('--subnet'), 0);
+  .option('--subnet <n>', 'Cairn: nodes on 127.0.<n>.11… (default 0)', int('--subnet'), 0)
+  .option('--node-arg <flag>', 'Cairn: extra `cairn start` flag for every node (repeatable), e.g. --node-arg=--log-level=debug', (v: string, prev: string[]) => [...prev, v], [] as string[])
+  .option('--op-timeout <ms>', 'client-side timeout of one operation', int('--op-timeout'), 5000);
 
 program.parse();
 const o = program.opts<{
@@ -49,6 +52,8 @@ const o = program.opts<{
   faultDuration: number;
   store?: string;
   subnet: number;
+  nodeArg: string[];
+  opTimeout: number;
 }>();
 if (o.target !== 'cairn' && o.target !== 'postgres') program.error('--target must be cairn or postgres');
 if (!['serializable', 'repeatable read', 'read committed'].includes(o.isolation)) program.error('--isolation must be serializable, "repeatable read" or "read committed"');
@@ -70,6 +75,8 @@ try {
     faultIntervalMs: o.faultInterval,
     faultDurationMs: o.faultDuration,
     loopbackSubnet: o.subnet,
+    nodeArgs: o.nodeArg,
+    opTimeoutMs: o.opTimeout,
     ...(o.canary === undefined ? {} : { canary: o.canary }),
     ...(o.store === undefined ? {} : { storeRoot: o.store }),
     log: (l) => process.stderr.write(l + '\n'),

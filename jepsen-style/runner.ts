@@ -62,6 +62,8 @@ export interface RunOptions {
   readonly storeRoot?: string;
   /** Cairn: third octet of the nodes' loopback addresses (127.0.<subnet>.11…); default 0. */
   readonly loopbackSubnet?: number;
+  /** Cairn: extra `cairn start` flags for every node (e.g. --log-level=debug, --lease-duration=3s). */
+  readonly nodeArgs?: readonly string[];
   /** Quiet time between faults and fault duration (ms). */
   readonly faultIntervalMs?: number;
   readonly faultDurationMs?: number;
@@ -159,6 +161,15 @@ class ClientProcess {
   }
 }
 
+/** The lease duration a `--lease-duration=…` node flag sets (for the pause nemeses); {} when absent. */
+export function leaseOption(nodeArgs: readonly string[] | undefined): { leaseMs?: number } {
+  for (const a of nodeArgs ?? []) {
+    const m = /^--lease-duration=(\d+(?:\.\d+)?)(ms|s)$/.exec(a);
+    if (m !== null) return { leaseMs: Number(m[1]) * (m[2] === 's' ? 1000 : 1) };
+  }
+  return {};
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function runJepsen(opts: RunOptions): Promise<RunResult> {
@@ -175,7 +186,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const rel = (t: bigint): number => Number(t - t0);
   const nlog = (line: string): void => appendFileSync(nemesisLog, `${(rel(process.hrtime.bigint()) / 1e9).toFixed(3)} ${line}\n`);
   const prng = new Prng(opts.seed);
-  const nemesis = nemesisFor(opts.nemesis, workload.tables);
+  const nemesis = nemesisFor(opts.nemesis, workload.tables, leaseOption(opts.nodeArgs));
   const events: RawEvent[] = [];
   let seq = 0;
   const push = (e: Omit<RawEvent, 'seq'>): void => {
@@ -186,7 +197,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   if (opts.canary !== undefined) nlog(`canary: CAIRN_CANARY=${opts.canary}`);
 
   log(`jepsen: starting ${opts.target} (${opts.target === 'postgres' ? 1 : opts.nodes} nodes) in ${dir}`);
-  const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env, ...(opts.loopbackSubnet === undefined ? {} : { subnet: opts.loopbackSubnet }) });
+  const target: ClusterTarget = opts.target === 'postgres' ? await PostgresTarget.start(dir) : await CairnTarget.start({ dir, nodes: opts.nodes, env, ...(opts.loopbackSubnet === undefined ? {} : { subnet: opts.loopbackSubnet }), ...(opts.nodeArgs === undefined ? {} : { extraArgs: opts.nodeArgs }) });
   // If the harness itself dies (SIGINT → process.exit in run.ts, an uncaught error),
   // no node process may outlive it.
   const killNodes = (): void => {

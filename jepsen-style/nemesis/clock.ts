@@ -7,10 +7,21 @@
  * Factors: 0.4 and 0.8 (below the max offset: the cluster must stay correct) and, unless
  * `belowMaxOffsetOnly`, 2.0 (beyond it: the node must refuse to serve — its errors in
  * the window are the evidence — rather than break consistency). Heal sets offset 0.
+ *
+ * clock-lag: one node R, not the leaseholder of the newest range, runs `skew` × maxOffset
+ * slow (default −0.8×) and every other node delays its RPC messages to R by `lag` ×
+ * maxOffset (default 0.6×, through the fault hook). R's HLC is then at most what it last
+ * heard, ~lag ms behind: a transaction R starts just after a write elsewhere committed
+ * reads below that write's timestamp but within its uncertainty window, so it must
+ * restart (or see the write). Everything stays inside the max offset — a correct build
+ * stays linearizable; the skip-uncertainty-restart canary reads stale values, which
+ * register's linearizability checker reports. Evidence: the offset set, the hook's
+ * delayed-message counters.
  */
 import { CairnError } from '../../src/util/index.js';
 import { adminPost } from '../control/admin.js';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
+import { leaseholderIndex } from './kill.js';
 
 export class ClockNemesis implements Nemesis {
   readonly name: string;
@@ -71,5 +82,63 @@ export class ClockNemesis implements Nemesis {
   async healAll(ctx: NemesisContext): Promise<void> {
     await this.stop(ctx);
     for (let i = 0; i < ctx.target.nodes.length; i++) await this.set(ctx, i, 0).catch(() => undefined);
+  }
+}
+
+export class ClockLagNemesis implements Nemesis {
+  readonly name = 'clock-lag';
+  private lagging: number | undefined;
+
+  constructor(
+    private readonly maxOffsetMs = 500,
+    private readonly skew = -0.8,
+    private readonly lag = 0.6,
+  ) {}
+
+  private url(ctx: NemesisContext, i: number): string {
+    const url = ctx.target.nodes[i]!.httpUrl;
+    if (url === undefined) throw new CairnError('jepsen.unsupported', `jepsen: clock-lag needs Cairn's admin endpoint (${ctx.target.kind} has none)`);
+    return url;
+  }
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    const n = ctx.target.nodes.length;
+    const lh = await leaseholderIndex(ctx);
+    const others = Array.from({ length: n }, (_, i) => i).filter((i) => i !== lh && ctx.target.pid(i) !== undefined);
+    const r = others[ctx.prng.intn(others.length)]!;
+    const offsetMs = Math.round(this.skew * this.maxOffsetMs);
+    const delayMs = Math.round(this.lag * this.maxOffsetMs);
+    this.lagging = r;
+    await adminPost(this.url(ctx, r), '/_admin/clock', { offsetMs });
+    const evidence = [`n${r + 1} clock offset set to ${offsetMs} ms`];
+    for (let b = 0; b < n; b++) {
+      if (b === r) continue;
+      await adminPost(this.url(ctx, b), '/_admin/faults', { nodeId: r + 1, spec: { delayMs } });
+      evidence.push(`hook n${b + 1}→n${r + 1} delay ${delayMs} ms`);
+    }
+    return { description: `lag n${r + 1}: clock ${offsetMs} ms, messages to it +${delayMs} ms${lh === undefined ? '' : ` (leaseholder n${lh + 1})`}`, nodes: [r + 1], evidence };
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    const r = this.lagging;
+    this.lagging = undefined;
+    if (r === undefined) return [];
+    const evidence: string[] = [];
+    await adminPost(this.url(ctx, r), '/_admin/clock', { offsetMs: 0 });
+    evidence.push(`n${r + 1} clock offset reset to 0`);
+    for (let b = 0; b < ctx.target.nodes.length; b++) {
+      if (b === r) continue;
+      const res = (await adminPost(this.url(ctx, b), '/_admin/faults', { clear: true }).catch(() => undefined)) as { counters?: Record<string, number> } | undefined;
+      if (res?.counters !== undefined) evidence.push(`n${b + 1} hook delayed ${res.counters['delayed'] ?? 0} (cumulative)`);
+    }
+    return evidence;
+  }
+
+  async healAll(ctx: NemesisContext): Promise<void> {
+    await this.stop(ctx).catch(() => undefined);
+    for (let i = 0; i < ctx.target.nodes.length; i++) {
+      await adminPost(this.url(ctx, i), '/_admin/clock', { offsetMs: 0 }).catch(() => undefined);
+      await adminPost(this.url(ctx, i), '/_admin/faults', { clear: true }).catch(() => undefined);
+    }
   }
 }

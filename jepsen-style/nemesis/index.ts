@@ -3,20 +3,26 @@
  * (`partition,kill`) composed into one nemesis that picks one part per fault window.
  */
 import { CairnError } from '../../src/util/index.js';
-import { ClockNemesis } from './clock.js';
+import { ClockLagNemesis, ClockNemesis } from './clock.js';
 import { KillNemesis } from './kill.js';
 import type { Nemesis } from './nemesis.js';
 import { ComposedNemesis } from './nemesis.js';
 import { PartitionNemesis } from './partition.js';
-import { PauseNemesis } from './pause.js';
+import { PauseLeaseholderNemesis, PauseNemesis } from './pause.js';
 import { LeaseNemesis, SplitNemesis } from './split.js';
 
 export * from './nemesis.js';
 
-export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease'] as const;
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'clock-lag'] as const;
+
+/** What some nemeses need to know about the system under test. */
+export interface NemesisOptions {
+  /** The nodes' lease duration (ms): pause lengths are chosen around it. Default 6000 (Cairn's). */
+  readonly leaseMs?: number;
+}
 
 /** Builds the nemesis for `spec`; undefined for 'none'. `tables` feeds the split nemesis. */
-export function nemesisFor(spec: string, tables: readonly string[]): Nemesis | undefined {
+export function nemesisFor(spec: string, tables: readonly string[], opts: NemesisOptions = {}): Nemesis | undefined {
   const names = spec.split(/[,+]/).map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
   if (names.length === 0) return undefined;
   const parts = names.map((name): Nemesis => {
@@ -24,7 +30,11 @@ export function nemesisFor(spec: string, tables: readonly string[]): Nemesis | u
       case 'kill':
         return new KillNemesis();
       case 'pause':
-        return new PauseNemesis();
+        return new PauseNemesis(opts.leaseMs);
+      case 'pause-leaseholder':
+        return new PauseLeaseholderNemesis(opts.leaseMs);
+      case 'clock-lag':
+        return new ClockLagNemesis();
       case 'partition':
         return new PartitionNemesis();
       case 'clock':

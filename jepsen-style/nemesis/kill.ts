@@ -13,7 +13,8 @@ import { minority, pickNodes } from './nemesis.js';
 
 export type KillMode = 'one' | 'minority' | 'leaseholder' | 'all';
 
-async function leaseholderIndex(ctx: NemesisContext): Promise<number | undefined> {
+/** The 0-based index of the node holding the lease of the newest range (the tables under test); undefined when unknown. */
+export async function leaseholderIndex(ctx: NemesisContext): Promise<number | undefined> {
   const live = ctx.target.nodes.filter((n) => ctx.target.pid(n.id - 1) !== undefined);
   const ranges = (await clusterRanges(live))?.filter((r) => r.leaseholder !== undefined) ?? [];
   // The newest ranges hold the tables under test (r1 starts with the system keyspace).
