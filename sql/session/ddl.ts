@@ -36,6 +36,7 @@ import type { Datum } from '../sem/datum.js';
 import { withUniqueIndexes } from '../schema/table-indexes.js';
 import { addForeignKeys, dropReferencingFks } from '../schema/foreign-keys.js';
 import { putDescriptor } from '../schema/index-ddl.js';
+import { foreignKeyDefs } from '../vtable/virtual-tables.js';
 
 export interface UtilityResult {
   readonly columns: readonly { readonly name: string; readonly type: SqlType }[] | undefined;
@@ -297,6 +298,7 @@ export function showCreateTable(t: TableEntry): UtilityResult {
   const pkCols = t.desc.primaryIndex.keyColumnIds.map((id) => quoteIdent(t.desc.columns.find((c) => c.id === id)?.name ?? '?'));
   lines.push(`\tCONSTRAINT ${quoteIdent(t.desc.primaryIndex.name)} PRIMARY KEY (${pkCols.join(', ')})`);
   for (const ch of t.desc.checks) lines.push(`\tCONSTRAINT ${quoteIdent(ch.name)} CHECK (${ch.expr})`);
+  for (const fk of foreignKeyDefs(t)) lines.push(`\tCONSTRAINT ${quoteIdent(fk.name)} ${fk.def}`);
   const stmt = `CREATE TABLE public.${quoteIdent(t.desc.name)} (\n${lines.join(',\n')}\n)`;
   return {
     columns: [

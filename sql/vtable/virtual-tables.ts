@@ -150,6 +150,11 @@ function fkDef(r: FkRow): string {
   return s;
 }
 
+/** A table's foreign keys as pg_get_constraintdef prints them (SHOW CREATE TABLE, sql/session/ddl.ts). */
+export function foreignKeyDefs(t: TableEntry): { readonly name: string; readonly def: string }[] {
+  return foreignKeyRows(t).map((r) => ({ name: r.fk.name, def: fkDef(r) }));
+}
+
 function typeCategory(t: SqlType): string {
   switch (t.family) {
     case 'bool': return 'B';

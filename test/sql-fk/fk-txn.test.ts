@@ -3,7 +3,7 @@
  * sql/exec/fk-actions.ts): the check reads the other side in the same
  * serializable transaction, so a concurrent change of that side either is
  * seen or makes one of the two transactions fail with 40001 — never both
- * commit into an orphaned child. Over pgwire on MemoryKV and on the real KV.
+ * commit into an orphaned child. Over pgwire on MemoryKV (the real KV runs fk.slt: test/sql-schema/real-kv).
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
@@ -76,6 +76,16 @@ describe('foreign keys under concurrent transactions', () => {
       await c.query('ROLLBACK');
       const n = await c.query('SELECT count(*)::INT AS n FROM c WHERE id >= 500');
       expect(n.rows[0].n).toBe(0);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('SHOW CREATE TABLE lists the foreign keys', async () => {
+    const c = await client(srv.url);
+    try {
+      const r = await c.query('SHOW CREATE TABLE c');
+      expect(r.rows[0].create_statement).toContain('CONSTRAINT c_pid_fkey FOREIGN KEY (pid) REFERENCES p(id) ON DELETE CASCADE');
     } finally {
       await c.end();
     }
