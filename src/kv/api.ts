@@ -145,11 +145,14 @@ export function leaseEqual(a: Lease | null, b: Lease | null): boolean {
 // ---- Requests --------------------------------------------------------------------
 
 /**
- * The lock a read takes (SELECT … FOR UPDATE): 'exclusive' holds an
- * unreplicated lock on every key read until the transaction ends, blocking
- * other transactions' writes and locking reads (not their plain reads); the
- * read fails with WriteTooOldError when a newer committed version exists.
- * Absent: 'none'.
+ * The lock a transactional read takes (SELECT … FOR UPDATE): 'exclusive'
+ * holds an unreplicated lock on every key read (for a scan: every row
+ * returned) until the transaction ends, blocking other transactions' writes,
+ * locking reads, and plain reads at or above the lock's timestamp
+ * (CockroachDB's exclusive locks). A newer committed version makes the
+ * leaseholder read the batch again just above it; the response's timestamp
+ * says so. Best effort: the lock is leaseholder memory, lost on a lease
+ * change, split or merge. Absent: 'none'; ignored without a transaction.
  */
 export type LockStrength = 'none' | 'exclusive';
 

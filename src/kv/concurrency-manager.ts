@@ -21,7 +21,7 @@
  *
  * Pushing stays with the client (departure, see below): a waiter that has
  * been blocked by one and the same transaction for `pushAfterDelays` push
- * delays of `pushDelayMs` (500 ms) leaves the queue with a WriteIntentError
+ * delays of `pushDelayMs` (300 ms) leaves the queue with a WriteIntentError
  * naming the blocker, and the client's TxnPusher pushes it (priority,
  * liveness, STAGING recovery, waits-for cycles) and resends. The common case
  * — the holder commits or aborts meanwhile, e.g. a hot key's holders
@@ -100,7 +100,7 @@ export const DEFAULT_PUSH_DELAY_MS = 100;
  * change every few milliseconds and their waiters keep their places; a
  * deadlocked or abandoned holder does not.
  */
-export const DEFAULT_PUSH_AFTER_DELAYS = 5;
+export const DEFAULT_PUSH_AFTER_DELAYS = 3;
 
 /** Server-side timestamp bumps of a read batch whose locking reads met newer versions. */
 const MAX_READ_BUMPS = 3;

@@ -179,7 +179,7 @@ describe('pushing from the client after the push delays', () => {
     while (Buffer.compare(waiter.txnId, holder.txnId) <= 0) waiter = db(env).newTxn();
     const waits0 = db(env).pusher.metrics.waits;
     const w = waiter.commitInBatch(batch((b) => b.put(k, v('w'))));
-    // Past the push delays (5 × 100 ms) the waiter's client pushes, and is told to wait (a cycle would force instead).
+    // Past the push delays (3 × 100 ms) the waiter's client pushes, and is told to wait (a cycle would force instead).
     await until('the waiter to push from its client and wait', () => db(env).pusher.metrics.waits > waits0, 10_000);
     expect(db(env).pusher.metrics.deadlocksBroken).toBe(0);
     await holder.commit();

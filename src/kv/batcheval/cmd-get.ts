@@ -7,9 +7,9 @@
  * A locking get (CockroachDB's locking reads with FailOnMoreRecent) must see
  * the newest version of its key, as a write would: an intent of another
  * transaction at any timestamp raises WriteIntentError, and a committed
- * version above the read timestamp raises WriteTooOldError (the coordinator
- * moves up and reads again). On success the replica's request path records
- * the transaction's unreplicated lock (concurrency-manager.ts).
+ * version above the read timestamp raises WriteTooOldError (the request path
+ * evaluates the batch again just above it, concurrency-manager.ts
+ * evaluateReads). On success it records the transaction's unreplicated lock.
  */
 import { mvccGet, WriteIntentError, WriteTooOldError } from '../../../storage/mvcc.js';
 import { MAX_TIMESTAMP, ZERO_TIMESTAMP, tsLess, tsNext } from '../../util/hlc.js';
