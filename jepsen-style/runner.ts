@@ -40,7 +40,7 @@ import { signal, sqlAnswers, waitFor } from './control/target.js';
 import { clusterRanges, leadershipChanges } from './control/admin.js';
 import type { ClusterTarget } from './control/target.js';
 import { nemesisFor } from './nemesis/index.js';
-import type { NemesisContext } from './nemesis/index.js';
+import type { NemesisContext, NemesisOptions } from './nemesis/index.js';
 import { workloadNamed } from './workloads/index.js';
 import type { OpGenerator, OpRequest, OpResult, WorkloadOptions } from './workloads/index.js';
 import { renderTimeline } from './report/timeline.js';
@@ -161,13 +161,20 @@ class ClientProcess {
   }
 }
 
-/** The lease duration a `--lease-duration=…` node flag sets (for the pause nemeses); {} when absent. */
-export function leaseOption(nodeArgs: readonly string[] | undefined): { leaseMs?: number } {
+/**
+ * The lease duration and max clock offset that `--lease-duration=…` / `--max-offset=…`
+ * node flags set (the pause, partition and clock nemeses size their faults by them).
+ */
+export function nemesisOptions(nodeArgs: readonly string[] | undefined): NemesisOptions {
+  const out: { leaseMs?: number; maxOffsetMs?: number } = {};
   for (const a of nodeArgs ?? []) {
-    const m = /^--lease-duration=(\d+(?:\.\d+)?)(ms|s)$/.exec(a);
-    if (m !== null) return { leaseMs: Number(m[1]) * (m[2] === 's' ? 1000 : 1) };
+    const m = /^--(lease-duration|max-offset)=(\d+(?:\.\d+)?)(ms|s)$/.exec(a);
+    if (m === null) continue;
+    const ms = Number(m[2]) * (m[3] === 's' ? 1000 : 1);
+    if (m[1] === 'lease-duration') out.leaseMs = ms;
+    else out.maxOffsetMs = ms;
   }
-  return {};
+  return out;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -186,7 +193,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const rel = (t: bigint): number => Number(t - t0);
   const nlog = (line: string): void => appendFileSync(nemesisLog, `${(rel(process.hrtime.bigint()) / 1e9).toFixed(3)} ${line}\n`);
   const prng = new Prng(opts.seed);
-  const nemesis = nemesisFor(opts.nemesis, workload.tables, leaseOption(opts.nodeArgs));
+  const nemesis = nemesisFor(opts.nemesis, workload.tables, nemesisOptions(opts.nodeArgs));
   const events: RawEvent[] = [];
   let seq = 0;
   const push = (e: Omit<RawEvent, 'seq'>): void => {

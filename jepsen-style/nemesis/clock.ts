@@ -9,8 +9,8 @@
  * the window are the evidence — rather than break consistency). Heal sets offset 0.
  *
  * clock-lag: one node R, not the leaseholder of the newest range, runs `skew` × maxOffset
- * slow (default −0.8×) and every other node delays its RPC messages to R by `lag` ×
- * maxOffset (default 0.6×, through the fault hook). R's HLC is then at most what it last
+ * slow (default −0.7×) and every other node delays its RPC messages to R by `lag` ×
+ * maxOffset (default 0.5×, through the fault hook). R's HLC is then at most what it last
  * heard, ~lag ms behind: a transaction R starts just after a write elsewhere committed
  * reads below that write's timestamp but within its uncertainty window, so it must
  * restart (or see the write). Everything stays inside the max offset — a correct build
@@ -31,7 +31,7 @@ export class ClockNemesis implements Nemesis {
   private inflight: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly maxOffsetMs = 500,
+    private readonly maxOffsetMs: number = 500,
     private readonly belowMaxOffsetOnly = false,
     private readonly strobeMs = 200,
   ) {
@@ -90,9 +90,9 @@ export class ClockLagNemesis implements Nemesis {
   private lagging: number | undefined;
 
   constructor(
-    private readonly maxOffsetMs = 500,
-    private readonly skew = -0.8,
-    private readonly lag = 0.6,
+    private readonly maxOffsetMs: number = 500,
+    private readonly skew = -0.7,
+    private readonly lag = 0.5,
   ) {}
 
   private url(ctx: NemesisContext, i: number): string {

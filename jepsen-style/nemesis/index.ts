@@ -13,12 +13,14 @@ import { LeaseNemesis, SplitNemesis } from './split.js';
 
 export * from './nemesis.js';
 
-export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'clock-lag'] as const;
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag'] as const;
 
 /** What some nemeses need to know about the system under test. */
 export interface NemesisOptions {
   /** The nodes' lease duration (ms): pause lengths are chosen around it. Default 6000 (Cairn's). */
   readonly leaseMs?: number;
+  /** The nodes' max clock offset (ms): clock skews are fractions of it. Default 500 (Cairn's). */
+  readonly maxOffsetMs?: number;
 }
 
 /** Builds the nemesis for `spec`; undefined for 'none'. `tables` feeds the split nemesis. */
@@ -33,14 +35,16 @@ export function nemesisFor(spec: string, tables: readonly string[], opts: Nemesi
         return new PauseNemesis(opts.leaseMs);
       case 'pause-leaseholder':
         return new PauseLeaseholderNemesis(opts.leaseMs);
+      case 'partition-leaseholder':
+        return new PartitionNemesis(['leaseholder'], undefined, opts.leaseMs);
       case 'clock-lag':
-        return new ClockLagNemesis();
+        return new ClockLagNemesis(opts.maxOffsetMs);
       case 'partition':
         return new PartitionNemesis();
       case 'clock':
-        return new ClockNemesis();
+        return new ClockNemesis(opts.maxOffsetMs);
       case 'clock-safe':
-        return new ClockNemesis(500, true);
+        return new ClockNemesis(opts.maxOffsetMs, true);
       case 'split':
         return new SplitNemesis(tables);
       case 'lease':

@@ -8,7 +8,13 @@
  *              on a ring) but no two nodes agree on which majority;
  *   bridge   — two halves that only one bridge node connects;
  *   flaky    — no cut, but one node's RPC messages are dropped (20 %), delayed
- *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook.
+ *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook;
+ *   leaseholder — the node holding the lease of the newest range (the tables or keys
+ *              under test) cut off from all others for 1.5× the lease duration
+ *              (`partition-leaseholder`): the majority elects a new holder once the lease
+ *              expires and writes go on there, while the old holder's own clients keep
+ *              asking it — a build that serves reads on an expired lease (the
+ *              expired-lease-reads canary) answers them from its stale state.
  * Cuts go through iptables (iptables.ts) where it is usable; otherwise through each
  * node's RPC fault hook (`POST /_admin/faults`, partition: true per peer). Heal removes
  * every rule / clears every hook. Evidence: the rules or hook calls made.
@@ -19,11 +25,19 @@ import { adminPost } from '../control/admin.js';
 import { IptablesPartitioner, iptablesAvailable } from './iptables.js';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
 import { minority, pickNodes } from './nemesis.js';
+import { leaseholderIndex } from './kill.js';
 
-export type PartitionShape = 'isolate' | 'halves' | 'ring' | 'bridge' | 'flaky';
+/** Cuts between node `a` and every other node, both directions. */
+function isolationCuts(a: number, n: number): [number, number][] {
+  const cuts: [number, number][] = [];
+  for (let b = 0; b < n; b++) if (b !== a) cuts.push([a, b], [b, a]);
+  return cuts;
+}
+
+export type PartitionShape = 'isolate' | 'halves' | 'ring' | 'bridge' | 'flaky' | 'leaseholder';
 
 /** Directed pairs [from, to] (0-based node indexes) that must not communicate. */
-export function partitionCuts(shape: Exclude<PartitionShape, 'flaky'>, n: number, prng: Prng): [number, number][] {
+export function partitionCuts(shape: Exclude<PartitionShape, 'flaky' | 'leaseholder'>, n: number, prng: Prng): [number, number][] {
   const cuts: [number, number][] = [];
   const cutBoth = (a: number, b: number): void => {
     cuts.push([a, b], [b, a]);
@@ -76,6 +90,8 @@ export class PartitionNemesis implements Nemesis {
   constructor(
     private readonly shapes: readonly PartitionShape[] = ['isolate', 'halves', 'ring', 'bridge', 'flaky'],
     useIptables: boolean = iptablesAvailable(),
+    /** The nodes' lease duration (ms): the leaseholder shape lasts 1.5× it. */
+    private readonly leaseMs = 6000,
   ) {
     if (useIptables) this.iptables = new IptablesPartitioner();
   }
@@ -101,7 +117,17 @@ export class PartitionNemesis implements Nemesis {
       }
       return { description: `flaky n${victim! + 1}`, nodes: [victim! + 1], evidence };
     }
-    const cuts = partitionCuts(shape, n, ctx.prng);
+    let durationMs: number | undefined;
+    let cuts: [number, number][];
+    if (shape === 'leaseholder') {
+      const lh = await leaseholderIndex(ctx);
+      const victim = lh ?? pickNodes(ctx.prng, n, 1)[0]!;
+      evidence.push(lh === undefined ? `leaseholder unknown: n${victim + 1} picked at random` : `n${victim + 1} holds the newest range's lease`);
+      cuts = isolationCuts(victim, n);
+      durationMs = Math.round(this.leaseMs * 1.5);
+    } else {
+      cuts = partitionCuts(shape, n, ctx.prng);
+    }
     const host = (i: number): string => ctx.target.nodes[i]!.host;
     if (this.iptables !== undefined) {
       this.iptables.install(cuts.map(([a, b]) => [host(a), host(b)] as const));
@@ -111,7 +137,7 @@ export class PartitionNemesis implements Nemesis {
       evidence.push(`fault hook: ${cuts.length} directed cuts`);
     }
     const affected = [...new Set(cuts.flat())].sort((a, b) => a - b);
-    return { description: `${shape} ${cuts.filter(([a, b]) => a < b).map(([a, b]) => `n${a + 1}-n${b + 1}`).join(' ')}`, nodes: affected.map((i) => i + 1), evidence };
+    return { description: `${shape} ${cuts.filter(([a, b]) => a < b).map(([a, b]) => `n${a + 1}-n${b + 1}`).join(' ')}`, nodes: affected.map((i) => i + 1), evidence, ...(durationMs === undefined ? {} : { durationMs }) };
   }
 
   async stop(ctx: NemesisContext): Promise<readonly string[]> {

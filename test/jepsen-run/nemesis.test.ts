@@ -7,11 +7,12 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Prng } from '../../src/util/index.js';
 import { KillNemesis } from '../../jepsen-style/nemesis/kill.js';
-import { PauseNemesis } from '../../jepsen-style/nemesis/pause.js';
+import { PauseLeaseholderNemesis, PauseNemesis } from '../../jepsen-style/nemesis/pause.js';
 import { ComposedNemesis, minority } from '../../jepsen-style/nemesis/nemesis.js';
 import type { NemesisContext } from '../../jepsen-style/nemesis/nemesis.js';
 import { partitionCuts } from '../../jepsen-style/nemesis/partition.js';
 import { nemesisFor } from '../../jepsen-style/nemesis/index.js';
+import { nemesisOptions } from '../../jepsen-style/runner.js';
 import { PostgresTarget } from '../../jepsen-style/control/postgres-target.js';
 import { isAlive, sqlAnswers, waitFor } from '../../jepsen-style/control/target.js';
 import type { ClusterTarget, TargetNode } from '../../jepsen-style/control/target.js';
@@ -157,6 +158,26 @@ describe('pause nemesis', () => {
       await t.stop();
     }
   });
+
+  it('pause-leaseholder stops one node for 1.5× the lease (a random one without a status endpoint) and continues it', async () => {
+    const t = new ProcessTarget(3);
+    try {
+      const ctx = ctxFor(t, 5);
+      const p = new PauseLeaseholderNemesis(2000);
+      const s = await p.start(ctx);
+      expect(s.durationMs).toBe(3000);
+      expect(s.nodes).toHaveLength(1);
+      expect(s.evidence[0]).toMatch(/leaseholder unknown: n\d picked at random/);
+      const pid = t.pid(s.nodes[0]! - 1)!;
+      await waitFor('stopped state', 5000, () => procState(pid) === 'T');
+      const healed = await p.stop(ctx);
+      expect(healed[0]).toMatch(/^SIGCONT n\d pid \d+/);
+      await waitFor('running state', 5000, () => procState(pid) !== 'T');
+      await p.healAll(ctx);
+    } finally {
+      await t.stop();
+    }
+  });
 });
 
 describe('partition shapes', () => {
@@ -226,6 +247,13 @@ describe('nemesis names', () => {
     expect(c).toBeInstanceOf(ComposedNemesis);
     expect(c?.name).toBe('partition+kill');
     expect(() => nemesisFor('flood', [])).toThrow(/unknown nemesis flood/);
+    expect(nemesisFor('pause-leaseholder,partition-leaseholder,clock-lag', [])?.name).toBe('pause-leaseholder+partition+clock-lag');
+  });
+
+  it('the nodes\' --lease-duration and --max-offset size the nemeses', () => {
+    expect(nemesisOptions(undefined)).toEqual({});
+    expect(nemesisOptions(['--log-level=debug', '--lease-duration=3s', '--max-offset=750ms'])).toEqual({ leaseMs: 3000, maxOffsetMs: 750 });
+    expect(nemesisOptions(['--lease-duration=1.5s'])).toEqual({ leaseMs: 1500 });
   });
 });
 
