@@ -146,7 +146,7 @@ export interface SplitHooks {
    * Absent: an automatic split (the split queue).
    */
   readonly expiration?: Timestamp;
-  /** Backoff between attempts after a transient routing error (default: 20 ms × attempt, capped at 500 ms). */
+  /** Backoff between attempts after a transient routing error (default: 50 ms × attempt, capped at 1 s). */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
@@ -157,7 +157,14 @@ export interface SplitHooks {
  * an ambiguous error (that is answered by idempotence below).
  */
 const TRANSIENT_SPLIT_ERRORS = new Set(['kv.range_key_mismatch', 'kv.not_lease_holder', 'kv.range_not_found', 'kv.proposal_dropped']);
-const MAX_TRANSIENT_RETRIES = 5;
+/**
+ * Bounded: about 20 s of backoff on top of the DistSender's own retries —
+ * enough for a concurrent split's meta2 fix or a lease move to land on a
+ * heavily loaded machine (a multi-process test under load average ~40 saw
+ * kv.range_key_mismatch outlast 5 quick retries).
+ */
+const MAX_TRANSIENT_RETRIES = 25;
+const transientBackoffMs = (attempt: number): number => Math.min(1_000, 50 * attempt);
 
 function isTransient(e: unknown): boolean {
   return e instanceof CairnError && !e.ambiguous && TRANSIENT_SPLIT_ERRORS.has(e.code);
@@ -182,7 +189,7 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
     } catch (e) {
       if (e instanceof CairnError && e.code === 'kv.already_split') return null;
       if (isTransient(e) && transient < MAX_TRANSIENT_RETRIES) {
-        await sleep(Math.min(500, 20 * ++transient));
+        await sleep(transientBackoffMs(++transient));
         continue;
       }
       if (!(e instanceof CairnError) || !e.ambiguous || ambiguous >= 3) throw e;
@@ -199,7 +206,7 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
     // lease moving) it is simply run again from a fresh read, bounded.
     for (let attempt = 1; ; attempt++) {
       if (!(e instanceof CairnError) || !(e.ambiguous || e.retryable) || attempt > MAX_TRANSIENT_RETRIES) throw e;
-      await sleep(Math.min(500, 20 * attempt));
+      await sleep(transientBackoffMs(attempt));
       try {
         await Promise.all([fixMeta2(db, res.left), fixMeta2(db, res.right)]);
         return;
