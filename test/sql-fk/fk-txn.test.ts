@@ -3,11 +3,13 @@
  * sql/exec/fk-actions.ts): the check reads the other side in the same
  * serializable transaction, so a concurrent change of that side either is
  * seen or makes one of the two transactions fail with 40001 — never both
- * commit into an orphaned child. Over pgwire on MemoryKV (the real KV runs fk.slt: test/sql-schema/real-kv).
+ * commit into an orphaned child. Over pgwire on MemoryKV and on the real KV (3-node in-process cluster).
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { TestCluster, type TestClusterOptions } from '../support/test-cluster.js';
+import { startTxnCluster } from '../kv-txn/support.js';
 
 async function client(url: string): Promise<pg.Client> {
   const c = new pg.Client(url);
@@ -25,6 +27,43 @@ async function outcome(f: () => Promise<unknown>): Promise<string> {
   }
 }
 
+/**
+ * A inserts a child of parent i (reading p(i)) while B deletes p(i) (ON
+ * DELETE CASCADE: reading c's FK index); B's DELETE is sent before A commits
+ * and awaited after (on the real KV it may wait on A's lock). Whatever
+ * commits, no child is left without its parent; on MemoryKV (optimistic)
+ * exactly one of the two commits.
+ */
+async function raceChildInsertParentDelete(url: string, base: number, optimistic = true): Promise<void> {
+  const setup = await client(url);
+  const a = await client(url);
+  const b = await client(url);
+  try {
+    for (let i = base; i < base + 5; i++) {
+      await setup.query('INSERT INTO p VALUES ($1)', [i]);
+      await a.query('BEGIN');
+      await b.query('BEGIN');
+      await a.query('INSERT INTO c VALUES ($1, $2)', [100 + i, i]); // reads p(i): present
+      const del = outcome(() => b.query('DELETE FROM p WHERE id = $1', [i]));
+      const ra = await outcome(() => a.query('COMMIT'));
+      const rd = await del;
+      const rb = rd === 'ok' ? await outcome(() => b.query('COMMIT')) : rd;
+      if (ra !== 'ok') await a.query('ROLLBACK').catch(() => undefined);
+      if (rb !== 'ok') await b.query('ROLLBACK').catch(() => undefined);
+      for (const r of [ra, rb]) expect(['ok', '40001']).toContain(r);
+      if (optimistic) expect([ra, rb].filter((x) => x === 'ok').length, `${ra} ${rb}`).toBe(1);
+      const orphans = await setup.query('SELECT count(*)::INT AS n FROM c WHERE pid NOT IN (SELECT id FROM p)');
+      expect(orphans.rows[0].n).toBe(0);
+      const parent = (await setup.query('SELECT count(*)::INT AS n FROM p WHERE id = $1', [i])).rows[0].n;
+      const child = (await setup.query('SELECT count(*)::INT AS n FROM c WHERE id = $1', [100 + i])).rows[0].n;
+      expect(parent, `${ra} ${rb}`).toBe(rb === 'ok' ? 0 : 1);
+      expect(child, `${ra} ${rb}`).toBe(ra === 'ok' && rb !== 'ok' ? 1 : 0);
+    }
+  } finally {
+    await Promise.all([setup.end(), a.end(), b.end()]);
+  }
+}
+
 describe('foreign keys under concurrent transactions', () => {
   let srv: TestSqlServer;
   beforeAll(async () => {
@@ -38,30 +77,8 @@ describe('foreign keys under concurrent transactions', () => {
     await srv?.stop();
   });
 
-  it('insert of a child racing the delete of its parent: never both commit', async () => {
-    const setup = await client(srv.url);
-    const a = await client(srv.url);
-    const b = await client(srv.url);
-    try {
-      for (let i = 0; i < 5; i++) {
-        await setup.query('INSERT INTO p VALUES ($1)', [i]);
-        await a.query('BEGIN');
-        await b.query('BEGIN');
-        await a.query('INSERT INTO c VALUES ($1, $2)', [100 + i, i]); // reads p(i): present
-        await b.query('DELETE FROM p WHERE id = $1', [i]); // cascades: finds no child yet
-        const ra = await outcome(() => a.query('COMMIT'));
-        const rb = await outcome(() => b.query('COMMIT'));
-        if (ra !== 'ok') await a.query('ROLLBACK').catch(() => undefined);
-        if (rb !== 'ok') await b.query('ROLLBACK').catch(() => undefined);
-        expect([ra, rb].filter((x) => x === 'ok').length, `${ra} ${rb}`).toBe(1);
-        for (const r of [ra, rb]) expect(['ok', '40001']).toContain(r);
-        // Whatever committed, no child row is orphaned.
-        const orphans = await setup.query('SELECT count(*)::INT AS n FROM c WHERE pid NOT IN (SELECT id FROM p)');
-        expect(orphans.rows[0].n).toBe(0);
-      }
-    } finally {
-      await Promise.all([setup.end(), a.end(), b.end()]);
-    }
+  it('insert of a child racing the delete of its parent: never an orphan', async () => {
+    await raceChildInsertParentDelete(srv.url, 0);
   });
 
   it('a failed check rolls back the statement only; the transaction reports 25P02 after it', async () => {
@@ -107,4 +124,28 @@ describe('foreign keys under concurrent transactions', () => {
       await c.end();
     }
   });
+});
+
+describe('foreign keys under concurrent transactions on the real KV (3-node in-process cluster)', () => {
+  let cluster: TestCluster | undefined;
+  let srv: TestSqlServer;
+  beforeAll(async () => {
+    const { dbs } = await startTxnCluster(async (opts: TestClusterOptions) => {
+      cluster = await TestCluster.start(opts);
+      return cluster;
+    });
+    srv = await startSqlServer({ insecure: true, db: dbs[0] });
+    const c = await client(srv.url);
+    await c.query('CREATE TABLE p (id INT PRIMARY KEY)');
+    await c.query('CREATE TABLE c (id INT PRIMARY KEY, pid INT REFERENCES p ON DELETE CASCADE)');
+    await c.end();
+  }, 120_000);
+  afterAll(async () => {
+    await srv?.stop();
+    await cluster?.close();
+  });
+
+  it('insert of a child racing the delete of its parent: never an orphan (locks may order them)', async () => {
+    await raceChildInsertParentDelete(srv.url, 0, false);
+  }, 60_000);
 });
