@@ -10,7 +10,9 @@
  *   flaky    — no cut, but one node's RPC messages are dropped (20 %), delayed
  *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook;
  *   leaseholder — the node holding the lease of the newest range (the tables or keys
- *              under test) cut off from all others for 1.5× the lease duration
+ *              under test) cut off from all others for 2× the lease duration + 4 s (the
+ *              majority needs an election, the old lease's expiry and a new lease before
+ *              it writes again)
  *              (`partition-leaseholder`): the majority elects a new holder once the lease
  *              expires and writes go on there, while the old holder's own clients keep
  *              asking it — a build that serves reads on an expired lease (the
@@ -90,7 +92,7 @@ export class PartitionNemesis implements Nemesis {
   constructor(
     private readonly shapes: readonly PartitionShape[] = ['isolate', 'halves', 'ring', 'bridge', 'flaky'],
     useIptables: boolean = iptablesAvailable(),
-    /** The nodes' lease duration (ms): the leaseholder shape lasts 1.5× it. */
+    /** The nodes' lease duration (ms): the leaseholder shape lasts 2× it + 4 s. */
     private readonly leaseMs = 6000,
   ) {
     if (useIptables) this.iptables = new IptablesPartitioner();
@@ -124,7 +126,7 @@ export class PartitionNemesis implements Nemesis {
       const victim = lh ?? pickNodes(ctx.prng, n, 1)[0]!;
       evidence.push(lh === undefined ? `leaseholder unknown: n${victim + 1} picked at random` : `n${victim + 1} holds the newest range's lease`);
       cuts = isolationCuts(victim, n);
-      durationMs = Math.round(this.leaseMs * 1.5);
+      durationMs = Math.round(this.leaseMs * 2 + 4000);
     } else {
       cuts = partitionCuts(shape, n, ctx.prng);
     }
