@@ -22,6 +22,7 @@
  * path), and the transaction commits last.
  */
 import { CairnError } from '../../src/util/errors.js';
+import { assert } from '../../src/util/assert.js';
 import { KVBatch } from '../kv.js';
 import { SqlError } from '../parser/sql-error.js';
 import type { SqlType } from '../types/type.js';
@@ -146,6 +147,7 @@ async function applyChanges(ctx: ExecCtx, table: TableEntry, changes: readonly R
 }
 
 async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntry, rowOfKey: Map<string, Row>, ix: IndexWrites, checks?: OutboundChecks): Promise<void> {
+  assert(!(commit && checks !== undefined), 'mutation: foreign-key lookups in a commit batch would go unchecked');
   ix.flush(b);
   const first = b.length;
   checks?.add(b);
