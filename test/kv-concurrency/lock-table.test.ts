@@ -64,3 +64,30 @@ describe('LockTable limits', () => {
     expect(lt.guardState(w)).toBe('doneWaiting');
   });
 });
+
+// The replica's request path (src/kv/concurrency-manager.ts) clears the table on lease changes, splits, merges and
+// replica removal, and acquires after evaluation without trusting that the table still agrees with it.
+describe('LockTable clear and tryAcquireLock', () => {
+  it('clear forgets every lock and wakes every waiter, whose re-scan then finds nothing', async () => {
+    const lt = new LockTable();
+    lt.acquireLock(txn('h1'), k('a'));
+    lt.acquireLock(txn('h2'), k('b'), 'unreplicated');
+    const wa = lt.scanAndEnqueue(write(txn('w1'), 'a'));
+    const wb = lt.scanAndEnqueue(write(txn('w2'), 'b'));
+    const waits = [lt.waitOn(wa), lt.waitOn(wb)];
+    lt.clear();
+    expect(await Promise.all(waits)).toEqual([{ kind: 'done' }, { kind: 'done' }]);
+    expect(lt.metrics()).toMatchObject({ locks: 0, held: 0, waiters: 0 });
+    expect(lt.scanAndEnqueue(write(txn('w1'), 'a'), wa).shouldWait).toBe(false);
+  });
+
+  it('tryAcquireLock refuses a key another transaction holds, and acquires or re-acquires otherwise', () => {
+    const lt = new LockTable();
+    expect(lt.tryAcquireLock(txn('t1'), k('a'), 'unreplicated')).toBe(true);
+    expect(lt.tryAcquireLock(txn('t2'), k('a'))).toBe(false);
+    expect(lt.snapshot()[0]?.holder).toEqual({ txn: txn('t1'), durability: 'unreplicated' });
+    // The holder's own intent upgrades its lock to replicated.
+    expect(lt.tryAcquireLock(txn('t1'), k('a'), 'replicated')).toBe(true);
+    expect(lt.snapshot()[0]?.holder?.durability).toBe('replicated');
+  });
+});
