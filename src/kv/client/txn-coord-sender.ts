@@ -63,6 +63,7 @@ import type { IntentResolver } from '../txn-intent-resolver.js';
 import type { TxnPusher } from '../txn-pusher.js';
 import { txnLiveness } from '../txn-record.js';
 import { queryInFlightWrites } from '../txn-recovery.js';
+import { crashPoint, sendAtCrashPoint } from '../crash-point.js';
 import { recordMeta } from '../txn-eval.js';
 import { KvConditionFailedError, type KVBatchLike, type KVPriority, type KVRequest, type KVResult, type KVTxnOptions } from './kv-txn-types.js';
 
@@ -309,7 +310,9 @@ export class TxnCoordSender {
       let res: BatchResponse;
       try {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
-        res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs) }, requests: all });
+        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs) }, requests: all };
+        // Test-only (CAIRN_CRASH_POINT, src/kv/crash-point.ts): off in production, where `armed` is false.
+        res = await (crashPoint.armed && end !== null ? sendAtCrashPoint(this.ctx.sender, ba) : this.ctx.sender.send(ba));
       } catch (e) {
         // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
         if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
