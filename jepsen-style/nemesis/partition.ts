@@ -10,9 +10,10 @@
  *   flaky    — no cut, but one node's RPC messages are dropped (20 %), delayed
  *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook;
  *   leaseholder — the node holding the lease of the newest range (the tables or keys
- *              under test) cut off from all others for 2× the lease duration + 4 s (the
- *              majority needs an election, the old lease's expiry and a new lease before
- *              it writes again)
+ *              under test) cut off from all others for 2× the lease duration + 12 s (the
+ *              majority's gateways first wait out a whole 10 s KV RPC timeout on the cut-off
+ *              holder, then need the old lease's expiry and a new lease before a write
+ *              succeeds again — measured: with 2× lease + 4 s no write succeeded at all)
  *              (`partition-leaseholder`): the majority elects a new holder once the lease
  *              expires and writes go on there, while the old holder's own clients keep
  *              asking it — a build that serves reads on an expired lease (the
@@ -92,7 +93,7 @@ export class PartitionNemesis implements Nemesis {
   constructor(
     private readonly shapes: readonly PartitionShape[] = ['isolate', 'halves', 'ring', 'bridge', 'flaky'],
     useIptables: boolean = iptablesAvailable(),
-    /** The nodes' lease duration (ms): the leaseholder shape lasts 2× it + 4 s. */
+    /** The nodes' lease duration (ms): the leaseholder shape lasts 2× it + 12 s. */
     private readonly leaseMs = 6000,
   ) {
     if (useIptables) this.iptables = new IptablesPartitioner();
@@ -126,7 +127,7 @@ export class PartitionNemesis implements Nemesis {
       const victim = lh ?? pickNodes(ctx.prng, n, 1)[0]!;
       evidence.push(lh === undefined ? `leaseholder unknown: n${victim + 1} picked at random` : `n${victim + 1} holds the newest range's lease`);
       cuts = isolationCuts(victim, n);
-      durationMs = Math.round(this.leaseMs * 2 + 4000);
+      durationMs = Math.round(this.leaseMs * 2 + 12_000);
     } else {
       cuts = partitionCuts(shape, n, ctx.prng);
     }
