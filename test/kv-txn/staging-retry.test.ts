@@ -21,21 +21,32 @@
  *
  * The invariant checked: a commit that fails (non-ambiguously) leaves a
  * transaction that no recovery can commit; a commit that succeeds reports
- * the record's commit timestamp, where its writes are.
+ * the record's commit timestamp, where its writes are. The interleaving is
+ * fixed by holding X's second commit attempt in a gate (a Sender around the
+ * real DistSender) until the lease has moved and Y's lock is gone.
  */
-import { describe, it, expect } from 'vitest';
+import { afterEach, describe, it, expect } from 'vitest';
 import { ZERO_TIMESTAMP, compareTimestamps, formatTimestamp, tsLessEq, type Timestamp } from '../../src/util/hlc.js';
 import { CairnError } from '../../src/util/errors.js';
 import { mvccGet } from '../../storage/mvcc.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { TxnRecord, TxnRecordResponse } from '../../src/kv/txn-api.js';
+import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
+import type { Sender } from '../../src/kv/kv-client.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import { Prng } from '../../src/util/prng.js';
 import { recoverTxn } from '../../src/kv/txn-recovery.js';
+import { txnLiveness } from '../../src/kv/txn-record.js';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { descriptors } from '../kv-ranges/support.js';
 import { startTxnCluster, tkey, batch, str } from './support.js';
 
 const start = autoCloseClusters();
+const savedExpiry = txnLiveness.expiryMicros;
+afterEach(() => {
+  txnLiveness.expiryMicros = savedExpiry;
+});
 const v = (s: string): Buffer => Buffer.from(s);
 
 async function record(ds: DistSender, anchor: Buffer, id: Buffer): Promise<TxnRecord | null> {
@@ -68,23 +79,46 @@ async function versionAt(c: TestCluster, k: Buffer, ts: Timestamp): Promise<stri
 
 describe('parallel commit retried after a partial failure (issue 5)', () => {
   it('a commit reported failed is never committed by a recoverer; one reported committed is at its record\'s timestamp', async () => {
+    // Y must stay live while X waits for it (a loaded machine can delay its heartbeats past the default expiry).
+    txnLiveness.expiryMicros = 60_000_000;
     const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(10), tkey(20)] });
     const { c } = env;
     const ds = env.ds[0] as DistSender;
-    const [db, other] = [env.dbs[0], env.dbs[1]] as [NonNullable<(typeof env.dbs)[0]>, NonNullable<(typeof env.dbs)[0]>];
+    const other = env.dbs[1] as NonNullable<(typeof env.dbs)[1]>;
     const a = tkey(5); // anchor, range [0,10) — the EndTxn's part
     const b = tkey(15); // in flight on [10,20)
     const cKey = tkey(25); // in flight on [20,…), locked by Y
     const r = tkey(6); // X's read
 
+    // X's coordinator talks to the cluster through node 1's DistSender, with a gate: its second commit attempt
+    // waits until the test opens it (nothing else is held; pushes, queries and resolution pass).
+    let commitAttempts = 0;
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((res) => (openGate = res));
+    let firstDone: () => void = () => undefined;
+    const firstAttempt = new Promise<void>((res) => (firstDone = res));
+    const gated: Sender = {
+      async send(ba: BatchRequest): Promise<BatchResponse> {
+        if (!ba.requests.some((q) => q.kind === 'endTxn' && q.commit && q.inFlightWrites.length > 0)) return ds.send(ba);
+        const n = ++commitAttempts;
+        if (n >= 2) await gate;
+        try {
+          return await ds.send(ba);
+        } finally {
+          if (n === 1) firstDone();
+        }
+      },
+    };
+    const xdb = new TxnDB({ sender: gated, clock: c.node(0).clock, nodeId: 1, prng: new Prng(77) });
+
     // X reads r (so a later refresh can fail), then Y locks c.
-    const x = db.newTxn();
+    const x = xdb.newTxn();
     await x.run(batch((q) => q.get(r)));
     const y = other.newTxn();
     await y.run(batch((q) => q.put(cKey, v('y'))));
 
-    // X commits a, b, c in one batch: the record goes STAGING with b and c in flight, b lands, c meets Y's intent
-    // and X's pusher waits for Y (same priority, live).
+    // X commits a, b, c in one batch. Attempt 1: the record goes STAGING with b and c in flight, b lands, c meets
+    // Y's lock (WriteIntentError); X pushes Y (same priority, live: it waits) and sends attempt 2, held at the gate.
     let outcome: { ok: true } | { ok: false; e: unknown } | null = null;
     const commit = x.commitInBatch(batch((q) => {
       q.put(a, v('xa'));
@@ -94,10 +128,9 @@ describe('parallel commit retried after a partial failure (issue 5)', () => {
       () => (outcome = { ok: true }),
       (e: unknown) => (outcome = { ok: false, e }),
     );
-    const staged = await until('the STAGING record', async () => {
-      const rec = await record(ds, a, x.txnId);
-      return rec !== null && rec.status === 'staging' ? rec : null;
-    });
+    await firstAttempt;
+    const staged = await record(ds, a, x.txnId);
+    if (staged === null || staged.status !== 'staging') throw new Error(`attempt 1 left the record ${staged?.status ?? 'absent'}`);
     const T = staged.writeTimestamp;
 
     // W overwrites X's read above T (X's refresh will fail), then the anchor range's lease moves: the new holder's
@@ -112,8 +145,11 @@ describe('parallel commit retried after a partial failure (issue 5)', () => {
     await c.store(lh).transferLease(ra, target.replicaId);
     await until('the new lease', async () => c.leaseholder(ra) === target.nodeId - 1);
 
-    // Y gives up: X's push succeeds, and X sends its commit batch again.
+    // Y gives up (its intent on c resolved); X's attempt 2 goes: its EndTxn part is refused by the new holder's
+    // timestamp cache, b is a replay, c lands at T — completing attempt 1's STAGING record.
     await y.rollback();
+    await other.resolver.drain();
+    openGate();
     await commit;
     const out = outcome as { ok: true } | { ok: false; e: unknown } | null;
     if (out === null) throw new Error('commit did not settle');
@@ -132,11 +168,11 @@ describe('parallel commit retried after a partial failure (issue 5)', () => {
     const C = x.provisionalCommitTimestamp();
     expect(compareTimestamps(C, (final as TxnRecord).writeTimestamp)).toBe(0);
     expect(tsLessEq(T, C)).toBe(true);
-    await db.resolver.drain();
+    await xdb.resolver.drain();
     for (const [k, want] of [[a, 'xa'], [b, 'xb'], [cKey, 'xc']] as const) {
       expect(await versionAt(c, k, C)).toBe(want);
     }
-    const check = db.newTxn();
+    const check = xdb.newTxn();
     const got = await check.run(batch((q) => {
       q.get(a);
       q.get(b);
