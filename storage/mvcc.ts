@@ -545,11 +545,9 @@ async function forEachHead(
   const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
   let entries = 0;
   let heads = 0;
-  // Before any head is seen, guess one entry per head, two when new values go out of line.
-  const firstPerHead = inlineValueLimit === Infinity ? 1 : 2;
   const nextChunk = (prev: number): number => {
     if (rowsWanted === undefined) return prev === 0 ? FIRST_CHUNK : Math.min(prev * 2, MAX_CHUNK);
-    const perHead = heads === 0 ? (prev === 0 ? firstPerHead : 2) : entries / heads;
+    const perHead = heads === 0 ? (prev === 0 ? 1 : 2) : entries / heads;
     return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * perHead * (prev === 0 ? 1 : 1.1))));
   };
   /** Forward: a head waiting for the entry after it. Reverse: the entry before the next head. */
