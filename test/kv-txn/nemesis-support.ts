@@ -307,7 +307,11 @@ export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Pro
     let lh = -1;
     for (let i = 0; i < 200 && lh < 0; i++) {
       lh = c.leaseholder(d.rangeId);
-      if (lh < 0) await new Promise((r) => setTimeout(r, 20));
+      if (lh < 0) {
+        // An idle range's lease may have lapsed (a loaded machine): a read makes a replica take it again.
+        if (i % 10 === 0) await readKey(db, key).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
     if (lh < 0) throw new Error(`no leaseholder for r${d.rangeId}`);
     const eng = c.node(lh).engine;
@@ -323,6 +327,14 @@ export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Pro
     out.set(k, versions.reverse());
   }
   return out;
+}
+
+async function readKey(db: TxnDB, key: Buffer): Promise<void> {
+  const t = db.newTxn();
+  const b = new KVBatch();
+  b.get(key);
+  await t.run(b);
+  await t.commit();
 }
 
 function dbs(db: TxnDB): TxnDB[] {
