@@ -371,7 +371,7 @@ function planFromList(q: QueryCtx, from: readonly TableExpr[], pushed: ReadonlyM
 
 /**
  * Index nested-loop join: when the left side yields a bounded number of rows
- * (a point lookup, VALUES, LIMIT), the right table is planned once as a
+ * (a point lookup, VALUES), the right table is planned once as a
  * single-table read whose WHERE is its pushed conjuncts plus the ON
  * conjuncts, with the left row's columns as constants — so `r.g = p.pid`
  * becomes a span on an index of r.g (or r's primary key) — and an apply node
@@ -400,7 +400,7 @@ function planIndexApply(q: QueryCtx, l: Rel, t: Extract<TableExpr, { kind: 'Tabl
   return { node: { kind: 'apply', input: l.node, plan: p.root, mode: type === 'left' ? 'lateral-left' : 'lateral', outer: slot, on: pred, text, columns }, columns };
 }
 
-/** Rows a plan can yield are few and known up front: a point lookup, a VALUES list, a LIMIT. */
+/** Rows a plan can yield are few and known up front: a point lookup (≤ 1024 keys) or a VALUES list. */
 function boundedRows(n: PlanNode): boolean {
   switch (n.kind) {
     case 'scan':
@@ -408,7 +408,6 @@ function boundedRows(n: PlanNode): boolean {
     case 'values':
       return n.rows.length <= 1024;
     case 'limit':
-      return true;
     case 'filter':
     case 'project':
     case 'sort':
