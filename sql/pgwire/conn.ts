@@ -207,6 +207,7 @@ export class PgConn {
       copyData: (data) => this.sendCopyData(data),
       copyDone: () => this.out.copyDone(),
       canRewind: () => this.rewindable,
+      syncFollows: () => this.decoder.nextIsSync(),
       rewind: () => this.rewind(),
       rowDescription: (columns) => this.out.rowDescription(columns),
       commandComplete: (tag) => {

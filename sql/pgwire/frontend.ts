@@ -241,6 +241,18 @@ export class FrontendDecoder {
   }
 
   /**
+   * True when the next buffered message is a complete Sync ('S', length 4).
+   * The session peeks with it so an Execute that Sync immediately follows
+   * commits with its own statement (one-phase commit) instead of deferring
+   * the implicit transaction's commit to the Sync.
+   */
+  nextIsSync(): boolean {
+    if (this.phase !== 'normal' || this.total < 5) return false;
+    const b = this.contiguous(5);
+    return b[this.head] === 0x53 && b.readInt32BE(this.head + 1) === 4;
+  }
+
+  /**
    * Makes the first n buffered bytes contiguous in chunks[0]; requires
    * total ≥ n. Only the chunks covering those n bytes are merged, so a large
    * backlog is not copied again at every message boundary.

@@ -201,3 +201,35 @@ describe('FrontendDecoder, malformed input → ProtocolViolationError (08P01)', 
     );
   });
 });
+
+describe('FrontendDecoder.nextIsSync', () => {
+  it('sees a complete Sync right after an Execute, at every split of the bytes, and nothing else', () => {
+    const bytes = Buffer.concat([serialize.execute(), serialize.sync(), serialize.execute(), serialize.flush()]);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const d = new FrontendDecoder({ maxMessageSize: 4096 });
+      d.startNormalPhase();
+      expect(d.nextIsSync()).toBe(false); // nothing buffered
+      d.push(bytes.subarray(0, cut));
+      const seen: boolean[] = [];
+      const drain = (): void => {
+        for (let m = d.next(); m !== undefined; m = d.next()) seen.push(d.nextIsSync());
+      };
+      drain();
+      d.push(bytes.subarray(cut));
+      // the peek after the first Execute is true only when the whole Sync had arrived with it
+      const execEnd = serialize.execute().length;
+      const firstPeekSawSync = seen.length > 0 ? seen[0] : undefined;
+      drain();
+      expect(seen.length).toBe(4);
+      if (cut >= execEnd + 5) expect(firstPeekSawSync).toBe(true);
+      else if (firstPeekSawSync !== undefined) expect(firstPeekSawSync).toBe(false);
+      expect(seen.slice(1)).toEqual([false, false, false]); // after Sync: Execute; after it: Flush, not Sync
+    }
+  });
+
+  it('is false in the startup phase', () => {
+    const d = new FrontendDecoder({ maxMessageSize: 4096 });
+    d.push(serialize.sync());
+    expect(d.nextIsSync()).toBe(false);
+  });
+});
