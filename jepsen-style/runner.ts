@@ -249,7 +249,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       const init: WorkerInit = { url: node.sqlUrl, httpUrl: node.httpUrl, workload: opts.workload, opts: wopts, timeoutMs: opTimeoutMs };
       clients.push(new ClientProcess(fork(workerPath(), [JSON.stringify(init)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })));
     }
-    gen = workload.generator(prng, opts.concurrency);
+    gen = workload.generator(prng, opts.concurrency, target.nodes.length);
     const g = gen;
     const processOf = clients.map((_, w) => w);
     const runOp = async (w: number, op: OpRequest): Promise<OpResult | undefined> => {

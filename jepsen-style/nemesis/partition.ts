@@ -9,8 +9,8 @@
  *   bridge   — two halves that only one bridge node connects;
  *   flaky    — no cut, but one node's RPC messages are dropped (20 %), delayed
  *              (0–50 ms, reordering) and duplicated (10 %) through the fault hook;
- *   leaseholder — the node holding the lease of the newest range (the tables or keys
- *              under test) cut off from all others for 2× the lease duration + 12 s (the
+ *   leaseholder — n1, after the lease of the newest range (the tables or keys under
+ *              test) was moved to it, cut off from all others for 2× the lease duration + 12 s (the
  *              majority's gateways first wait out a whole 10 s KV RPC timeout on the cut-off
  *              holder, then need the old lease's expiry and a new lease before a write
  *              succeeds again — measured: with 2× lease + 4 s no write succeeded at all)
@@ -24,11 +24,10 @@
  */
 import type { Prng } from '../../src/util/index.js';
 import { CairnError } from '../../src/util/index.js';
-import { adminPost } from '../control/admin.js';
+import { adminPost, clusterRanges } from '../control/admin.js';
 import { IptablesPartitioner, iptablesAvailable } from './iptables.js';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
 import { minority, pickNodes } from './nemesis.js';
-import { leaseholderIndex } from './kill.js';
 
 /** Cuts between node `a` and every other node, both directions. */
 function isolationCuts(a: number, n: number): [number, number][] {
@@ -123,9 +122,7 @@ export class PartitionNemesis implements Nemesis {
     let durationMs: number | undefined;
     let cuts: [number, number][];
     if (shape === 'leaseholder') {
-      const lh = await leaseholderIndex(ctx);
-      const victim = lh ?? pickNodes(ctx.prng, n, 1)[0]!;
-      evidence.push(lh === undefined ? `leaseholder unknown: n${victim + 1} picked at random` : `n${victim + 1} holds the newest range's lease`);
+      const victim = await this.leaseToFirstNode(ctx, evidence);
       cuts = isolationCuts(victim, n);
       durationMs = Math.round(this.leaseMs * 2 + 12_000);
     } else {
@@ -141,6 +138,35 @@ export class PartitionNemesis implements Nemesis {
     }
     const affected = [...new Set(cuts.flat())].sort((a, b) => a - b);
     return { description: `${shape} ${cuts.filter(([a, b]) => a < b).map(([a, b]) => `n${a + 1}-n${b + 1}`).join(' ')}`, nodes: affected.map((i) => i + 1), evidence, ...(durationMs === undefined ? {} : { durationMs }) };
+  }
+
+  /**
+   * The leaseholder shape's victim: n1, after the newest range's lease was moved there
+   * (so that workloads can give n1's clients a role — kv-register-n1-reads); the current
+   * holder when the transfer fails, a random node when no holder is known.
+   */
+  private async leaseToFirstNode(ctx: NemesisContext, evidence: string[]): Promise<number> {
+    const ranges = (await clusterRanges(ctx.target.nodes.filter((m) => ctx.target.pid(m.id - 1) !== undefined)))?.filter((r) => r.leaseholder !== undefined) ?? [];
+    const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
+    if (hot === undefined) {
+      const i = pickNodes(ctx.prng, ctx.target.nodes.length, 1)[0]!;
+      evidence.push(`leaseholder unknown: n${i + 1} picked at random`);
+      return i;
+    }
+    if (hot.leaseholder === 1) {
+      evidence.push(`n1 holds r${hot.rangeId}'s lease`);
+    } else {
+      try {
+        await adminPost(ctx.target.nodes[hot.leaseholder! - 1]!.httpUrl!, '/_admin/transfer-lease', { rangeId: hot.rangeId, toNodeId: 1 });
+        evidence.push(`r${hot.rangeId} lease moved n${hot.leaseholder} → n1`);
+      } catch (e) {
+        evidence.push(`r${hot.rangeId} lease stays on n${hot.leaseholder} (transfer failed: ${e instanceof Error ? e.message : String(e)})`);
+        return hot.leaseholder! - 1;
+      }
+    }
+    // Let n1's gateway learn (from its own requests) that the lease is local before the cut.
+    await new Promise((r) => setTimeout(r, 1500));
+    return 0;
   }
 
   async stop(ctx: NemesisContext): Promise<readonly string[]> {

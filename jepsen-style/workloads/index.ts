@@ -5,7 +5,7 @@ import { CairnError } from '../../src/util/index.js';
 import { appendWorkload } from './append.js';
 import { bankWorkload } from './bank.js';
 import { g2Workload } from './g2.js';
-import { kvRegisterWorkload } from './kv-register.js';
+import { kvRegisterN1ReadsWorkload, kvRegisterWorkload } from './kv-register.js';
 import { monotonicWorkload } from './monotonic.js';
 import { registerWorkload } from './register.js';
 import { sequentialWorkload } from './sequential.js';
@@ -23,6 +23,7 @@ export const WORKLOADS: Readonly<Record<string, Workload>> = {
   sequential: sequentialWorkload,
   g2: g2Workload,
   'kv-register': kvRegisterWorkload,
+  'kv-register-n1-reads': kvRegisterN1ReadsWorkload,
 };
 
 export function workloadNamed(name: string): Workload {

@@ -5,6 +5,14 @@
  * routing) for linearizability while a build has no SQL layer mounted; no CAS (the
  * endpoint has none), so the model is the read/write register.
  *
+ * kv-register-n1-reads: the same, except that the clients of n1 only read — with the
+ * partition-leaseholder nemesis (which first moves the lease to n1, then cuts n1 off),
+ * n1's gateway keeps routing its reads to its own replica, which still holds the old
+ * lease; a build that serves reads on an expired lease (the expired-lease-reads canary)
+ * answers them from its stale state while the majority writes newer values. (A client
+ * of n1 that wrote would be refused with NotLeaseHolder and its gateway would route
+ * everything to the majority from then on.)
+ *
  * Keys: `0xfe "jepsen/register/" <k>` (above every table's data), values the decimal
  * text of a small integer, both hex-encoded on the wire.
  * Outcomes: {ok:true} → ok; {ok:false, ambiguous:false} → fail (the KV layer knows it
@@ -67,4 +75,10 @@ export const kvRegisterWorkload: Workload = {
   executeKv,
   finalOps: () => [],
   checkers: () => [linearizableChecker(register, { deadlineMs: 120_000 })],
+};
+
+export const kvRegisterN1ReadsWorkload: Workload = {
+  ...kvRegisterWorkload,
+  name: 'kv-register-n1-reads',
+  generator: (prng, _concurrency, nodes) => new RegisterGenerator(prng, false, (w) => w % nodes === 0),
 };

@@ -28,6 +28,8 @@ export class RegisterGenerator implements OpGenerator {
   constructor(
     private readonly prng: Prng,
     private readonly cas = true,
+    /** Workers that only read (default none). */
+    private readonly readOnly: (worker: number) => boolean = () => false,
   ) {
     for (let i = 0; i < ACTIVE_KEYS; i++) this.active.push(this.fresh());
   }
@@ -38,14 +40,14 @@ export class RegisterGenerator implements OpGenerator {
     return k;
   }
 
-  next(): OpRequest {
+  next(_process: number, worker: number): OpRequest {
     const slot = this.prng.intn(this.active.length);
     const key = this.active[slot]!;
     const c = this.count.get(key)! + 1;
     this.count.set(key, c);
     if (c >= OPS_PER_KEY) this.active[slot] = this.fresh();
     const r = this.prng.intn(this.cas ? 3 : 2);
-    if (r === 0) return { f: 'read', value: null, key };
+    if (r === 0 || this.readOnly(worker)) return { f: 'read', value: null, key };
     if (r === 1) return { f: 'write', value: this.prng.intn(VALUES), key };
     return { f: 'cas', value: [this.prng.intn(VALUES), this.prng.intn(VALUES)], key };
   }

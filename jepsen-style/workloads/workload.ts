@@ -74,7 +74,8 @@ export interface Workload {
   executeKv?(httpUrl: string, op: OpRequest, timeoutMs: number): Promise<OpResult>;
   /** Creates the schema and initial data (idempotent on a fresh database). */
   setup(conn: SqlConn, opts: WorkloadOptions): Promise<void>;
-  generator(prng: Prng, concurrency: number): OpGenerator;
+  /** `nodes`: the cluster size (client w talks to node w mod nodes). */
+  generator(prng: Prng, concurrency: number, nodes: number): OpGenerator;
   execute(conn: SqlConn, op: OpRequest, opts: WorkloadOptions): Promise<OpResult>;
   /** Operations run after healing (read-only; retried until they succeed). */
   finalOps(gen: OpGenerator): readonly OpRequest[];
