@@ -74,17 +74,23 @@ describe('lock table in the request path', () => {
     const holder = await holding(env, k, '0');
     const order: number[] = [];
     const writers = [1, 2, 3].map(async (i) => {
-      // Queue one after the other, so the expected order is known.
+      // Queue one after the other, so the expected order is known. Each locks k (FOR UPDATE) and then writes it:
+      // a locking read meeting its predecessor's newer version is read again on the leaseholder, so no request
+      // goes back to its client (and to the end of the queue) on the way.
       await until(`writer ${i} to be next`, () => waiters(env.c, k) === i - 1);
-      await db(env).runTxn((t) => t.commitInBatch(batch((b) => b.put(k, v(String(i))))));
-      order.push(i);
+      await db(env).runTxn(async (t) => {
+        const r = await t.run(batch((b) => b.get(k, 'exclusive')));
+        order.push(Number(str((r[0] as { value: Buffer | null }).value)));
+        await t.commitInBatch(batch((b) => b.put(k, v(String(i)))));
+      });
     });
     await until('three waiters', () => waiters(env.c, k) === 3);
     const lt = leaseholder(env.c, k)?.concurrency.lockTable;
     expect(lt?.snapshot()[0]?.queue.map((q) => q.role)).toEqual(['waiting', 'waiting', 'waiting']);
     await holder.commit();
     await Promise.all(writers);
-    expect(order).toEqual([1, 2, 3]);
+    // Each writer read its predecessor's value: served in arrival order.
+    expect(order).toEqual([0, 1, 2]);
     expect(await getNow(env, k)).toBe('3');
   });
 
