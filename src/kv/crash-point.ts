@@ -9,17 +9,18 @@
  *       every in-flight write acknowledged by its leaseholder) kills the process
  *       before the client is answered and before the record is made COMMITTED:
  *       the transaction is implicitly committed, only recovery can tell.
- *   CAIRN_CRASH_POINT=staging-only:<hex>   the commit batch is cut down to the
- *       anchor key's write and the EndTxn (the record goes STAGING listing every
- *       other write as in flight, none of which is ever sent), then the process
- *       is killed: one in-flight write never lands, so recovery must prevent it
- *       and abort.
+ *   CAIRN_CRASH_POINT=staging-only:<hex>   the commit batch goes without the
+ *       write of its last in-flight key (the EndTxn still lists it: the record
+ *       goes STAGING with the other writes acknowledged), then the process is
+ *       killed: that one write never lands, so recovery must prevent it and
+ *       abort.
  *
  * <hex> restricts the point to commits one of whose in-flight write keys
  * contains those bytes (e.g. the UTF-8 of a SQL string primary key, which
  * the key encoding keeps verbatim), so the node's own and the test's other
  * transactions commit normally. Before dying the process writes one line,
- * `kv: crash point <name> reached (txn <id>)`, to stderr.
+ * `kv: crash point <name> reached (txn <hex id> anchor <hex key>)`, to
+ * stderr (a test finds the record there: transactionKey(anchor, id)).
  *
  * Invariants: read once, when this module is first imported (node start-up);
  * an unknown name or a missing/odd <hex> is refused at start-up. Production
@@ -71,13 +72,14 @@ export function matchingCommit(cp: CrashPoint, requests: readonly Request[]): En
   return last.inFlightWrites.some((w) => w.key.includes(cp.keyContains)) ? last : null;
 }
 
-/** The batch a staging-only crash sends: the anchor key's own requests and the EndTxn. */
+/** The batch a staging-only crash sends: all but the write of the last in-flight key. */
 export function stagingOnlyBatch(ba: BatchRequest, end: EndTxnRequest): BatchRequest {
-  return { header: ba.header, requests: ba.requests.filter((r) => r === end || ('key' in r && r.kind !== 'endTxn' && r.key.equals(end.key))) };
+  const withheld = end.inFlightWrites[end.inFlightWrites.length - 1]?.key;
+  return { header: ba.header, requests: ba.requests.filter((r) => r === end || withheld === undefined || !('key' in r) || !r.key.equals(withheld)) };
 }
 
-function die(name: CrashPointName, ba: BatchRequest): never {
-  writeSync(2, `kv: crash point ${name} reached (txn ${ba.header.txn?.id.toString('hex') ?? '?'})\n`);
+function die(name: CrashPointName, ba: BatchRequest, end: EndTxnRequest): never {
+  writeSync(2, `kv: crash point ${name} reached (txn ${ba.header.txn?.id.toString('hex') ?? '?'} anchor ${end.key.toString('hex')})\n`);
   process.kill(process.pid, 'SIGKILL');
   // SIGKILL is delivered before kill() returns; never reached.
   throw new Error('kv: crash point survived SIGKILL');
@@ -93,12 +95,12 @@ export async function sendAtCrashPoint(sender: Sender, ba: BatchRequest, cp: Cra
   if (cp.name === 'staging-only') {
     const res = await sender.send(stagingOnlyBatch(ba, end));
     const rec = (res.responses[res.responses.length - 1] as TxnRecordResponse).record;
-    if (rec?.status === 'staging') die(cp.name, ba);
+    if (rec?.status === 'staging') die(cp.name, ba, end);
     return res;
   }
   const res = await sender.send(ba);
   const rec = (res.responses[res.responses.length - 1] as TxnRecordResponse).record;
   // Only an implicit commit at the staged timestamp (no part pushed) is the window under test.
-  if (rec?.status === 'staging' && !tsLess(rec.writeTimestamp, res.timestamp)) die(cp.name, ba);
+  if (rec?.status === 'staging' && !tsLess(rec.writeTimestamp, res.timestamp)) die(cp.name, ba, end);
   return res;
 }

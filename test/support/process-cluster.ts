@@ -128,6 +128,8 @@ export class ProcessNode {
   exitCode: number | null = null;
   /** The process's stdout and stderr so far (the last 1 MiB). */
   output = '';
+  /** Extra environment for the next spawn (e.g. CAIRN_CRASH_POINT before restart()). */
+  env: Record<string, string> = {};
   constructor(
     readonly index: number,
     readonly spec: NodeProcessSpec,
@@ -226,7 +228,7 @@ export class ProcessCluster {
 
   private spawn(n: ProcessNode): void {
     mkdirSync(n.spec.store, { recursive: true });
-    const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...n.env } });
     live.add(child);
     n.child = child;
     n.exitCode = null;
