@@ -8,9 +8,13 @@
 import pg from 'pg';
 import type { ProcessCluster } from '../support/process-cluster.js';
 
-/** A connected `pg` client of node i (an 'error' event after a node dies is swallowed: the query that was running fails on its own). */
-export async function connect(c: ProcessCluster, i: number): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: c.node(i).spec.sqlPort, user: 'root', database: 'defaultdb', connectionTimeoutMillis: 10_000 });
+/**
+ * A connected `pg` client of node i (an 'error' event after a node dies is
+ * swallowed: the query that was running fails on its own); queryTimeoutMs
+ * makes a statement that gets no answer fail client-side, without SQLSTATE.
+ */
+export async function connect(c: ProcessCluster, i: number, queryTimeoutMs?: number): Promise<pg.Client> {
+  const client = new pg.Client({ host: '127.0.0.1', port: c.node(i).spec.sqlPort, user: 'root', database: 'defaultdb', connectionTimeoutMillis: 10_000, ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }) });
   client.on('error', () => undefined);
   await client.connect();
   return client;
@@ -35,10 +39,4 @@ export function sqlState(e: unknown): string {
 export function outcomeUnknown(e: unknown): boolean {
   const s = sqlState(e);
   return s === '40003' || s === '08006' || s === '08003' || s === '57P01' || s === '';
-}
-
-/** Whether the statement certainly did not commit (a serialization failure or another retryable abort). */
-export function certainlyAborted(e: unknown): boolean {
-  const s = sqlState(e);
-  return s === '40001' || s === '40P01';
 }
