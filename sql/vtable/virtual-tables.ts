@@ -98,11 +98,13 @@ function publicIndexes(d: TableDesc): IndexDesc[] {
  * Whether an index backs a PRIMARY KEY / UNIQUE constraint (pg_constraint,
  * table_constraints). Descriptors do not record whether a unique index came
  * from a UNIQUE constraint or from CREATE UNIQUE INDEX; PostgreSQL names the
- * former `<table>_<cols>_key`, so a unique index with a `_key` name counts as
- * a constraint (a deviation only for explicitly named ones).
+ * former `<table>_<cols>_key` and TypeORM `UQ_<hash>`, so a unique index with
+ * such a name counts as a constraint (a deviation only for explicitly named
+ * ones).
  */
 function isConstraintIndex(d: TableDesc, ix: IndexDesc): boolean {
-  return ix.id === d.primaryIndex.id || (ix.unique && ix.name.endsWith('_key'));
+  // TypeORM names its UNIQUE constraints `UQ_<hash>` (and would drop and re-add them every synchronize otherwise).
+  return ix.id === d.primaryIndex.id || (ix.unique && (ix.name.endsWith('_key') || ix.name.startsWith('UQ_')));
 }
 
 // ---- foreign keys (sql/schema/foreign-keys.ts) ----------------------------------------

@@ -32,12 +32,38 @@ const Order = new EntitySchema({
   relations: { user: { type: 'many-to-one', target: 'ToUser', joinColumn: { name: 'user_id' } } },
 });
 
-const ds = new DataSource({ type: 'postgres', url, entities: [User, Order], synchronize: true, logging: false, poolSize: 2 });
+// Column types, defaults, a unique column, a named UNIQUE constraint and indexes that
+// synchronize must read back exactly as it wrote them.
+const Post = new EntitySchema({
+  name: 'ToPost',
+  tableName: 'to_posts',
+  columns: {
+    id: { type: 'int', primary: true },
+    title: { type: 'varchar', length: 200, default: 'untitled' },
+    slug: { type: 'varchar', length: 100, unique: true },
+    body: { type: 'text', nullable: true },
+    views: { type: 'integer', default: 0 },
+    score: { type: 'double precision', default: 1.5 },
+    published: { type: 'boolean', default: false },
+    createdAt: { type: 'timestamptz', createDate: true },
+    tags: { type: 'jsonb', nullable: true },
+    big: { type: 'bigint', default: 5 },
+  },
+  indices: [{ name: 'IDX_to_posts_title', columns: ['title'] }, { name: 'IDX_to_posts_views_pub', columns: ['views', 'published'] }],
+  uniques: [{ name: 'UQ_to_posts_title_views', columns: ['title', 'views'] }],
+});
+
+const ds = new DataSource({ type: 'postgres', url, entities: [User, Order, Post], synchronize: true, logging: false, poolSize: 2 });
 try {
   await ds.initialize();
   // A second synchronize finds nothing to change.
   const pending = await ds.driver.createSchemaBuilder().log();
   assert.deepEqual(pending.upQueries.map((q) => q.query), []);
+
+  await ds.getRepository('ToPost').save({ id: 1, slug: 'first', tags: { a: [1, 2] } });
+  const post = await ds.getRepository('ToPost').findOneBy({ slug: 'first' });
+  assert.deepEqual([post?.title, post?.views, post?.score, post?.published, post?.big, post?.tags], ['untitled', 0, 1.5, false, '5', { a: [1, 2] }]);
+  assert.ok(post?.createdAt instanceof Date);
 
   const users = ds.getRepository('ToUser');
   const orders = ds.getRepository('ToOrder');
