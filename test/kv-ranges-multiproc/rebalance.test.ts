@@ -8,25 +8,18 @@
  * non-decommissioned nodes, every acknowledged write readable, replicas
  * agreeing on checksums.
  */
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import type { NodeStatusRow } from '../../src/server/node.js';
-import { ProcessCluster, runCliAsync } from '../support/process-cluster.js';
-import { WriteLoad, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor } from './support.js';
+import { runCliAsync } from '../support/process-cluster.js';
+import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor } from './support.js';
 
-let c: ProcessCluster | null = null;
-let load: WriteLoad | null = null;
-afterEach(async () => {
-  await load?.stop();
-  load = null;
-  await c?.close();
-  c = null;
-});
+const start = autoClose();
 
 describe('rebalancing on five processes', () => {
   it('joins rebalance onto new nodes, decommission drains a node under load, a dead node is replaced', async () => {
-    const cl = (c = await ProcessCluster.start({ nodes: 3, extraArgs: ['--dead-node-timeout=4s'] }));
+    const cl = await start.cluster({ nodes: 3, extraArgs: ['--dead-node-timeout=4s'] });
     for (let i = 1; i <= 10; i++) await cl.json(i % 3, '/_admin/split', 'POST', { key: keyHex(i * 200) });
-    const wl = (load = new WriteLoad(cl, { workers: 2, batch: 10, spread: 2_100, pauseMs: 30 }).start());
+    const wl = start.load(cl, { workers: 2, batch: 10, spread: 2_100, pauseMs: 30 });
     const ranges = (await rangeCensus(cl)).size;
     const t0 = Date.now();
     await Promise.all([cl.addNode(), cl.addNode()]);
@@ -52,10 +45,14 @@ describe('rebalancing on five processes', () => {
     const t2 = Date.now();
     await cl.kill(1);
     const gone = new Set([ids[0], ids[1]]);
+    let pending = '';
     await waitFor('every range on three voters of n3–n5', 90_000, async () => {
       const census = await rangeCensus(cl);
-      const ok = census.size >= ranges && [...census.values()].every((r) => r.status.replicas.length === 3 && r.status.replicas.every((x) => x.type === 0 && !gone.has(x.nodeId)));
-      return ok ? true : undefined;
+      const bad = [...census.values()].filter((r) => !(r.status.replicas.length === 3 && r.status.replicas.every((x) => x.type === 0 && !gone.has(x.nodeId))));
+      pending = bad.map((r) => `r${r.status.rangeId}:[${r.status.replicas.map((x) => `n${x.nodeId}/${x.type}`).join(',')}] lh n${r.status.leaseholderNodeId ?? '-'}`).join(' ');
+      return census.size >= ranges && bad.length === 0 ? true : undefined;
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}; not yet: ${pending}`);
     });
     const tDead = Date.now() - t2;
     await wl.stop();

@@ -6,18 +6,10 @@
  * bugs 1 and 2 were found this way), every acknowledged write is read back in
  * order through every node, and every range's replicas agree on a checksum.
  */
-import { describe, it, expect, afterEach } from 'vitest';
-import { ProcessCluster } from '../support/process-cluster.js';
-import { WriteLoad, expectAckedReadable, expectNoCrash, keyHex, rangeCensus } from './support.js';
+import { describe, it, expect } from 'vitest';
+import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus } from './support.js';
 
-let c: ProcessCluster | null = null;
-let load: WriteLoad | null = null;
-afterEach(async () => {
-  await load?.stop();
-  load = null;
-  await c?.close();
-  c = null;
-});
+const start = autoClose();
 
 /**
  * The split points 1…n in breadth-first order of a balanced tree (the
@@ -66,9 +58,9 @@ async function inSlices(n: number, workers: number, f: (i: number, w: number) =>
 
 describe('ranges on three processes', () => {
   it(`${SPLITS} splits under a write load, then merged back: acknowledged writes readable everywhere, replicas agree`, async () => {
-    const cl = (c = await ProcessCluster.start({ nodes: 3 }));
+    const cl = await start.cluster({ nodes: 3 });
     const before = (await rangeCensus(cl)).size;
-    const wl = (load = new WriteLoad(cl, { workers: 2, batch: 10, spread: SPLITS * STEP + STEP, pauseMs: 50 }).start());
+    const wl = start.load(cl, { workers: 2, batch: 10, spread: SPLITS * STEP + STEP, pauseMs: 50 });
     const t0 = Date.now();
     // Split points k10, k20, … k2000: manual splits, sticky (the merge queue,
     // running throughout, leaves them to the explicit merges below).

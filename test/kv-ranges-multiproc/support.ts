@@ -7,9 +7,9 @@
  * Keys: 0x90 'k' + six digits (+ a suffix for load writes) — above meta2,
  * valid split keys, in the test span [0x90, 0x91).
  */
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import type { RangeStatus } from '../../src/server/node.js';
-import type { ProcessCluster } from '../support/process-cluster.js';
+import { ProcessCluster, type ProcessClusterOptions } from '../support/process-cluster.js';
 
 export const SPAN_START = '90';
 export const SPAN_END = '91';
@@ -129,4 +129,30 @@ export function expectNoCrash(c: ProcessCluster, killed: readonly number[] = [])
     expect(crash?.[0], `n${n.index + 1}: ${crash === null ? '' : logs.slice(Math.max(0, crash.index - 500), crash.index + 1500)}`).toBeUndefined();
     if (!killed.includes(n.index)) expect(n.running, `n${n.index + 1} exited (${n.exitCode}): ${logs.slice(-2000)}`).toBe(true);
   }
+}
+
+/**
+ * Per test file: clusters started and loads begun through the returned
+ * functions are stopped after each test (the load first, so no writer
+ * spins against a closed cluster), whether it passed or not.
+ */
+export function autoClose(): { cluster: (opts: ProcessClusterOptions) => Promise<ProcessCluster>; load: (c: ProcessCluster, opts: ConstructorParameters<typeof WriteLoad>[1]) => WriteLoad } {
+  const clusters: ProcessCluster[] = [];
+  const loads: WriteLoad[] = [];
+  afterEach(async () => {
+    for (const l of loads.splice(0)) await l.stop();
+    for (const c of clusters.splice(0)) await c.close();
+  });
+  return {
+    cluster: async (opts) => {
+      const c = await ProcessCluster.start(opts);
+      clusters.push(c);
+      return c;
+    },
+    load: (c, opts) => {
+      const l = new WriteLoad(c, opts).start();
+      loads.push(l);
+      return l;
+    },
+  };
 }
