@@ -31,6 +31,7 @@
  * sendAtCrashPoint); nothing outside src/kv reads the flag.
  */
 import { writeSync } from 'node:fs';
+import { assert } from '../util/assert.js';
 import { CairnError } from '../util/errors.js';
 import { tsLess } from '../util/hlc.js';
 import type { BatchRequest, BatchResponse, Request } from './api.js';
@@ -92,15 +93,12 @@ function die(name: CrashPointName, ba: BatchRequest, end: EndTxnRequest): never 
 export async function sendAtCrashPoint(sender: Sender, ba: BatchRequest, cp: CrashPoint = crashPoint): Promise<BatchResponse> {
   const end = matchingCommit(cp, ba.requests);
   if (end === null || cp.name === null) return sender.send(ba);
-  if (cp.name === 'staging-only') {
-    const res = await sender.send(stagingOnlyBatch(ba, end));
-    const rec = (res.responses[res.responses.length - 1] as TxnRecordResponse).record;
-    if (rec?.status === 'staging') die(cp.name, ba, end);
-    return res;
-  }
-  const res = await sender.send(ba);
+  const withhold = cp.name === 'staging-only';
+  const res = await sender.send(withhold ? stagingOnlyBatch(ba, end) : ba);
   const rec = (res.responses[res.responses.length - 1] as TxnRecordResponse).record;
-  // Only an implicit commit at the staged timestamp (no part pushed) is the window under test.
-  if (rec?.status === 'staging' && !tsLess(rec.writeTimestamp, res.timestamp)) die(cp.name, ba, end);
+  // after-staging: only an implicit commit at the staged timestamp (no part pushed) is the window under test.
+  if (rec?.status === 'staging' && (withhold || !tsLess(rec.writeTimestamp, res.timestamp))) die(cp.name, ba, end);
+  // A cut-down batch never answers the coordinator: its result would claim a write that was never sent.
+  assert(!withhold, 'kv: staging-only crash point: the cut-down commit batch did not stage');
   return res;
 }

@@ -88,6 +88,7 @@ describe('bank on three processes', () => {
     const transfers: Transfer[] = [];
     const badReads: number[][] = [];
     let reads = 0;
+    const readErrors = new Map<string, number>();
     let stop = false;
     let killedAt = Infinity;
     let restartedAt = Infinity;
@@ -137,6 +138,7 @@ describe('bank on three processes', () => {
           if (bal.length !== N || bal.reduce((a, x) => a + x, 0) !== TOTAL) badReads.push(bal);
           reads++;
         } catch (e) {
+          readErrors.set(sqlState(e) || 'no SQLSTATE', (readErrors.get(sqlState(e) || 'no SQLSTATE') ?? 0) + 1);
           if (sqlState(e) === '') {
             await client?.end().catch(() => undefined);
             client = null;
@@ -183,7 +185,7 @@ describe('bank on three processes', () => {
     const duringDown = transfers.filter((t) => t.outcome === 'committed' && t.startedMs >= killedAt && t.startedMs < restartedAt).length;
     console.log(
       `bank (multi-process): ${transfers.length} transfers in ${now()} ms — ${count('committed')} committed (${duringDown} started while n${victim + 1} was down, ${committedSince(restartedAt)} after its restart), ` +
-        `${count('aborted')} aborted, ${unknown.length} unknown (${unknownCommitted} of them committed per the log); ${reads} full reads; n${victim + 1} killed at ${killedAt} ms, restarted at ${restartedAt} ms`,
+        `${count('aborted')} aborted, ${unknown.length} unknown (${unknownCommitted} of them committed per the log); ${reads} full reads (failed: ${JSON.stringify(Object.fromEntries(readErrors))}); n${victim + 1} killed at ${killedAt} ms, restarted at ${restartedAt} ms`,
     );
 
     expect(badReads).toEqual([]);
