@@ -77,7 +77,7 @@
  * values plus an in-memory cache of heads covering the written keys.
  */
 import { Level } from 'level';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LevelEngine } from '../storage/level-engine.js';
@@ -131,9 +131,11 @@ async function compare(per: number, a: Step, b: Step): Promise<[number, number]>
   const sliceMs = (SECONDS * 1000) / slices;
   const ops = [0, 0];
   const ms = [0, 0];
+  const cpu = [0, 0];
   for (let s = 0; s < slices * 2; s++) {
     const which = s % 2;
     const step = which === 0 ? a : b;
+    const cpu0 = mainThreadCpuMs();
     const start = performance.now();
     const deadline = start + sliceMs;
     while (performance.now() < deadline) {
@@ -144,15 +146,40 @@ async function compare(per: number, a: Step, b: Step): Promise<[number, number]>
       }
     }
     ms[which] = (ms[which] as number) + performance.now() - start;
+    cpu[which] = (cpu[which] as number) + mainThreadCpuMs() - cpu0;
   }
+  lastCpu = Number.isNaN(cpu[0]) ? null : [((cpu[0] as number) * 1000) / (ops[0] as number), ((cpu[1] as number) * 1000) / (ops[1] as number)];
   return [((ops[0] as number) * 1000) / (ms[0] as number), ((ops[1] as number) * 1000) / (ms[1] as number)];
 }
+
+/**
+ * CPU time of the JS thread in ms (Linux: /proc, 10 ms resolution; NaN
+ * elsewhere). On this shared machine wall-clock ratios swing with the load
+ * while the CPU an op costs on the JS thread barely moves, so each row also
+ * prints it (the background threads — libuv pool, LevelDB's one compaction
+ * thread shared by both stores — cannot be split between the two sides).
+ */
+function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/** µs of JS-thread CPU per op of each side of the last compare, if known. */
+let lastCpu: [number, number] | null = null;
 
 /** Figures of every run: name → [raw, mvcc] per run. */
 const results = new Map<string, [number, number][]>();
 
-function record(name: string, raw: number, mvcc: number): void {
-  console.log(row(name, raw, mvcc));
+/** Prints a row; `opsPerStep` scales the last compare's CPU per op to the row's unit (rows of a scan). */
+function record(name: string, raw: number, mvcc: number, opsPerStep = 1): void {
+  const cpu = lastCpu === null ? '' : `   JS-thread CPU µs/op raw ${(lastCpu[0] / opsPerStep).toFixed(1)} mvcc ${(lastCpu[1] / opsPerStep).toFixed(1)}`;
+  lastCpu = null;
+  console.log(cpu === '' ? row(name, raw, mvcc) : row(name, raw, mvcc).padEnd(122) + cpu);
   let r = results.get(name);
   if (r === undefined) results.set(name, (r = []));
   r.push([raw, mvcc]);
@@ -236,7 +263,7 @@ async function main(): Promise<void> {
           if (r.kvs.length !== 100) throw new Error(`bench: MVCC scan read ${r.kvs.length} rows`);
         },
       );
-      record(`scan of 100 rows/s, ${when}`, rawScan * 100, mvccScanRate * 100);
+      record(`scan of 100 rows/s, ${when}`, rawScan * 100, mvccScanRate * 100, 100);
     };
 
     await reads('one version per key');
