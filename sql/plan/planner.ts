@@ -24,9 +24,9 @@
  */
 import { walkExpr } from '../parser/walk.js';
 import { formatExpr } from '../parser/format.js';
-import type { DeleteStatement, Expr, InsertStatement, SelectStatement, SelectTarget, SortBy, TableName, UpdateStatement } from '../parser/ast.js';
+import type { DeleteStatement, Expr, InsertStatement, SelectStatement, SelectTarget, SortBy, TableExpr, TableName, UpdateStatement } from '../parser/ast.js';
 import { parseExpr } from '../parser/parse.js';
-import { andAll, applyDmlSubqueries, attachSubqueries, needsQueryPlanner, planQuery, withSubqueries } from './query-planner.js';
+import { andAll, applyDmlFrom, applyDmlSubqueries, attachSubqueries, needsQueryPlanner, planQuery, withSubqueries } from './query-planner.js';
 import type { SubqueryCell } from './query-nodes.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { T, formatType, type SqlType } from '../types/type.js';
@@ -798,9 +798,38 @@ function dmlSource(ctx: PlanContext, tableName: TableName, alias: string | undef
   return planSource(ctx, sel, 'exclusive', extra);
 }
 
+/**
+ * The target rows of UPDATE … FROM / DELETE … USING: WHERE conjuncts that
+ * read only the target table go to its scan; the rest and the other items
+ * run per target row (applyDmlFrom). Subqueries there are 0A000.
+ */
+function dmlSourceWithFrom(ctx: PlanContext, s: { table: TableName; alias: string | undefined; where: Expr | undefined }, from: readonly TableExpr[], what: string) {
+  const probe = dmlSource(ctx, s.table, s.alias, undefined, []);
+  const own: Expr[] = [];
+  const rest: Expr[] = [];
+  for (const w of conjuncts(s.where)) {
+    let found = false;
+    walkExpr(w, (x) => {
+      if (x.kind === 'SubLink') found = true;
+      return !found;
+    });
+    if (found) throw unimplemented(`subqueries in ${what}`);
+    let mine = true;
+    try {
+      probe.compiler.compileBool(w, 'WHERE');
+    } catch {
+      mine = false;
+    }
+    (mine ? own : rest).push(w);
+  }
+  const src = dmlSource(ctx, s.table, s.alias, andAll(own), []);
+  const a = applyDmlFrom(ctx, src.node, src.scope.columns, from, andAll(rest));
+  return { ...src, node: a.node, compiler: a.compiler, scope: new Scope(a.columns) };
+}
+
 export function planUpdate(ctx: PlanContext, s: UpdateStatement): QueryPlan {
   if (s.with !== undefined) throw unimplemented('WITH (common table expressions)');
-  if (s.from.length > 0) throw unimplemented('UPDATE … FROM');
+  if (s.from.length > 0) return planUpdateFrom(ctx, s);
   const src = dmlSourceWithSubqueries(ctx, s.table, s.alias, s.where, s.set.map((x) => x.value), [...s.set.map((x) => x.value), ...s.returning.map((r) => r.expr)]);
   const table = src.table as TableEntry;
   const scan = src.scan as ScanNode;
@@ -817,9 +846,30 @@ export function planUpdate(ctx: PlanContext, s: UpdateStatement): QueryPlan {
   return { root: node, result: ret.cols, tag: 'UPDATE', schemaVersion: ctx.snapshot.version, writes: true };
 }
 
+function planUpdateFrom(ctx: PlanContext, s: UpdateStatement): QueryPlan {
+  const src = dmlSourceWithFrom(ctx, s, s.from, 'UPDATE … FROM');
+  const table = src.table as TableEntry;
+  (src.scan as ScanNode).needed.fill(1);
+  const set: (EvalFn | undefined)[] = new Array(table.desc.columns.length).fill(undefined);
+  for (const sc of s.set) {
+    const ord = targetColumns(table, [sc.column])[0] as number;
+    set[ord] = assignFn(src.compiler, sc.value, table, ord);
+  }
+  const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
+  const node: UpdateNode = { kind: 'update', table, input: src.node, set, returning: ret.proj, columns: src.scope.columns };
+  return { root: node, result: ret.cols, tag: 'UPDATE', schemaVersion: ctx.snapshot.version, writes: true };
+}
+
 export function planDelete(ctx: PlanContext, s: DeleteStatement): QueryPlan {
   if (s.with !== undefined) throw unimplemented('WITH (common table expressions)');
-  if (s.using.length > 0) throw unimplemented('DELETE … USING');
+  if (s.using.length > 0) {
+    const src = dmlSourceWithFrom(ctx, s, s.using, 'DELETE … USING');
+    const table = src.table as TableEntry;
+    (src.scan as ScanNode).needed.fill(1);
+    const ret = planReturning(src.compiler, src.scope, table, s.returning, { kind: 'values', rows: [], columns: src.scope.columns });
+    const node: DeleteNode = { kind: 'delete', table, input: src.node, returning: ret.proj, columns: src.scope.columns };
+    return { root: node, result: ret.cols, tag: 'DELETE', schemaVersion: ctx.snapshot.version, writes: true };
+  }
   const src = dmlSourceWithSubqueries(ctx, s.table, s.alias, s.where, [], s.returning.map((r) => r.expr));
   const table = src.table as TableEntry;
   // RETURNING and index maintenance (the rows' index entries are deleted too) need whole rows.

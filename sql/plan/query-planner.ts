@@ -1464,6 +1464,38 @@ export function applyDmlSubqueries(ctx: PlanContext, node: PlanNode, columns: re
   return { node: rel.node, exprs: out, compiler: compilerFor(q, new Scope(rel.columns)) };
 }
 
+/**
+ * UPDATE … FROM / DELETE … USING: per row of the target table (`node`), the
+ * other FROM items are read as a LATERAL subquery `SELECT * FROM items WHERE
+ * where LIMIT 1` (the target row's columns are outer references, so join
+ * conditions become spans or index reads there); a row without a match is
+ * left alone, a row with several is changed once (with one of them), as in
+ * PostgreSQL. Returns the widened rows (target columns ++ the items'
+ * columns) and a compiler over them for SET and RETURNING.
+ */
+export function applyDmlFrom(ctx: PlanContext, node: PlanNode, columns: readonly ScopeColumn[], from: readonly TableExpr[], where: Expr | undefined): { node: PlanNode; columns: ScopeColumn[]; compiler: ExprCompiler } {
+  const slot = new WeakMap<EvalEnv, readonly Datum[]>();
+  const inner = new QueryCtx(ctx, new Map(), 'none', { scope: new Scope(columns), slot, parent: undefined });
+  const stmt: SelectStatement = {
+    kind: 'Select',
+    with: undefined,
+    body: { kind: 'SelectClause', distinct: false, targets: [{ expr: { kind: 'ColumnRef', names: [], star: true }, alias: undefined }], from, where, groupBy: [], having: undefined, windows: [] },
+    orderBy: [],
+    limit: { kind: 'Const', type: 'int', value: 1, text: '1' },
+    offset: undefined,
+    locking: [],
+    asOfSystemTime: undefined,
+  };
+  const sub = planStatement(inner, stmt);
+  // `*` loses the items' names: take them (table-qualified) from the FROM list's own columns.
+  const named = planFromList(inner, from, new Map()).columns.filter((c) => !c.hidden);
+  if (named.length !== sub.columns.length) throw unimplemented('this FROM list in UPDATE … FROM / DELETE … USING');
+  const cols = [...columns, ...sub.columns.map((c, i) => ({ ...c, name: (named[i] as ScopeColumn).name, table: (named[i] as ScopeColumn).table }))];
+  const text = `FROM ${from.map(formatTableExpr).join(', ')}${where === undefined ? '' : ` WHERE ${formatExpr(where)}`}`;
+  const q = new QueryCtx(ctx, new Map(), 'none');
+  return { node: { kind: 'apply', input: node, plan: sub.node, mode: 'lateral', outer: slot, on: undefined, text, columns: cols }, columns: cols, compiler: compilerFor(q, new Scope(cols)) };
+}
+
 /** `input` preceded by running `cells` (when there are any). */
 export function withSubqueries(input: PlanNode, cells: readonly SubqueryCell[]): PlanNode {
   return cells.length === 0 ? input : { kind: 'subqueries', input, cells, columns: input.columns };
