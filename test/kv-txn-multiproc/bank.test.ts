@@ -56,13 +56,13 @@ interface Transfer {
 }
 
 /** A client of node `prefer`, or of the next live one (a dead node's clients move on). */
-async function clientNear(prefer: number): Promise<pg.Client> {
+async function clientNear(prefer: number): Promise<{ client: pg.Client; node: number }> {
   let last: unknown = null;
   for (let k = 0; k < c.nodes.length; k++) {
     const i = (prefer + k) % c.nodes.length;
     if (!c.node(i).running) continue;
     try {
-      return await connect(c, i, QUERY_TIMEOUT_MS);
+      return { client: await connect(c, i, QUERY_TIMEOUT_MS), node: i };
     } catch (e) {
       last = e;
     }
@@ -88,6 +88,7 @@ describe('bank on three processes', () => {
     const transfers: Transfer[] = [];
     const badReads: number[][] = [];
     let reads = 0;
+    const committing = [0, 0, 0]; // COMMITs in flight, by node
     const readErrors = new Map<string, number>();
     let stop = false;
     let killedAt = Infinity;
@@ -97,48 +98,55 @@ describe('bank on three processes', () => {
 
     const worker = async (w: number): Promise<void> => {
       const rng = new Prng(5_000 + w);
-      let client: pg.Client | null = null;
+      let conn: { client: pg.Client; node: number } | null = null;
       for (let seq = 0; !stop; seq++) {
         const from = rng.intn(N);
         const to = (from + 1 + rng.intn(N - 1)) % N;
         const t: Transfer = { id: `w${w}-${seq}`, from, to, amount: 1 + rng.intn(50), outcome: 'aborted', startedMs: now() };
         let commitSent = false;
         try {
-          client ??= await clientNear(w % 3);
+          conn ??= await clientNear(w % 3);
+          const { client, node } = conn;
           await client.query('BEGIN');
           await client.query('UPDATE accounts SET balance = balance - $1 WHERE id = $2', [t.amount, from]);
           await client.query('UPDATE accounts SET balance = balance + $1 WHERE id = $2', [t.amount, to]);
           await client.query('INSERT INTO transfer_log VALUES ($1, $2, $3, $4)', [t.id, from, to, t.amount]);
           commitSent = true;
-          await client.query('COMMIT');
+          committing[node] = (committing[node] as number) + 1;
+          try {
+            await client.query('COMMIT');
+          } finally {
+            committing[node] = (committing[node] as number) - 1;
+          }
           t.outcome = 'committed';
         } catch (e) {
           t.outcome = commitSent && outcomeUnknown(e) ? 'unknown' : 'aborted';
-          if (sqlState(e) === '' || !commitSent) {
-            // The connection may be gone (or mid-transaction): start afresh.
-            await client?.end().catch(() => undefined);
-            client = null;
-            if (sqlState(e) === '') await new Promise((r) => setTimeout(r, 100)); // a node going down: not a hot loop
+          if (sqlState(e) === '') {
+            // The connection is gone (or its state unknown after a client-side timeout): start afresh.
+            await conn?.client.end().catch(() => undefined);
+            conn = null;
+            await new Promise((r) => setTimeout(r, 100)); // a node going down: not a hot loop
           } else {
-            await client?.query('ROLLBACK').catch(() => undefined);
+            await conn?.client.query('ROLLBACK').catch(() => undefined);
           }
         }
         transfers.push(t);
       }
-      await client?.end().catch(() => undefined);
+      await conn?.client.end().catch(() => undefined);
     };
 
     const reader = async (node: number): Promise<void> => {
       let client: pg.Client | null = null;
       while (!stop) {
         try {
-          client ??= await clientNear(node);
+          client ??= (await clientNear(node)).client;
           const r = await client.query<{ id: number; balance: number }>('SELECT id, balance FROM accounts ORDER BY id');
           const bal = r.rows.map((row) => Number(row.balance));
           if (bal.length !== N || bal.reduce((a, x) => a + x, 0) !== TOTAL) badReads.push(bal);
           reads++;
         } catch (e) {
-          readErrors.set(sqlState(e) || 'no SQLSTATE', (readErrors.get(sqlState(e) || 'no SQLSTATE') ?? 0) + 1);
+          const key = `${sqlState(e) || 'no SQLSTATE'}: ${(e as Error).message.slice(0, 120)}`;
+          readErrors.set(key, (readErrors.get(key) ?? 0) + 1);
           if (sqlState(e) === '') {
             await client?.end().catch(() => undefined);
             client = null;
@@ -154,7 +162,10 @@ describe('bank on three processes', () => {
     try {
       // Some transfers first, then the SIGKILL; a few seconds down; restart on the same store; run on until
       // transfers commit again (bounded: the whole run stays within the CI budget).
+      // The kill lands while a COMMIT through the victim is in flight when one comes soon enough: its client's
+      // outcome is then unknown, to be resolved by the log.
       await waitFor('transfers before the kill', () => committedSince(0) >= 10 || now() > 6_000, 10_000);
+      await waitFor('a COMMIT in flight through the victim', () => (committing[victim] as number) > 0 || now() > 8_000, 10_000, 1);
       await c.kill(victim);
       killedAt = now();
       await new Promise((r) => setTimeout(r, 3_000));
