@@ -10,12 +10,13 @@
  *
  * clock-lag: one node R, not the leaseholder of the newest range, runs `skew` × maxOffset
  * slow (default −0.7×) and every other node delays its RPC messages to R by `lag` ×
- * maxOffset (default 0.5×, through the fault hook). R's HLC is then at most what it last
- * heard, ~lag ms behind: a transaction R starts just after a write elsewhere committed
- * reads below that write's timestamp but within its uncertainty window, so it must
- * restart (or see the write). Everything stays inside the max offset — a correct build
- * stays linearizable; the skip-uncertainty-restart canary reads stale values, which
- * register's linearizability checker reports. Evidence: the offset set, the hook's
+ * maxOffset (default 0.5×, through the fault hook): a slow node behind slow links.
+ * Everything stays inside the max offset, so a correct build must stay linearizable.
+ * It was meant to make R's HLC lag (a transaction R starts just after a write elsewhere
+ * would read below it, inside its uncertainty window — the skip-uncertainty-restart
+ * canary's case), but it does not: src/rpc stamps a delayed message with the sender's
+ * clock when it is finally flushed, so R keeps hearing current timestamps (RESULTS.md,
+ * "skip-uncertainty-restart: not detected"). Evidence: the offset set, the hook's
  * delayed-message counters.
  */
 import { CairnError } from '../../src/util/index.js';
