@@ -11,7 +11,9 @@
  * old holder's queued requests meet a lease it no longer holds — the expired-lease-reads
  * canary serves them from its stale state, which a linearizability checker sees when the
  * read was invoked after a newer write completed (clients need an operation timeout
- * shorter than the pause, so that such reads are invoked during it).
+ * shorter than the pause, so that such reads are invoked during it). Not yet observed:
+ * the majority's gateways keep sending to the cached (paused) holder and wait out 10 s
+ * RPC timeouts, so few newer writes complete during a pause (RESULTS.md).
  */
 import { readFileSync } from 'node:fs';
 import type { FaultStart, Nemesis, NemesisContext } from './nemesis.js';
