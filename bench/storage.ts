@@ -38,6 +38,14 @@
  *   overwrites, pipelined + prefetch    raw  24,470   mvcc  9,027   0.26
  *   point get, after the puts           raw  12,215   mvcc  9,563   0.78
  *   scan rows/s, after the puts         raw  64,175   mvcc 30,444   0.47
+ * After (08:29-08:42 UTC, same flags, default inline limit 4 KiB — the 1 KB
+ * values take the same inline path as before; load average 20-36):
+ *   load 0.69, point get 0.64, scan 0.50, fresh puts 0.54, overwrites 0.12,
+ *   floor 2 entries 0.73, floor one getSync before each put 0.15, pipelined
+ *   0.22, + prefetch 0.20, get after the puts 0.92, scan after 0.62.
+ * The new floor row is the finding: raw LevelDB that reads each loaded key
+ * before putting it runs at 0.15 of blind raw puts, and MVCC overwrites
+ * (0.12) sit on that floor in every run.
  * Single runs swung by ±0.15 in ratio; later in the session the load
  * average reached 20-35 and wall-clock ratios lost their meaning (raw point
  * gets at 2,259/s), so the costs below are CPU time per op, read from
