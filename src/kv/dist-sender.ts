@@ -20,7 +20,10 @@
  *   RangeNotFound, a stopped store, a dropped proposal, an RPC never sent
  *                           → the next replica
  *   every replica failed    → evict the descriptor, back off (injected sleep),
- *                             look the range up again and re-divide
+ *                             look the range up again and re-divide; when
+ *                             each only said NotLeaseHolder (a lease being
+ *                             acquired or moved) the descriptor is kept
+ *                             and only the lease hints changed
  *   RangeKeyMismatch        → evict, insert the descriptors the error carries,
  *                             re-divide the part (it may now span ranges);
  *                             unless the replica's descriptor is older than
@@ -135,6 +138,8 @@ class SendFailedError extends CairnError {
   constructor(
     readonly desc: RangeDescriptor,
     readonly last: unknown,
+    /** False when every replica answered NotLeaseHolder (a lease in motion): the descriptor is still good. */
+    readonly stale = true,
   ) {
     super('kv.send_failed', `kv: no replica of r${desc.rangeId} could serve the batch: ${(last as Error | null)?.message ?? 'no replicas'}`, { retryable: true });
   }
@@ -326,7 +331,7 @@ export class DistSender implements Sender {
         this.cache.evict(desc);
         for (const d of e.descriptors) this.cache.insert(d);
       } else if (e instanceof SendFailedError) {
-        this.cache.evict(desc);
+        if (e.stale) this.cache.evict(desc);
       } else {
         throw e;
       }
@@ -376,6 +381,7 @@ export class DistSender implements Sender {
     let queue = this.candidates(desc, rangeId);
     let last: unknown = null;
     let hops = 0;
+    let onlyNotLeaseHolder = true;
     while (queue.length > 0) {
       const nodeId = queue.shift() as number;
       if (tried.has(nodeId)) continue;
@@ -391,7 +397,10 @@ export class DistSender implements Sender {
         if (e instanceof NotLeaseHolderError) {
           this.metrics.notLeaseHolder++;
           // Frozen by Subsume (merge.ts): back off until the merge absorbed it.
-          if (e.lease !== null && e.lease.replica.replicaId === 0) break;
+          if (e.lease !== null && e.lease.replica.replicaId === 0) {
+            onlyNotLeaseHolder = false;
+            break;
+          }
           const next = e.lease?.replica ?? e.hint;
           if (next !== null && next !== undefined && !tried.has(next.nodeId)) {
             this.cache.setLeaseholder(rangeId, next);
@@ -412,10 +421,11 @@ export class DistSender implements Sender {
         // another replica instead of discarding the newer descriptor.
         const lagging = e instanceof RangeKeyMismatchError && desc !== null && e.descriptors.length > 0 && e.descriptors.every((d) => d.rangeId === desc.rangeId && d.generation < desc.generation);
         if (!lagging && !retryElsewhere(e)) throw e;
+        onlyNotLeaseHolder = false;
         this.cache.clearLeaseholder(rangeId, nodeId);
       }
     }
-    throw new SendFailedError(desc ?? { rangeId, startKey: KEY_MIN, endKey: KEY_MAX, replicas: [], nextReplicaId: 0, generation: 0 }, last);
+    throw new SendFailedError(desc ?? { rangeId, startKey: KEY_MIN, endKey: KEY_MAX, replicas: [], nextReplicaId: 0, generation: 0 }, last, !onlyNotLeaseHolder || last === null);
   }
 
   // ---- meta2 -------------------------------------------------------------------------------

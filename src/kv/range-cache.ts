@@ -9,6 +9,18 @@
  *   miss → meta2 scan on the first range (injected `lookupMeta`), which also
  *   returns the next few records (prefetch); everything returned is inserted.
  *
+ * Coalescing (CockroachDB coalesces by the range that will hold the key): a
+ * miss falls into a gap between cached descriptors; while a lookup for any
+ * key of that gap is in flight, other misses in the same gap (same
+ * direction) wait for it and look in the cache again, and only start their
+ * own lookup when what it returned does not cover them. After a split or an
+ * eviction, the keys of the affected range therefore cost one meta2 scan
+ * (plus one per range the prefetch did not reach), not one per key.
+ *
+ *   cache:   [a,c) ........gap........ [f,KEY_MAX)
+ *   misses:  k1 ∈ [c,f) → lookup(k1) in flight, tagged gap c..f
+ *            k2, k3 ∈ [c,f) → wait for it, then get() again
+ *
  * Invariants: entries never overlap. insert() evicts every overlapping entry
  * unless one of them is newer (a higher generation: splits give both halves
  * generation+1, a merge max+1, so along any key a newer descriptor has a
@@ -29,6 +41,7 @@ export type MetaLookup = (key: Buffer, reverse: boolean) => Promise<readonly Ran
 export class RangeCache {
   private descs: RangeDescriptor[] = [];
   private readonly leaseholders = new Map<number, ReplicaDescriptor>();
+  /** Lookups in flight, by direction and gap (see the header). */
   private readonly inflight = new Map<string, Promise<RangeDescriptor>>();
   /** Meta2 lookups done (cache misses). */
   lookups = 0;
@@ -69,16 +82,47 @@ export class RangeCache {
   }
 
   /** The range holding `key` (reverse: the key before it), from the cache or meta2. */
-  async lookup(key: Buffer, reverse = false): Promise<RangeDescriptor> {
+  lookup(key: Buffer, reverse = false): Promise<RangeDescriptor> {
     const hit = reverse ? this.getReverse(key) : this.get(key);
-    if (hit !== undefined) return hit;
-    const tag = `${reverse ? 'r' : 'f'}${key.toString('latin1')}`;
-    let p = this.inflight.get(tag);
-    if (p === undefined) {
-      p = this.fetch(key, reverse).finally(() => this.inflight.delete(tag));
-      this.inflight.set(tag, p);
+    if (hit !== undefined) return Promise.resolve(hit);
+    return this.lookupMiss(key, reverse);
+  }
+
+  /**
+   * The gap of the cache `key` falls in, as a tag: its direction and the
+   * bounds of the cached neighbours. Keys with the same tag are likely held
+   * by the same range (one lookup for them all).
+   */
+  private gapTag(key: Buffer, reverse: boolean): string {
+    const i = this.search(key, reverse);
+    const prev = i > 0 ? (this.descs[i - 1] as RangeDescriptor).endKey.toString('latin1') : '';
+    const next = this.descs[i]?.startKey.toString('latin1') ?? '\u{10ffff}';
+    return `${reverse ? 'r' : 'f'}${prev}\u0000${next}`;
+  }
+
+  private async lookupMiss(key: Buffer, reverse: boolean): Promise<RangeDescriptor> {
+    // Waits for other keys' lookups in its gap (each one that succeeds fills
+    // part of the gap), then looks the key up itself; after another key's
+    // lookup failed, or too many waits, it looks up on its own at once.
+    for (let waits = 0, failed = false; ; waits++) {
+      const tag = this.gapTag(key, reverse);
+      const p = this.inflight.get(tag);
+      if (p === undefined || failed || waits >= 64) {
+        const own = this.fetch(key, reverse).finally(() => {
+          if (this.inflight.get(tag) === own) this.inflight.delete(tag);
+        });
+        if (p === undefined) this.inflight.set(tag, own);
+        return own;
+      }
+      try {
+        const d = await p;
+        if (reverse ? compareBytes(d.startKey, key) < 0 && compareBytes(key, d.endKey) <= 0 : compareBytes(d.startKey, key) <= 0 && compareBytes(key, d.endKey) < 0) return d;
+      } catch {
+        failed = true;
+      }
+      const hit = reverse ? this.getReverse(key) : this.get(key);
+      if (hit !== undefined) return hit;
     }
-    return p;
   }
 
   private async fetch(key: Buffer, reverse: boolean): Promise<RangeDescriptor> {
