@@ -14,7 +14,8 @@
  *   unknown   — COMMIT failed with 40003 or the connection was lost (or the
  *               client timed out) while COMMIT was in flight: resolved only by
  *               whether its log row exists, never guessed.
- * Checked: every full read of the accounts (readers on two nodes) sums to the
+ * Checked: every full read of the accounts (two readers on the surviving
+ * nodes, BEGIN PRIORITY HIGH so they push writers rather than starve) sums to the
  * total; at the end, in one transaction, the balances equal the initial
  * ones plus exactly the logged transfers, every committed transfer is
  * logged and no aborted one is. Bounded for CI (≤ 60 s): ≤ 6 s of

@@ -7,6 +7,7 @@
  *   await c.kv(0, [{ op: 'put', key, value }]);             // POST /_admin/kv on node 1
  *   await c.kill(1);                                        // SIGKILL node 2's process
  *   await c.restart(1);                                     // same store, same ports; waits ready
+ *   c.node(2).env = { CAIRN_CRASH_POINT: '…' };             // extra environment for node 3's next spawn
  *   c.logs(1);                                              // its output and log file
  *   await c.close();                                        // kills what is left, removes the dirs
  *
@@ -15,10 +16,10 @@
  * outlives a failed test; a process-exit hook kills stragglers if the runner
  * itself is torn down. CAIRN_KEEP_TEST_DIRS=1 keeps the directories.
  *
- * The KV operations of multi-process tests go through the node's admin HTTP
+ * Raw KV operations of multi-process tests go through the node's admin HTTP
  * endpoint (/_admin/kv, src/server/status-server.ts), which routes each
- * operation through that node's KV client to the leaseholder — the SQL layer
- * is not mounted yet.
+ * operation through that node's KV client to the leaseholder; SQL (and so
+ * transactions) is served over pgwire on each node's spec.sqlPort.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
