@@ -10,7 +10,9 @@
  * the replica's MVCC stats; meta2 is checked once per descriptor generation
  * this store sees (a split, merge or replica change bumps the generation; a
  * restart or a lease arriving from another store starts with nothing
- * checked), not on every scan — which rewrote/scanned meta2 for every
+ * checked) and again after META2_RECHECK_MS (a lagging split driver can
+ * still write a stale inner record after a merge was checked), not on every
+ * scan — which rewrote/scanned meta2 for every
  * leased range every second (issue 8: ~690 meta2 scans in a YCSB run).
  *
  * Ownership: one per store; the owner drives it (ReplicaQueue.tick/runOnce).
@@ -53,13 +55,15 @@ export async function findSplitKey(r: Replica, store: Store): Promise<Buffer | n
   }
 }
 
+/** A checked meta2 record is checked again after this long (store clock) even if its generation did not change. */
+export const META2_RECHECK_MS = 60_000;
+
 export function newSplitQueue(store: () => Store | null, db: Sender, settings: RangeQueueSettings): ReplicaQueue {
-  /** rangeId → the descriptor generation whose meta2 record this store last checked (for the store it was checked on). */
-  const checked = new WeakMap<Store, Map<number, number>>();
-  const checkedFor = (s: Store): Map<number, number> => {
-    let m = checked.get(s);
-    if (m === undefined) checked.set(s, (m = new Map()));
-    return m;
+  /** Per store: rangeId → the descriptor generation whose meta2 record it last checked, and when (µs, store clock). */
+  const checked = new WeakMap<Store, Map<number, { generation: number; atMicros: number }>>();
+  const isChecked = (s: Store, r: Replica): boolean => {
+    const c = checked.get(s)?.get(r.rangeId);
+    return c !== undefined && c.generation === r.desc.generation && s.clock.now().wall - c.atMicros < META2_RECHECK_MS * 1000;
   };
   return new ReplicaQueue(
     store,
@@ -71,16 +75,18 @@ export function newSplitQueue(store: () => Store | null, db: Sender, settings: R
         const over = rangeBytes(r) / settings.splitMaxRangeBytes;
         if (over > 1) return over;
         const s = store();
-        return s !== null && checkedFor(s).get(r.rangeId) === r.desc.generation ? 0 : 0.5; // 0.5: only the meta2 check
+        return s !== null && isChecked(s, r) ? 0 : 0.5; // 0.5: only the meta2 check
       },
       async process(r) {
         const s = store();
         if (s === null) return;
-        const desc = r.desc;
-        const done = checkedFor(s);
-        if (done.get(r.rangeId) !== desc.generation) {
+        if (!isChecked(s, r)) {
+          const desc = r.desc;
+          const atMicros = s.clock.now().wall;
           await fixMeta2(db, desc);
-          done.set(r.rangeId, desc.generation);
+          let m = checked.get(s);
+          if (m === undefined) checked.set(s, (m = new Map()));
+          m.set(r.rangeId, { generation: desc.generation, atMicros });
         }
         if (rangeBytes(r) <= settings.splitMaxRangeBytes) return;
         const key = await findSplitKey(r, s);
