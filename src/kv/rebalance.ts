@@ -19,8 +19,14 @@
  *     valid target below mean − threshold... or below mean when the source is
  *     above it by ≥ threshold (so a new, empty node fills up);
  *   - leases: the leaseholder hands its lease to a live, non-decommissioning
- *     voter store with fewer leases when its own store is above the mean by
- *     more than the threshold (or when it is decommissioning).
+ *     voter store when it is decommissioning; for balance only with
+ *     hysteresis (CockroachDB's lease rebalancing): its store holds more than
+ *     mean + max(threshold, 10 % of the mean) leases, the target fewer than
+ *     the mean, and the lease is older than LEASE_REBALANCE_MIN_AGE_MS (a
+ *     range's lease moves for balance at most that often). Lease counts from
+ *     other nodes lag (gossip), and leases of idle ranges lapse; without the
+ *     band every node chases the mean and leases move back and forth; with
+ *     it a layout a user or SCATTER balanced stays put.
  *
  * Ownership: src/kv; deterministic given the pool's answers.
  */
@@ -83,6 +89,14 @@ export class LocalStorePool implements StorePool {
   }
 }
 
+/** A lease younger than this never moves for balance (it may for a decommission). */
+export const LEASE_REBALANCE_MIN_AGE_MS = 2_000;
+
+/** How far above the mean a store's lease count must be before it sheds leases for balance. */
+export function leaseOverfullBand(meanLeases: number, threshold: number): number {
+  return Math.max(threshold, 0.1 * meanLeases);
+}
+
 export type Target = { readonly nodeId: number; readonly storeId: number };
 
 const target = (s: { nodeId: number; storeId: number }): Target => ({ nodeId: s.nodeId, storeId: s.storeId });
@@ -99,7 +113,8 @@ export type ReplicateAction =
   | { readonly kind: 'remove'; readonly old: Target }
   | { readonly kind: 'transferLease'; readonly to: ReplicaDescriptor };
 
-export function planReplication(desc: RangeDescriptor, leaseStoreId: number, stores: readonly StoreStatus[], s: RangeQueueSettings): ReplicateAction {
+/** `leaseAgeMs`: how long the lease has been held (its start to now); unknown counts as old. */
+export function planReplication(desc: RangeDescriptor, leaseStoreId: number, stores: readonly StoreStatus[], s: RangeQueueSettings, leaseAgeMs = Infinity): ReplicateAction {
   const byStore = new Map(stores.map((x) => [x.storeId, x]));
   const voters = desc.replicas.filter((r) => r.type === 0);
   const usable = (x: StoreStatus | undefined): boolean => x !== undefined && x.live && !x.decommissioning;
@@ -138,10 +153,10 @@ export function planReplication(desc: RangeDescriptor, leaseStoreId: number, sto
       .sort((a, b) => b.replicaCount - a.replicaCount)[0];
     if (from !== undefined && from.replicaCount - best.replicaCount > s.rebalanceThreshold && from.replicaCount > m) return { kind: 'replace', target: target(best), old: target(from) };
   }
-  // 6. Lease balance.
+  // 6. Lease balance, with hysteresis (see the header).
   const lm = mean(live.map((x) => x.leaseCount));
   const mine = byStore.get(leaseStoreId);
-  if (mine !== undefined && mine.leaseCount > lm + s.rebalanceThreshold / 2) {
+  if (mine !== undefined && leaseAgeMs >= LEASE_REBALANCE_MIN_AGE_MS && mine.leaseCount > lm + leaseOverfullBand(lm, s.rebalanceThreshold)) {
     const to = leaseTargets.map((r) => ({ r, st: byStore.get(r.storeId) as StoreStatus })).sort((a, b) => a.st.leaseCount - b.st.leaseCount)[0];
     if (to !== undefined && to.st.leaseCount < lm && mine.leaseCount - to.st.leaseCount > 1) return { kind: 'transferLease', to: to.r };
   }

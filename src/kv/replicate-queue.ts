@@ -5,7 +5,9 @@
  * a dead driver left (joint config, stray learner), hand the lease away from
  * a doomed or overloaded store, replace voters on nodes dead longer than the
  * timeout or decommissioning, up- and down-replicate to targetReplicas,
- * rebalance replica counts toward an under-loaded (e.g. new) node.
+ * rebalance replica counts toward an under-loaded (e.g. new) node, and
+ * move leases for balance only outside the hysteresis band of rebalance.ts
+ * (the lease's age comes from its start on the store's clock).
  * Replication steps go through replica-change.ts; lease transfers through
  * the local Store (the queue runs where the lease is).
  *
@@ -19,6 +21,7 @@ import { compareBytes } from '../../storage/encoding/bytes.js';
 import type { DistSender } from './dist-sender.js';
 import { isFrozen } from './merge-queue.js';
 import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
+import type { Replica } from './replica.js';
 import { planReplication, type StorePool, type StoreStatus } from './rebalance.js';
 import { addVoter, finishPendingChange, removeVoter, type ChangeOptions } from './replica-change.js';
 import type { Store } from './store.js';
@@ -31,6 +34,7 @@ export function newReplicateQueue(store: () => Store | null, ds: DistSender, poo
     if (snap === null || now - snap.at > 50) snap = { at: now, stores: pool.stores() };
     return snap.stores;
   };
+  const leaseAgeMs = (s: Store, r: Replica): number => (r.lease === null ? Infinity : (s.clock.now().wall - r.lease.start.wall) / 1000);
   return new ReplicaQueue(
     store,
     {
@@ -50,7 +54,7 @@ export function newReplicateQueue(store: () => Store | null, ds: DistSender, poo
         // A frozen right neighbour is being merged into this range: keep the replicas colocated.
         if (s.allReplicas().some((x) => x.initialized && isFrozen(x) && compareBytes(x.desc.startKey, r.desc.endKey) === 0)) return 0;
         if (r.desc.replicas.some((x) => x.type !== 0)) return 20;
-        const a = planReplication(r.desc, s.storeId, stores(), settings);
+        const a = planReplication(r.desc, s.storeId, stores(), settings, leaseAgeMs(s, r));
         switch (a.kind) {
           case 'none':
             return 0;
@@ -75,7 +79,7 @@ export function newReplicateQueue(store: () => Store | null, ds: DistSender, poo
           return;
         }
         snap = null;
-        const a = planReplication(r.desc, s.storeId, stores(), settings);
+        const a = planReplication(r.desc, s.storeId, stores(), settings, leaseAgeMs(s, r));
         switch (a.kind) {
           case 'none':
             return;
