@@ -1,9 +1,9 @@
 /**
  * Bank: concurrent transfers between 10 accounts on 3 ranges of a 3-node
  * in-process cluster (real Raft over TCP), with one node stopped and
- * restarted mid-run. The multi-process variant (test/support/process-cluster.ts)
- * needs the SQL/KV server to mount TxnDB, which it does not yet: this runs
- * in-process. Every read of all accounts sees the same total; the final
+ * restarted mid-run — the in-process, KV-level twin of the multi-process
+ * bank test over SQL (test/kv-txn-multiproc/bank.test.ts, real processes,
+ * SIGKILL). Every read of all accounts sees the same total; the final
  * balances equal the initial ones plus the committed transfers.
  */
 import { describe, it, expect } from 'vitest';
