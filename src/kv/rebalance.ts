@@ -89,8 +89,8 @@ export class LocalStorePool implements StorePool {
   }
 }
 
-/** A lease younger than this never moves for balance (it may for a decommission). */
-export const LEASE_REBALANCE_MIN_AGE_MS = 2_000;
+/** A lease younger than this never moves for balance (it may for a decommission); CockroachDB's kv.allocator.min_lease_transfer_interval default. */
+export const LEASE_REBALANCE_MIN_AGE_MS = 1_000;
 
 /** How far above the mean a store's lease count must be before it sheds leases for balance. */
 export function leaseOverfullBand(meanLeases: number, threshold: number): number {
