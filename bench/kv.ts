@@ -6,6 +6,13 @@
  *
  *   node dist/bench/kv.js [--clients 64] [--duration 10s] [--keys 10000]
  *        [--value-size 1024] [--skip-etcd] [--out bench/results]
+ *   node dist/bench/kv.js --in-process 1|3 [--runs 3] [--ops 10000]
+ *
+ * --in-process N: the KV request path alone, without HTTP/JSON: an
+ * in-process cluster of N nodes (test/support/test-cluster.ts, memory
+ * engines, in-process RPC with its codec), `--clients` concurrent point
+ * gets through one DistSender; prints the process CPU (client and servers)
+ * per get for each run and the median. Profile it with node --cpu-prof.
  *
  * Both systems are driven the same way: one HTTP request per operation with
  * a JSON body, clients spread over the members/nodes (client i on i % 3).
@@ -27,6 +34,9 @@ import { startCairn } from './support/cluster.js';
 import { startEtcd } from './support/etcd.js';
 import { cpuMeter } from './support/proc-stats.js';
 import { mdTable, ratio } from './support/report.js';
+import { TestCluster } from '../test/support/test-cluster.js';
+import { RpcNodeDialer, KvClient } from '../src/kv/kv-client.js';
+import { DistSender } from '../src/kv/dist-sender.js';
 
 interface Opts {
   clients: number;
@@ -35,6 +45,9 @@ interface Opts {
   valueSize: number;
   skipEtcd?: boolean;
   out: string;
+  inProcess?: number;
+  runs: number;
+  ops: number;
 }
 
 type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[] };
@@ -107,10 +120,46 @@ async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: 
     const m = cpuMeter(pids);
     const r = await closedLoop(o.clients, o.duration, (c) => d[op](c, Math.floor(Math.random() * o.keys)));
     const out = { ...r, serverCpuSec: m.stop().serverCpuSec, rssMiB: rssMiB() };
-    process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s\n`);
+    const perOpUs = r.opsPerSec > 0 ? Math.round((out.serverCpuSec * 1e6) / (r.opsPerSec * (o.duration / 1000))) : 0;
+    process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s (~${perOpUs} µs/op)\n`);
     return out;
   };
   return { put: await phase('put'), get: await phase('get') };
+}
+
+/** --in-process: CPU per point get on the KV request path (see the header). */
+async function inProcessGets(o: Opts, nodes: number): Promise<void> {
+  const c = await TestCluster.start({ nodes });
+  try {
+    c.startTicker();
+    const rpc = c.node(0).rpc;
+    if (rpc === null) throw new Error('bench: node 1 has no RPC context');
+    const kv = new KvClient(new DistSender(new RpcNodeDialer(rpc, 10_000), { nodes: () => Array.from({ length: nodes }, (_, i) => i + 1), now: () => c.node(0).clock.now() }));
+    const value = Buffer.alloc(o.valueSize, 0x61);
+    const key = (k: number): Buffer => Buffer.from(`\x90bench${String(k).padStart(8, '0')}`, 'latin1');
+    for (let b = 0; b < o.keys; b += 200) await kv.batch(Array.from({ length: Math.min(200, o.keys - b) }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value })));
+    const run = async (total: number): Promise<number> => {
+      let next = 0;
+      const t0 = process.cpuUsage();
+      await Promise.all(
+        Array.from({ length: o.clients }, async () => {
+          while (next < total) {
+            const i = next++;
+            if ((await kv.get(key(i % o.keys))) === null) throw new Error('bench: get found no value');
+          }
+        }),
+      );
+      const d = process.cpuUsage(t0);
+      return (d.user + d.system) / total;
+    };
+    await run(Math.min(o.ops, 3000)); // warm-up: caches, leases, JIT
+    const xs: number[] = [];
+    for (let i = 0; i < o.runs; i++) xs.push(await run(o.ops));
+    const sorted = [...xs].sort((a, b) => a - b);
+    process.stdout.write(`in-process ${nodes} node(s), ${o.clients} clients, ${o.ops} gets/run: CPU per get (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
+  } finally {
+    await c.close();
+  }
 }
 
 async function main(): Promise<void> {
@@ -121,8 +170,15 @@ async function main(): Promise<void> {
     .option('--value-size <n>', 'value bytes', (v) => Number(v), 1024)
     .option('--skip-etcd', 'measure only Cairn')
     .option('--out <dir>', 'results directory', 'bench/results')
+    .option('--in-process <nodes>', 'measure the KV request path in one process (1 or 3 nodes)', (v) => Number(v))
+    .option('--runs <n>', 'in-process: measured runs (median printed)', (v) => Number(v), 3)
+    .option('--ops <n>', 'in-process: gets per run', (v) => Number(v), 10_000)
     .parse()
     .opts<Opts>();
+  if (o.inProcess !== undefined) {
+    await inProcessGets({ ...o, keys: Math.min(o.keys, 2000) }, o.inProcess);
+    return;
+  }
   const value = Buffer.alloc(o.valueSize, 0x61);
   const results: Record<string, { put: Measured; get: Measured }> = {};
   let etcdVersion = '';

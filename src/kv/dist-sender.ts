@@ -169,6 +169,11 @@ export class DistSender implements Sender {
   // ---- dividing ------------------------------------------------------------------------
 
   private async divideAndSend(ba: BatchRequest, attempt: number): Promise<BatchResponse> {
+    // Fast path: one point request (a get, a put): the range holding its key, no span arithmetic.
+    if (ba.requests.length === 1) {
+      const s = spanOf(ba.requests[0] as Request);
+      if (s !== null && s.endKey === null) return this.sendPart(await this.cache.lookup(s.key), ba, attempt);
+    }
     const spans = ba.requests.map(spanOf);
     let reverse = false;
     let limited = false;
