@@ -56,6 +56,7 @@ const o = program.opts<{
   opTimeout: number;
 }>();
 if (o.target !== 'cairn' && o.target !== 'postgres') program.error('--target must be cairn or postgres');
+if (o.subnet > 255) program.error('--subnet must be 0–255 (the third octet of 127.0.<subnet>.11…)');
 if (!['serializable', 'repeatable read', 'read committed'].includes(o.isolation)) program.error('--isolation must be serializable, "repeatable read" or "read committed"');
 
 // Ctrl-C / kill: exit through process.exit so the runner's exit hooks kill the node
