@@ -43,10 +43,15 @@ describe('throughput (3 nodes, LevelDB, loopback, 64 clients, 1 KB values)', () 
     const lh = c.leaseholder();
     const kv = c.client(lh);
     const m0 = { ...c.store(lh).metrics };
-    const puts = await run(3_000, (i) => kv.put(key(i), VALUE));
+    // Workers advance at different rates, so the keys written are not 0..ops-1: remember them.
+    const written: number[] = [];
+    const puts = await run(3_000, async (i) => {
+      await kv.put(key(i), VALUE);
+      written.push(i % KEYS);
+    });
     const m1 = c.store(lh).metrics;
     const gets = await run(2_000, async (i) => {
-      const v = await kv.get(key(i % Math.min(puts.ops, KEYS)));
+      const v = await kv.get(key(written[i % written.length] as number));
       if (v === null) throw new Error('missing value');
     });
     const proposals = m1.proposals - m0.proposals;
