@@ -28,8 +28,31 @@
  *                             re-divide the part (it may now span ranges);
  *                             unless the replica's descriptor is older than
  *                             ours (it lags): then the next replica
- *   ambiguous (AmbiguousResultError, an RPC lost after sending)
- *                           → returned as ambiguous, never retried
+ *   ambiguous (AmbiguousResultError, an RPC lost or timed out after sending)
+ *                           → the replica's cached lease is dropped, then:
+ *                             read-only batch: the next replica (never
+ *                               reported ambiguous: a read changes nothing);
+ *                             transactional writes without EndTxn: the next
+ *                               replica (idempotent by sequence number), but
+ *                               if the range then fails, the error is
+ *                               ambiguous (the first send may have applied);
+ *                             anything else (a non-transactional write, a
+ *                               commit): returned as ambiguous, not retried
+ *
+ * Unreachable replicas (CockroachDB's per-node circuit breakers): with a
+ * `probe` injected (node.ts: an RPC ping on the system class), a call that
+ * has not answered after probeAfterMs probes its node; if the probe fails
+ * the call is abandoned (AbortSignal → rpc.canceled, ambiguous iff sent) and
+ * the node's breaker opens. An open node is tried last and skipped (never
+ * sent); a background probe every probeAfterMs closes the breaker when it
+ * succeeds (it stops, closing it, once nobody asked for the node for
+ * breakerMs); any answer from the node closes it too. So a partitioned or paused
+ * leaseholder costs one probe delay per DistSender, not one RPC timeout per
+ * request, and the other replicas get asked (and acquire the lease once it
+ * expires).
+ *
+ *   send ──► n1 (cached lh) ... probeAfterMs ... ping n1 ✗ ──► abort, breaker n1 open
+ *        ──► n2: NotLeaseHolder(n1) ─► n1 open: skip ─► n3 ... (lease expires: n2/n3 acquire)
  * A part still failing after maxAttempts re-divisions returns its last error.
  *
  * Consistency: a multi-range batch whose timestamp is zero is given one
@@ -55,6 +78,7 @@ import {
   type Request,
   type Response,
   type ScanResponse,
+  isWriteRequest,
 } from './api.js';
 import { decodeRangeDescriptor } from './api-codec.js';
 import { FIRST_RANGE_ID } from './bootstrap.js';
@@ -73,6 +97,14 @@ export interface DistSenderOptions {
   readonly now?: () => Timestamp;
   /** Meta2 records fetched per cache miss (default 16). */
   readonly prefetch?: number;
+  /** Resolves iff the node answers (a short-timeout ping); enables the breakers (see the header). */
+  readonly probe?: (nodeId: number) => Promise<void>;
+  /** How long a call waits before probing its node, and between probes (default 1000 ms). */
+  readonly probeAfterMs?: number;
+  /** An open breaker nobody asked for during this long closes (default 2000 ms). */
+  readonly breakerMs?: number;
+  /** Monotonic ms for the breakers (default performance.now). */
+  readonly nowMs?: () => number;
 }
 
 export interface DistSenderMetrics {
@@ -85,6 +117,10 @@ export interface DistSenderMetrics {
   rangeKeyMismatch: number;
   /** Re-divisions after a failure. */
   retries: number;
+  /** Calls abandoned because their node failed a probe. */
+  abandoned: number;
+  /** Replicas skipped because their breaker was open. */
+  breakerSkips: number;
 }
 
 /** One range's share of a batch: the truncated requests and their indexes in the original. */
@@ -125,11 +161,44 @@ function isAmbiguous(e: unknown): boolean {
   return e instanceof CairnError && e.ambiguous;
 }
 
+/** How a batch may be retried on another replica after an ambiguous attempt (see the header). */
+function retryAfterAmbiguous(ba: BatchRequest): 'read' | 'txn-write' | 'no' {
+  let write = false;
+  for (const q of ba.requests) {
+    if (q.kind === 'endTxn') return 'no';
+    if (isWriteRequest(q)) write = true;
+  }
+  if (!write) return 'read';
+  return ba.header.txn !== undefined ? 'txn-write' : 'no';
+}
+
+/** A replica did not answer a read: retryable, and never ambiguous. */
+function unreachableError(nodeId: number, cause: unknown): CairnError {
+  return new CairnError('kv.replica_unreachable', `kv: n${nodeId} did not answer: ${(cause as Error).message}`, { retryable: true, cause });
+}
+
+/** A transactional write sent to a replica that did not answer, and no other replica served it. */
+function ambiguousAfter(first: unknown, last: unknown): CairnError {
+  return new CairnError('kv.ambiguous_result', `kv: result is ambiguous: ${(first as Error).message}; retries failed: ${(last as Error | null)?.message ?? 'no replica'}`, {
+    ambiguous: true,
+    sqlState: '40003',
+    cause: first,
+  });
+}
+
 /** Errors of the request itself (MVCC conflicts, the transaction layer's verdicts): another replica would answer the same. */
 const REQUEST_ERROR = /^(mvcc\.|kv\.(txn_|refresh_failed|intent_missing|timestamp_in_future|condition_failed))/;
 
 function retryElsewhere(e: unknown): boolean {
   return e instanceof CairnError && !e.ambiguous && !(e instanceof RangeKeyMismatchError) && !REQUEST_ERROR.test(e.code) && (e.retryable || e.code === 'rpc.closed');
+}
+
+/** The node's breaker is open (a probe failed): the request was not sent. */
+class BreakerOpenError extends CairnError {
+  override name = 'BreakerOpenError';
+  constructor(readonly nodeId: number) {
+    super('kv.node_unreachable', `kv: n${nodeId} unreachable (breaker open)`, { retryable: true });
+  }
 }
 
 /** Every replica of a range failed without an answer we can use. */
@@ -147,9 +216,12 @@ class SendFailedError extends CairnError {
 
 export class DistSender implements Sender {
   readonly cache: RangeCache;
-  readonly metrics: DistSenderMetrics = { batches: 0, multiRange: 0, rpcs: 0, notLeaseHolder: 0, rangeKeyMismatch: 0, retries: 0 };
+  readonly metrics: DistSenderMetrics = { batches: 0, multiRange: 0, rpcs: 0, notLeaseHolder: 0, rangeKeyMismatch: 0, retries: 0, abandoned: 0, breakerSkips: 0 };
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly maxAttempts: number;
+  /** Open breakers: node id → when it was last wanted (nowMs). */
+  private readonly open = new Map<number, { wanted: number }>();
+  private readonly nowMs: () => number;
 
   constructor(
     private readonly dialer: NodeDialer,
@@ -157,6 +229,7 @@ export class DistSender implements Sender {
   ) {
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.maxAttempts = opts.maxAttempts ?? 60;
+    this.nowMs = opts.nowMs ?? (() => performance.now());
     this.cache = new RangeCache((key, reverse) => this.lookupMeta(key, reverse));
   }
 
@@ -373,7 +446,92 @@ export class DistSender implements Sender {
     for (const r of reps) if (r.type === 0 && !out.includes(r.nodeId)) out.push(r.nodeId);
     for (const r of reps) if (r.type !== 0 && !out.includes(r.nodeId)) out.push(r.nodeId);
     if (desc === null) for (const n of this.opts.nodes()) if (!out.includes(n)) out.push(n);
-    return out;
+    if (this.open.size === 0) return out;
+    return [...out.filter((n) => !this.isOpen(n)), ...out.filter((n) => this.isOpen(n))];
+  }
+
+  // ---- breakers ----------------------------------------------------------------------------
+
+  /** Whether node's breaker is open (a probe failed and none succeeded since). */
+  isOpen(nodeId: number): boolean {
+    const b = this.open.get(nodeId);
+    if (b === undefined) return false;
+    b.wanted = this.nowMs();
+    return true;
+  }
+
+  /**
+   * Opens node's breaker and probes it in the background every probeAfterMs
+   * until a probe succeeds (closed), or nobody asked for the node for
+   * breakerMs (closed too: the next call probes it again itself).
+   */
+  private trip(nodeId: number): void {
+    if (this.open.has(nodeId)) return;
+    const probe = this.opts.probe;
+    if (probe === undefined) return;
+    const b = { wanted: this.nowMs() };
+    this.open.set(nodeId, b);
+    const every = this.opts.probeAfterMs ?? 1000;
+    const again = (): void => {
+      const t = setTimeout(() => {
+        if (this.open.get(nodeId) !== b) return;
+        if (this.nowMs() - b.wanted > (this.opts.breakerMs ?? 2000)) {
+          this.open.delete(nodeId);
+          return;
+        }
+        probe(nodeId).then(
+          () => {
+            if (this.open.get(nodeId) === b) this.open.delete(nodeId);
+          },
+          again,
+        );
+      }, every);
+      t.unref?.();
+    };
+    again();
+  }
+
+  /**
+   * One call to one replica. With a probe: a node whose breaker is open is
+   * skipped (never sent); a call without an answer after probeAfterMs
+   * probes its node, and is abandoned if the probe fails.
+   */
+  private async sendOne(nodeId: number, ba: BatchRequest): Promise<BatchResponse> {
+    const probe = this.opts.probe;
+    if (probe === undefined) return this.dialer.send(nodeId, ba);
+    if (this.isOpen(nodeId)) {
+      this.metrics.breakerSkips++;
+      throw new BreakerOpenError(nodeId);
+    }
+    const ac = new AbortController();
+    const every = this.opts.probeAfterMs ?? 1000;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let done = false;
+    const watch = (): void => {
+      timer = setTimeout(() => {
+        timer = null;
+        probe(nodeId).then(
+          () => {
+            if (!done) watch();
+          },
+          () => {
+            if (done) return;
+            this.metrics.abandoned++;
+            this.trip(nodeId);
+            ac.abort();
+          },
+        );
+      }, every);
+    };
+    watch();
+    try {
+      const res = await this.dialer.send(nodeId, ba, { signal: ac.signal });
+      this.open.delete(nodeId);
+      return res;
+    } finally {
+      done = true;
+      if (timer !== null) clearTimeout(timer);
+    }
   }
 
   /**
@@ -387,18 +545,32 @@ export class DistSender implements Sender {
     let last: unknown = null;
     let hops = 0;
     let onlyNotLeaseHolder = true;
+    /** The first ambiguous error of a transactional write retried elsewhere. */
+    let ambiguous: unknown = null;
     while (queue.length > 0) {
       const nodeId = queue.shift() as number;
       if (tried.has(nodeId)) continue;
       tried.add(nodeId);
       this.metrics.rpcs++;
       try {
-        const res = await this.dialer.send(nodeId, ba);
+        const res = await this.sendOne(nodeId, ba);
         const rep = desc?.replicas.find((r) => r.nodeId === nodeId);
         if (rep !== undefined) this.cache.setLeaseholder(rangeId, rep);
         return res;
       } catch (e) {
         last = e;
+        if (isAmbiguous(e) && e instanceof CairnError && e.code.startsWith('rpc.')) {
+          // The replica did not answer: forget it as leaseholder; retry elsewhere if that is safe.
+          this.cache.clearLeaseholder(rangeId, nodeId);
+          const how = retryAfterAmbiguous(ba);
+          if (how === 'no') throw e;
+          onlyNotLeaseHolder = false;
+          if (how === 'read') last = unreachableError(nodeId, e);
+          else if (ambiguous === null) ambiguous = e;
+          continue;
+        }
+        // Skipped, not asked: says nothing about the lease or the descriptor.
+        if (e instanceof BreakerOpenError) continue;
         if (e instanceof NotLeaseHolderError) {
           this.metrics.notLeaseHolder++;
           // Frozen by Subsume (merge.ts): back off until the merge absorbed it.
@@ -425,11 +597,12 @@ export class DistSender implements Sender {
         // merge we know of) says "mismatch" for keys its range now owns: ask
         // another replica instead of discarding the newer descriptor.
         const lagging = e instanceof RangeKeyMismatchError && desc !== null && e.descriptors.length > 0 && e.descriptors.every((d) => d.rangeId === desc.rangeId && d.generation < desc.generation);
-        if (!lagging && !retryElsewhere(e)) throw e;
+        if (!lagging && !retryElsewhere(e)) throw ambiguous !== null ? ambiguousAfter(ambiguous, e) : e;
         onlyNotLeaseHolder = false;
         this.cache.clearLeaseholder(rangeId, nodeId);
       }
     }
+    if (ambiguous !== null) throw ambiguousAfter(ambiguous, last);
     throw new SendFailedError(desc ?? { rangeId, startKey: KEY_MIN, endKey: KEY_MAX, replicas: [], nextReplicaId: 0, generation: 0 }, last, !onlyNotLeaseHolder || last === null);
   }
 

@@ -49,7 +49,8 @@ export interface Sender {
 
 /** Delivers a batch to the store of one node. */
 export interface NodeDialer {
-  send(nodeId: number, ba: BatchRequest): Promise<BatchResponse>;
+  /** `signal` abandons the call (the RPC layer's rpc.canceled: ambiguous iff the request was sent). */
+  send(nodeId: number, ba: BatchRequest, opts?: { readonly signal?: AbortSignal }): Promise<BatchResponse>;
 }
 
 /** NodeDialer over src/rpc: KvMethod.Batch with the api-codec encoding. */
@@ -59,8 +60,9 @@ export class RpcNodeDialer implements NodeDialer {
     private readonly timeoutMs = 10_000,
   ) {}
 
-  async send(nodeId: number, ba: BatchRequest): Promise<BatchResponse> {
-    const res = decodeBatchResult(await this.transport.call(nodeId, KvMethod.Batch, encodeBatchRequest(ba), { timeoutMs: this.timeoutMs, connectionClass: ConnectionClass.Default }));
+  async send(nodeId: number, ba: BatchRequest, opts?: { readonly signal?: AbortSignal }): Promise<BatchResponse> {
+    const call = { timeoutMs: this.timeoutMs, connectionClass: ConnectionClass.Default, ...(opts?.signal === undefined ? {} : { signal: opts.signal }) };
+    const res = decodeBatchResult(await this.transport.call(nodeId, KvMethod.Batch, encodeBatchRequest(ba), call));
     if (!res.ok) throw res.error;
     return res.response;
   }

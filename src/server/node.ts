@@ -649,6 +649,7 @@ export class Node {
 
   /** A KV client routing through the DistSender (range cache, parallel multi-range batches). */
   private newKvClient(): KvClient {
+    const probeMs = Math.min(2000, Math.max(250, this.settings.leaseDurationMicros / 4000));
     this.distSender = new DistSender(new RpcNodeDialer(this.rpc), {
       nodes: () => {
         const ids = this.directory.nodeIds();
@@ -656,6 +657,10 @@ export class Node {
       },
       maxAttempts: 20,
       now: () => this.clock.now(),
+      // Breakers (dist-sender.ts): a call unanswered for a quarter of the lease duration probes its node.
+      probe: (id) => (id === this.rpc.nodeId ? Promise.resolve() : this.rpc.ping(id, { timeoutMs: probeMs }).then(() => undefined)),
+      probeAfterMs: probeMs,
+      breakerMs: 2 * probeMs,
     });
     return new KvClient(this.distSender);
   }

@@ -1,0 +1,144 @@
+/**
+ * Availability with a cut-off leaseholder (issue 4; jepsen-style/RESULTS.md):
+ * the DistSender must not keep sending to a leaseholder it cannot reach.
+ *
+ *   - the leaseholder's RPC traffic is dropped both ways (fault hook) for a
+ *     whole partition: writes and reads through the two other nodes succeed
+ *     again within the lease duration + a few seconds, and keep succeeding;
+ *   - a read-only batch whose replica stops answering is retried elsewhere,
+ *     never reported ambiguous;
+ *   - a non-transactional write sent to the cut-off node is reported
+ *     ambiguous (it may have applied), never retried after the send.
+ *
+ * Real TCP, system clocks, lease 2 s; the DistSender probes a silent node with
+ * an RPC ping after 300 ms (node.ts uses a quarter of the lease duration).
+ */
+import { describe, it, expect } from 'vitest';
+import { TestCluster, autoCloseClusters } from '../support/test-cluster.js';
+import { DistSender } from '../../src/kv/dist-sender.js';
+import { KvClient, RpcNodeDialer } from '../../src/kv/kv-client.js';
+import { CairnError } from '../../src/util/errors.js';
+
+const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
+const LEASE_MS = 2000;
+const PROBE_MS = 300;
+
+const startCluster = autoCloseClusters();
+
+function partition(c: TestCluster, i: number, on: boolean): void {
+  for (let j = 0; j < c.size; j++) {
+    if (j === i) continue;
+    c.node(i).rpc!.faults.setFaults(j + 1, on ? { partition: true } : {});
+    c.node(j).rpc!.faults.setFaults(i + 1, on ? { partition: true } : {});
+  }
+}
+
+/** A DistSender entering the cluster through node i, with breakers (as node.ts builds it). */
+function distSender(c: TestCluster, i: number): DistSender {
+  const rpc = c.node(i).rpc!;
+  return new DistSender(new RpcNodeDialer(rpc), {
+    nodes: () => [1, 2, 3],
+    maxAttempts: 20,
+    now: () => c.node(i).clock.now(),
+    probe: (id) => (id === rpc.nodeId ? Promise.resolve() : rpc.ping(id, { timeoutMs: PROBE_MS }).then(() => undefined)),
+    probeAfterMs: PROBE_MS,
+    breakerMs: 2 * PROBE_MS,
+  });
+}
+
+async function cluster(): Promise<{ c: TestCluster; L: number; others: number[] }> {
+  const c = await startCluster({ nodes: 3, settings: { leaseDurationMicros: LEASE_MS * 1000 } });
+  c.startTicker();
+  await c.client(0).put(k('warm'), Buffer.from('w'));
+  await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
+  const L = c.leaseholder();
+  return { c, L, others: [0, 1, 2].filter((i) => i !== L) };
+}
+
+describe('a cut-off leaseholder', () => {
+  it('does not make its range unavailable through the other nodes', async () => {
+    const { c, L, others } = await cluster();
+    const senders = others.map((i) => distSender(c, i));
+    const clients = senders.map((s) => new KvClient(s));
+    // Each sender learns that L holds the lease.
+    for (const [n, kv] of clients.entries()) await kv.put(k(`pre${n}`), Buffer.from('p'));
+    for (const s of senders) expect(s.cache.leaseholder(1)?.nodeId).toBe(L + 1);
+
+    partition(c, L, true);
+    const cutAt = performance.now();
+    // Ops keep running through both other nodes for the whole partition (lease + 4 s).
+    const partitionMs = LEASE_MS + 4000;
+    const firstOk: number[] = [Infinity, Infinity];
+    const failuresAfterOk = [0, 0];
+    let ambiguousReads = 0;
+    let seq = 0;
+    await Promise.all(
+      clients.map(async (kv, n) => {
+        while (performance.now() - cutAt < partitionMs) {
+          const key = k(`x${n}-${seq++ % 5}`);
+          const value = Buffer.from(String(seq));
+          try {
+            await kv.put(key, value);
+            expect((await kv.get(key))?.toString()).toBe(value.toString());
+            if (firstOk[n] === Infinity) firstOk[n] = performance.now() - cutAt;
+          } catch (e) {
+            if (firstOk[n] !== Infinity) failuresAfterOk[n]!++;
+            // A put to the cut-off node may be ambiguous; nothing else may be.
+            if (!(e instanceof CairnError)) throw e;
+          }
+        }
+      }),
+    );
+    // Reads of the data written before the cut never come back ambiguous.
+    for (const kv of clients) {
+      try {
+        expect((await kv.get(k('pre0')))?.toString()).toBe('p');
+      } catch (e) {
+        if (e instanceof CairnError && e.ambiguous) ambiguousReads++;
+        throw e;
+      }
+    }
+    expect(ambiguousReads).toBe(0);
+    expect(c.node(L).rpc!.faults.totals().dropped).toBeGreaterThan(0); // the fault took effect
+    for (const t of firstOk) expect(t).toBeLessThan(LEASE_MS + 3000);
+    expect(failuresAfterOk).toEqual([0, 0]);
+    // The breakers, not 10 s RPC timeouts, took L out of the way.
+    expect(senders.reduce((a, s) => a + s.metrics.abandoned, 0)).toBeGreaterThan(0);
+    const newHolder = c.leaseholder();
+    expect(newHolder).not.toBe(L);
+    expect(newHolder).toBeGreaterThanOrEqual(0);
+    partition(c, L, false);
+    // After healing, L serves again through the cluster (as a follower: NotLeaseHolder → the new holder).
+    const kvL = new KvClient(distSender(c, L));
+    await c.waitFor(() => true, 10);
+    expect((await kvL.get(k('pre1')))?.toString()).toBe('p');
+  }, 30_000);
+
+  it('retries a read-only batch elsewhere, and reports a non-transactional write ambiguous', async () => {
+    const { c, L, others } = await cluster();
+    const s = distSender(c, others[0]!);
+    const kv = new KvClient(s);
+    await kv.put(k('r'), Buffer.from('v'));
+    expect(s.cache.leaseholder(1)?.nodeId).toBe(L + 1);
+    partition(c, L, true);
+    // The write goes to L first (cached), may have been applied there: ambiguous, not retried.
+    const t0 = performance.now();
+    const err = await kv.put(k('w'), Buffer.from('1')).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(CairnError);
+    expect((err as CairnError).ambiguous).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(PROBE_MS * 2 + 1000); // a probe delay, not the 10 s RPC timeout
+    expect(s.cache.leaseholder(1)?.nodeId).not.toBe(L + 1);
+    expect(s.isOpen(L + 1)).toBe(true);
+    // A fresh sender, still pointing at L: its read is retried on the others, never ambiguous.
+    const s2 = distSender(c, others[1]!);
+    s2.cache.insert(s.cache.byRangeId(1)!);
+    s2.cache.setLeaseholder(1, s.cache.byRangeId(1)!.replicas.find((r) => r.nodeId === L + 1)!);
+    const t1 = performance.now();
+    expect((await new KvClient(s2).get(k('r')))?.toString()).toBe('v');
+    expect(performance.now() - t1).toBeLessThan(LEASE_MS + 3000);
+    expect(s2.metrics.abandoned).toBe(1);
+  }, 30_000);
+});
