@@ -75,7 +75,7 @@ export interface KVClusterAdminOptions {
   /** Whether a node may take a lease (default: every node). */
   readonly isLive?: (nodeId: number) => boolean;
   readonly prng: Prng;
-  /** Between retries of a transient failure (default: a real 50 ms timer). */
+  /** Sleeps between retries of a transient failure (default: a real timer). */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
@@ -85,8 +85,14 @@ const META_PAGE = 64;
 const RANGE_CONCURRENCY = 16;
 /** Ranges whose lease SCATTER moves at once. */
 const SCATTER_CONCURRENCY = 8;
-/** Attempts of one lease lookup / one lease move before its error is returned. */
-const MAX_ATTEMPTS = 5;
+/**
+ * Attempts of one lease lookup / one lease move before its error is returned,
+ * with backoff doubling from 50 ms to at most 1 s (≈ 7.5 s in all): a range
+ * just split may have no Raft leader for an election timeout or more under
+ * load, and its lease moves only once it has one.
+ */
+const MAX_ATTEMPTS = 12;
+const backoffMs = (attempt: number): number => Math.min(1000, 50 * 2 ** (attempt - 1));
 const TRANSIENT = new Set(['kv.not_lease_holder', 'kv.range_key_mismatch', 'kv.proposal_dropped', 'kv.range_not_found']);
 
 function isTransient(e: unknown): boolean {
@@ -151,7 +157,7 @@ export class KVClusterAdmin {
             break;
           } catch (e) {
             if (!isTransient(e) || attempt >= MAX_ATTEMPTS) throw e;
-            await this.sleep(50 * attempt);
+            await this.sleep(backoffMs(attempt));
             holder = await this.leaseholder(d);
             if (holder === null || holder === target) break;
           }
@@ -214,7 +220,7 @@ export class KVClusterAdmin {
         return await fn();
       } catch (e) {
         if (!isTransient(e) || attempt >= MAX_ATTEMPTS) throw e;
-        await this.sleep(50 * attempt);
+        await this.sleep(backoffMs(attempt));
       }
     }
   }
