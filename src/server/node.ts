@@ -680,18 +680,20 @@ export class Node {
   /**
    * Mounts SQL (sql-server.ts mountSql) once the cluster can run its first
    * transactions (the SQL layer bootstraps its system descriptors): retried
-   * every second until it succeeds or the node stops. Until then the SQL
-   * port refuses sessions with a clear message and the node is not ready.
+   * after 100 ms, doubling up to every second, until it succeeds or the node
+   * stops (a cut-off peer costs an attempt one DistSender probe delay, not an
+   * RPC timeout). Until then the SQL port refuses sessions with a clear
+   * message and the node is not ready.
    */
   private async mountSqlLoop(): Promise<void> {
-    while (this.state === 'serving' && !this.sqlMounted) {
+    for (let attempt = 0; this.state === 'serving' && !this.sqlMounted; attempt++) {
       try {
         this.sql.setFactory(await mountSql(this.kvdb(), this, { insecure: this.config.insecure }));
         this.sqlMounted = true;
         this.log.info('server: SQL mounted');
       } catch (e) {
         this.log.debug({ err: errMessage(e) }, 'server: mounting SQL failed; retrying');
-        await sleep(1_000);
+        await sleep(Math.min(1_000, 100 * 2 ** attempt));
       }
     }
   }
