@@ -219,6 +219,8 @@ export class DistSender implements Sender {
   readonly metrics: DistSenderMetrics = { batches: 0, multiRange: 0, rpcs: 0, notLeaseHolder: 0, rangeKeyMismatch: 0, retries: 0, abandoned: 0, breakerSkips: 0 };
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly maxAttempts: number;
+  /** Probes in flight, by node: concurrent calls to one node share one. */
+  private readonly probing = new Map<number, Promise<void>>();
   /** Open breakers: node id → when it was last wanted (nowMs). */
   private readonly open = new Map<number, { wanted: number }>();
   private readonly nowMs: () => number;
@@ -460,6 +462,16 @@ export class DistSender implements Sender {
     return true;
   }
 
+  /** Probes a node, joining a probe of it already in flight. */
+  private probeNode(probe: (nodeId: number) => Promise<void>, nodeId: number): Promise<void> {
+    let p = this.probing.get(nodeId);
+    if (p === undefined) {
+      p = probe(nodeId).finally(() => this.probing.delete(nodeId));
+      this.probing.set(nodeId, p);
+    }
+    return p;
+  }
+
   /**
    * Opens node's breaker and probes it in the background every probeAfterMs
    * until a probe succeeds (closed), or nobody asked for the node for
@@ -479,7 +491,7 @@ export class DistSender implements Sender {
           this.open.delete(nodeId);
           return;
         }
-        probe(nodeId).then(
+        this.probeNode(probe, nodeId).then(
           () => {
             if (this.open.get(nodeId) === b) this.open.delete(nodeId);
           },
@@ -510,7 +522,7 @@ export class DistSender implements Sender {
     const watch = (): void => {
       timer = setTimeout(() => {
         timer = null;
-        probe(nodeId).then(
+        this.probeNode(probe, nodeId).then(
           () => {
             if (!done) watch();
           },

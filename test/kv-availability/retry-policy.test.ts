@@ -159,4 +159,22 @@ describe('breakers', () => {
     expect(ds.isOpen(1)).toBe(false);
     expect(probes.length).toBeGreaterThanOrEqual(2);
   });
+
+  it('concurrent calls to one silent node share one probe', async () => {
+    const probes: number[] = [];
+    const { ds } = sender(
+      { 1: 'hang', 2: 'ok', 3: 'ok' },
+      {
+        probe: (n) => {
+          probes.push(n);
+          return new Promise((_, reject) => setTimeout(() => reject(new Error('probe timed out')), 30));
+        },
+        probeAfterMs: 20,
+      },
+    );
+    const got = await Promise.all([1, 2, 3, 4].map(() => ds.send(batch([get]))));
+    expect(got).toEqual([OK, OK, OK, OK]);
+    expect(ds.metrics.abandoned).toBe(4);
+    expect(probes).toEqual([1]);
+  });
 });
