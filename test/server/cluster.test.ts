@@ -84,6 +84,18 @@ async function waitFor<T>(what: string, timeoutMs: number, f: () => Promise<T | 
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === null ? '' : `: ${(last as Error).message}`}`);
 }
 
+/**
+ * Waits (bounded) until node i's replica of the first range reports a holder other than
+ * `oldHolder`: a replica reports the lease it has applied, and a follower applies a new lease
+ * with the next Raft message after the write that proved it.
+ */
+async function waitLeaseMovedOff(i: number, oldHolder: number | null | undefined): Promise<void> {
+  await waitFor(`node ${i} to see the lease off n${oldHolder}`, 5_000, async () => {
+    const holder = (await c.json<RangeStatus[]>(i, '/_status/ranges'))[0]?.leaseholderNodeId;
+    return holder !== undefined && holder !== null && holder !== oldHolder ? true : undefined;
+  });
+}
+
 beforeAll(async () => {
   c = await ProcessCluster.start({ nodes: 3 });
 }, 120_000);
@@ -214,8 +226,7 @@ describe('a 3-node cluster of processes', () => {
     const gap = firstAckAfterKill - killedAt;
     console.log(`must-show 3: leaseholder killed; next write acknowledged after ${gap} ms (lease ${LEASE_MS} ms + election ${ELECTION_MS} ms); ${ambiguous.length} ambiguous`);
     expect(gap).toBeLessThanOrEqual(LEASE_MS + ELECTION_MS + SLACK_MS);
-    const newLh = await c.json<RangeStatus[]>(writers[0] as number, '/_status/ranges');
-    expect(newLh[0]?.leaseholderNodeId).not.toBe(lhId);
+    await waitLeaseMovedOff(writers[0] as number, lhId);
     for (const w of writers) await expectAllAcked(w);
     await c.restart(lh);
     await expectAllAcked(lh);
@@ -238,8 +249,7 @@ describe('a 3-node cluster of processes', () => {
       return true;
     });
     const gap = Date.now() - t0;
-    const after = await c.json<RangeStatus[]>(other, '/_status/ranges');
-    expect(after[0]?.leaseholderNodeId).not.toBe(idsBefore[lh]);
+    await waitLeaseMovedOff(other, idsBefore[lh]);
     console.log(`drain: first write ${gap} ms after the drained leaseholder exited (lease ${LEASE_MS} ms)`);
     expect(gap).toBeLessThan(LEASE_MS);
     await c.restart(lh);
