@@ -263,6 +263,7 @@ export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs:
       ? setInterval(() => {
           const now = Date.now();
           console.log(`nemesis progress at ${Math.round((now - t0) / 1000)} s: ${logs.length} txns done; ${JSON.stringify(counts)}; ${[...doing.values()].map((d) => `${d.what} for ${now - d.since} ms`).join('; ')}`);
+          if (process.env.TXN_NEMESIS_DUMP === '1') console.log(dumpRanges(c));
         }, 20_000)
       : null;
   const nem = o.nemesis ? nemesisLoop(c, ds[0] as DistSender, new Prng(o.seed ^ 0x5a5a), o.keys, () => done, counts) : Promise.resolve();
@@ -437,4 +438,22 @@ export function explainViolations(errs: readonly string[], logs: readonly TxnLog
     }
   }
   return out.join('\n');
+}
+
+/** Every replica of every range on every running store: descriptor, Raft state and lease (TXN_NEMESIS_DUMP=1). */
+export function dumpRanges(c: TestCluster): string {
+  const lines: string[] = [];
+  for (let i = 0; i < c.size; i++) {
+    if (!c.isRunning(i)) continue;
+    for (const r of c.store(i).allReplicas()) {
+      const rf = r.raw.raft;
+      const reps = r.desc.replicas.map((x) => `n${x.nodeId}/r${x.replicaId}t${x.type}`).join(',');
+      const l = r.lease;
+      lines.push(
+        `n${i + 1} r${r.rangeId} init=${r.initialized} rid=${r.replicaId} gen=${r.desc.generation} [${reps}] raft{state=${rf.state} term=${rf.term} lead=${rf.lead} commit=${rf.raftLog.committed} applied=${rf.raftLog.applied}} ` +
+          `lease=${l === null ? '-' : `r${l.replica.replicaId}@n${l.replica.nodeId} seq${l.sequence}`} valid=${r.ownsValidLease(c.node(i).clock.now())} pending=${r.pendingProposals}`,
+      );
+    }
+  }
+  return lines.join('\n');
 }
