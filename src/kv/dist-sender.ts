@@ -582,7 +582,7 @@ export class DistSender implements Sender {
           this.cache.clearLeaseholder(rangeId, nodeId);
           const how = retryAfterAmbiguous(ba);
           if (how === 'no') throw e;
-          onlyNotLeaseHolder = false;
+          // Silence says nothing about the descriptor: keep it (no meta2 lookup for it).
           if (how === 'read') last = unreachableError(nodeId, e);
           else if (ambiguous === null) ambiguous = e;
           continue;
