@@ -29,6 +29,7 @@ import { addVoter } from '../../src/kv/replica-change.js';
 import type { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
+import type { RangeDescriptor } from '../../src/kv/api.js';
 import type { TestCluster } from '../support/test-cluster.js';
 import { descriptors } from '../kv-ranges/support.js';
 import { KVBatch } from '../../sql/kv.js';
@@ -76,6 +77,8 @@ export interface NemesisOptions {
 export interface NemesisCounts {
   splits: number;
   merges: number;
+  /** Merges not tried: the neighbours were on different stores. */
+  skippedMerges: number;
   leaseTransfers: number;
   replicaMoves: number;
   failedOps: number;
@@ -207,6 +210,13 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
   return log;
 }
 
+const storeSet = (d: RangeDescriptor): string =>
+  d.replicas
+    .map((x) => (x.type === 0 ? x.storeId : -x.storeId))
+    .sort((a, b) => a - b)
+    .join(',');
+const colocated = (a: RangeDescriptor, b: RangeDescriptor): boolean => storeSet(a) === storeSet(b) && a.replicas.every((x) => x.type === 0);
+
 async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number, stop: () => boolean, counts: NemesisCounts): Promise<void> {
   while (!stop()) {
     const op = rng.intn(4);
@@ -217,7 +227,12 @@ async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: num
       } else if (op === 1) {
         const ds_ = descriptors(c).filter((d) => compareBytes(d.startKey, tkey(0)) >= 0 && compareBytes(d.endKey, tkey(nkeys)) <= 0);
         const d = ds_[rng.intn(Math.max(1, ds_.length))];
-        if (d !== undefined && (await adminMerge(ds, d.startKey)) !== null) counts.merges++;
+        // Only colocated neighbours (same stores, all voters): adminMerge freezes the right range before the
+        // colocation check, and a frozen range that cannot be merged never serves again (known bug in merge.ts,
+        // test/kv-ranges/merge-not-colocated.test.ts). Racy — a move may still land between this check and the freeze.
+        const r = d === undefined ? undefined : descriptors(c).find((x) => compareBytes(x.startKey, d.endKey) === 0);
+        if (d !== undefined && r !== undefined && !colocated(d, r)) counts.skippedMerges++;
+        else if (d !== undefined && (await adminMerge(ds, d.startKey)) !== null) counts.merges++;
       } else if (op === 2) {
         const descs = descriptors(c);
         const d = descs[rng.intn(descs.length)];
@@ -255,7 +270,7 @@ async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: num
 
 export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs: readonly TxnDB[], o: NemesisOptions): Promise<{ logs: TxnLog[]; counts: NemesisCounts }> {
   const logs: TxnLog[] = [];
-  const counts: NemesisCounts = { splits: 0, merges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0 };
+  const counts: NemesisCounts = { splits: 0, merges: 0, skippedMerges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0 };
   let done = false;
   const t0 = Date.now();
   const progress =
@@ -303,7 +318,9 @@ export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Pro
   const descs = descriptors(c);
   for (let k = 0; k < nkeys; k++) {
     const key = tkey(k);
-    const d = descs.find((x) => compareBytes(x.startKey, key) <= 0 && compareBytes(key, x.endKey) < 0);
+    // The newest generation holding the key: a replica removed by a move and never collected keeps its stale
+    // descriptor — sometimes of a range since merged away, which then appears only there.
+    const d = descs.filter((x) => compareBytes(x.startKey, key) <= 0 && compareBytes(key, x.endKey) < 0).sort((a, b) => b.generation - a.generation)[0];
     if (d === undefined) throw new Error(`no range holds key ${k}`);
     let lh = -1;
     for (let i = 0; i < 200 && lh < 0; i++) {
@@ -314,7 +331,7 @@ export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Pro
         await new Promise((r) => setTimeout(r, 20));
       }
     }
-    if (lh < 0) throw new Error(`no leaseholder for r${d.rangeId}`);
+    if (lh < 0) throw new Error(`no leaseholder for r${d.rangeId}${process.env.TXN_NEMESIS_DUMP === '1' ? `\n${dumpRanges(c)}` : ''}`);
     const eng = c.node(lh).engine;
     const versions: { ts: Timestamp; value: string | null }[] = [];
     let ts: Timestamp = MAX_TIMESTAMP;
