@@ -21,8 +21,10 @@
  *   - leases: the leaseholder hands its lease to a live, non-decommissioning
  *     voter store when it is decommissioning; for balance only with
  *     hysteresis (CockroachDB's lease rebalancing): its store holds more than
- *     mean + max(threshold, 10 % of the mean) leases, the target fewer than
- *     the mean, and the lease is older than LEASE_REBALANCE_MIN_AGE_MS (a
+ *     mean + max(threshold, 10 % of the mean) leases — or it holds more than
+ *     the mean and the target fewer than mean − that band (an underfull store,
+ *     e.g. a node that just joined) — the target fewer than the mean, and the
+ *     lease is older than LEASE_REBALANCE_MIN_AGE_MS (a
  *     range's lease moves for balance at most that often). Lease counts from
  *     other nodes lag (gossip), and leases of idle ranges lapse; without the
  *     band every node chases the mean and leases move back and forth; with
@@ -156,9 +158,12 @@ export function planReplication(desc: RangeDescriptor, leaseStoreId: number, sto
   // 6. Lease balance, with hysteresis (see the header).
   const lm = mean(live.map((x) => x.leaseCount));
   const mine = byStore.get(leaseStoreId);
-  if (mine !== undefined && leaseAgeMs >= LEASE_REBALANCE_MIN_AGE_MS && mine.leaseCount > lm + leaseOverfullBand(lm, s.rebalanceThreshold)) {
+  const band = leaseOverfullBand(lm, s.rebalanceThreshold);
+  if (mine !== undefined && leaseAgeMs >= LEASE_REBALANCE_MIN_AGE_MS && mine.leaseCount > lm) {
     const to = leaseTargets.map((r) => ({ r, st: byStore.get(r.storeId) as StoreStatus })).sort((a, b) => a.st.leaseCount - b.st.leaseCount)[0];
-    if (to !== undefined && to.st.leaseCount < lm && mine.leaseCount - to.st.leaseCount > 1) return { kind: 'transferLease', to: to.r };
+    // Overfull source, or an underfull target (a new node: without this, 5/5/5/0/0 never moved).
+    const unbalanced = mine.leaseCount > lm + band || (to !== undefined && to.st.leaseCount < lm - band);
+    if (unbalanced && to !== undefined && to.st.leaseCount < lm && mine.leaseCount - to.st.leaseCount > 1) return { kind: 'transferLease', to: to.r };
   }
   return { kind: 'none' };
 }
