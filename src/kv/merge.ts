@@ -41,6 +41,7 @@ import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Reque
 import type { DistSender } from './dist-sender.js';
 import { FROZEN_REPLICA_ID } from './merge-trigger.js';
 import { fixMeta2 } from './split.js';
+import { colocated } from './batcheval/cmd-admin-merge.js';
 
 export interface MergeHooks {
   /** Called between the steps (kill tests stop nodes or throw here). */
@@ -67,6 +68,10 @@ async function freshLookup(ds: DistSender, key: Buffer): Promise<RangeDescriptor
 export async function adminMerge(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}): Promise<RangeDescriptor | null> {
   const left = await freshLookup(ds, leftKey);
   if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
+  // Refuse before freezing: a frozen right range that cannot merge would stay frozen (its
+  // nobody-lease admits no requests). AdminMerge checks again atomically on the left range.
+  const rightNow = await freshLookup(ds, left.endKey);
+  if (!colocated(left, rightNow)) throw new CairnError('kv.merge_not_colocated', `kv: r${left.rangeId} and r${rightNow.rangeId} are not on the same stores`);
   const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey });
   await hooks.afterFreeze?.(right);
   return completeMerge(ds, left.startKey, right, hooks);

@@ -35,6 +35,11 @@ function storesOf(d: RangeDescriptor): string {
     .join(',');
 }
 
+/** Whether two ranges can merge: replicas on exactly the same stores, all voters. */
+export function colocated(l: RangeDescriptor, r: RangeDescriptor): boolean {
+  return storesOf(l) === storesOf(r) && l.replicas.every((x) => x.type === 0);
+}
+
 registerCommand<AdminMergeRequest>({
   kind: 'adminMerge',
   isWrite: true,
@@ -51,7 +56,7 @@ registerCommand<AdminMergeRequest>({
     if (stored == null || !stored.equals(encodeRangeDescriptor(r))) throw mismatch('its descriptor changed');
     const leaseRaw = rw.getSync(encodeMvccKey(rangeLeaseKey(r.rangeId)));
     if (leaseRaw === undefined || decodeLease(leaseRaw).replica.replicaId !== FROZEN_REPLICA_ID) throw new CairnError('kv.merge_not_frozen', `kv: r${r.rangeId} is not frozen for the merge`);
-    if (storesOf(l) !== storesOf(r) || l.replicas.some((x) => x.type !== 0)) throw new CairnError('kv.merge_not_colocated', `kv: r${l.rangeId} and r${r.rangeId} are not on the same stores`);
+    if (!colocated(l, r)) throw new CairnError('kv.merge_not_colocated', `kv: r${l.rangeId} and r${r.rangeId} are not on the same stores`);
     const asRaw = rw.getSync(encodeMvccKey(rangeAppliedStateKey(r.rangeId)));
     if (asRaw === undefined) throw mismatch('no applied state');
     const merged: RangeDescriptor = { ...l, endKey: r.endKey, generation: Math.max(l.generation, r.generation) + 1 };
