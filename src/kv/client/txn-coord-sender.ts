@@ -322,9 +322,14 @@ export class TxnCoordSender {
         continue;
       }
       if (!writes && end === null && tsLess(this.writeTs, res.timestamp)) {
-        // The leaseholder served this segment's reads above our timestamp (a locking read met a newer version):
-        // only the earlier reads need refreshing to it.
+        // A leaseholder served this segment's reads above our timestamp (a locking read met a newer version and
+        // its range re-read the whole batch there). When the DistSender split the segment over several ranges,
+        // the other ranges' parts were served at our timestamp, and a write between the two timestamps would go
+        // unseen (kvnemesis: a scan missed a write committed below the reader's commit timestamp). So refresh the
+        // earlier reads to the new timestamp and read the whole segment again there.
         await this.refreshTo(res.timestamp, 'RETRY_WRITE_TOO_OLD');
+        if (attempt >= MAX_RETRIES) throw this.fail(new TxnRetryError('RETRY_WRITE_TOO_OLD', 'reads kept being served above the transaction timestamp'));
+        continue;
       }
       // This segment's reads count from now on: a refresh below must cover them too.
       if (!readsNoted) this.noteReads(seg);
