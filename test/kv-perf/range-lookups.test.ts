@@ -6,6 +6,7 @@
  * a lease move costs no lookup at all (dist-sender.ts: the NotLeaseHolder
  * hint updates the cached lease; the descriptor stays).
  */
+import { CairnError } from '../../src/util/errors.js';
 import { describe, it, expect, afterEach } from 'vitest';
 import fc from 'fast-check';
 import { RangeCache } from '../../src/kv/range-cache.js';
@@ -145,7 +146,17 @@ describe('DistSender meta2 lookups on a cluster', () => {
     for (const deadline = Date.now() + 10_000; holder < 0 && Date.now() < deadline; holder = c.leaseholder(desc.rangeId)) await new KvClient(cold).get(key(500));
     expect(holder).toBeGreaterThanOrEqual(0);
     const target = desc.replicas.find((r) => r.nodeId !== holder + 1) as (typeof desc.replicas)[number];
-    await c.node(holder).store?.transferLease(desc.rangeId, target.replicaId);
+    // The holder may have the lease before its Raft group has a leader (an expired lease is re-acquired
+    // through a read); the transfer's proposal is then dropped: retry it (bounded) until a leader exists.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await c.node(holder).store?.transferLease(desc.rangeId, target.replicaId);
+        break;
+      } catch (e) {
+        if (!(e instanceof CairnError) || e.code !== 'kv.proposal_dropped' || attempt >= 50) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     const before = cold.cache.lookups;
     const got = await Promise.all(Array.from({ length: 50 }, (_, i) => new KvClient(cold).get(key(500 + i))));
     got.forEach((v, i) => expect(v?.equals(val(500 + i))).toBe(true));
