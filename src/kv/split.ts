@@ -154,9 +154,10 @@ export interface SplitHooks {
  * Transient routing errors an AdminSplit may meet while the range is moving
  * (a concurrent split or merge, a lease changing hands) after the
  * DistSender's own retries: the split is re-resolved and sent again. Never
- * an ambiguous error (that is answered by idempotence below).
+ * an ambiguous error (that is answered by idempotence below). The SQL range
+ * admin (client/kv-admin.ts: SHOW RANGES, SCATTER) retries the same set.
  */
-const TRANSIENT_SPLIT_ERRORS = new Set(['kv.range_key_mismatch', 'kv.not_lease_holder', 'kv.range_not_found', 'kv.proposal_dropped']);
+export const TRANSIENT_RANGE_ERRORS: ReadonlySet<string> = new Set(['kv.range_key_mismatch', 'kv.not_lease_holder', 'kv.range_not_found', 'kv.proposal_dropped']);
 /**
  * Bounded: about 20 s of backoff on top of the DistSender's own retries —
  * enough for a concurrent split's meta2 fix or a lease move to land on a
@@ -167,7 +168,7 @@ const MAX_TRANSIENT_RETRIES = 25;
 const transientBackoffMs = (attempt: number): number => Math.min(1_000, 50 * attempt);
 
 function isTransient(e: unknown): boolean {
-  return e instanceof CairnError && !e.ambiguous && TRANSIENT_SPLIT_ERRORS.has(e.code);
+  return e instanceof CairnError && !e.ambiguous && TRANSIENT_RANGE_ERRORS.has(e.code);
 }
 
 /**

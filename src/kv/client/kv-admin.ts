@@ -48,7 +48,7 @@ import { META2_MAX, meta2LookupKey, rangeDescriptorKey } from '../../../storage/
 import { ReplicaType, type LeaseInfoResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from '../api.js';
 import { decodeRangeDescriptor } from '../api-codec.js';
 import type { Sender } from '../kv-client.js';
-import { adminSplit } from '../split.js';
+import { TRANSIENT_RANGE_ERRORS, adminSplit } from '../split.js';
 
 /** One range as SHOW RANGES reports it (sql/kv.ts KVRangeInfo). */
 export interface KVRangeInfo {
@@ -93,10 +93,9 @@ const SCATTER_CONCURRENCY = 8;
  */
 const MAX_ATTEMPTS = 12;
 const backoffMs = (attempt: number): number => Math.min(1000, 50 * 2 ** (attempt - 1));
-const TRANSIENT = new Set(['kv.not_lease_holder', 'kv.range_key_mismatch', 'kv.proposal_dropped', 'kv.range_not_found']);
 
 function isTransient(e: unknown): boolean {
-  return e instanceof CairnError && (e.retryable || TRANSIENT.has(e.code));
+  return e instanceof CairnError && (e.retryable || TRANSIENT_RANGE_ERRORS.has(e.code));
 }
 
 export class KVClusterAdmin {
