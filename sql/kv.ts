@@ -186,6 +186,14 @@ export interface KVTxn {
   readTimestamp(): Timestamp;
   /** The timestamp the txn would commit at if it committed now. */
   provisionalCommitTimestamp(): Timestamp;
+  /**
+   * cluster_logical_timestamp(): the commit timestamp, fixed from this call on — a later
+   * push makes the transaction fail with a retryable error (40001) instead of moving it
+   * (CockroachDB's Txn.CommitTimestamp); a restart unfixes it. Optional: an implementation
+   * that never moves a commit timestamp (MemoryKV) leaves it out and SQL reads
+   * provisionalCommitTimestamp().
+   */
+  fixCommitTimestamp?(): Timestamp;
   /** AS OF SYSTEM TIME inside BEGIN: fixes the read timestamp before the first read. */
   setFixedTimestamp(ts: Timestamp): void;
   /**

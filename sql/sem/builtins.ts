@@ -6,7 +6,8 @@
  * returns a Typed closure. Functions are strict (NULL in → NULL out) unless
  * marked otherwise (concat, concat_ws). Volatile functions (random,
  * gen_random_uuid, unique_rowid) read the node services of the EvalEnv;
- * now()/current_timestamp return the transaction timestamp.
+ * now()/current_timestamp return the transaction timestamp;
+ * cluster_logical_timestamp() its commit timestamp (which it fixes).
  *
  * An unknown name or argument list is 42883 like PostgreSQL:
  * `function foo(integer) does not exist`.
@@ -335,6 +336,18 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
     case 'clock_timestamp':
       args(c, name, exprs, []);
       return { type: T.timestamptz, fn: (_r, env) => env.stmtTime };
+    case 'cluster_logical_timestamp':
+      // CockroachDB's: the commit timestamp as DECIMAL wall_nanos.logical (10 logical digits), and the
+      // transaction may no longer move it (a later push is 40001).
+      args(c, name, exprs, []);
+      return {
+        type: T.numeric,
+        fn: (_r, env) => {
+          if (env.commitTimestamp === undefined) throw new SqlError('sql.feature_not_supported', '0A000', 'cluster_logical_timestamp() is not available here');
+          const ts = env.commitTimestamp();
+          return Decimal.of(BigInt(ts.wall) * 10_000_000_000_000n + BigInt(ts.logical), 10);
+        },
+      };
     // ---- ids and system
     case 'gen_random_uuid':
     case 'uuid_generate_v4':

@@ -22,6 +22,7 @@
  * window functions, arrays, row values, COLLATE.
  */
 import { assertNever } from '../../src/util/assert.js';
+import type { Timestamp } from '../../src/util/hlc.js';
 import type { Expr, FuncCall, SubLink } from '../parser/ast.js';
 import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
@@ -85,6 +86,8 @@ export interface EvalEnv {
   txnTime: number;
   /** The statement's start, same unit (statement_timestamp()). */
   stmtTime: number;
+  /** cluster_logical_timestamp(): the transaction's commit timestamp, fixed by the call (KVTxn.fixCommitTimestamp). */
+  commitTimestamp?: () => Timestamp;
   readonly node: NodeServices;
   user: string;
   database: string;

@@ -728,6 +728,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       params,
       txnTime: ts.wall - PG_EPOCH_MICROS,
       stmtTime: now.wall - PG_EPOCH_MICROS,
+      commitTimestamp: () => txn.kv.fixCommitTimestamp?.() ?? txn.kv.provisionalCommitTimestamp(),
       node: this.deps.node,
       sequences: this.seqs,
       user: this.user,

@@ -120,6 +120,8 @@ export class TxnCoordSender {
   private readSpans: LockSpan[] = [];
   private ignored: SeqRange[] = [];
   private fixed = false;
+  /** cluster_logical_timestamp() was read: the commit timestamp may not move (refreshTo fails instead). */
+  private commitTsFixed = false;
   private state: State = 'pending';
   private stopHeartbeat: (() => void) | null = null;
   private recordCreated = false;
@@ -145,6 +147,10 @@ export class TxnCoordSender {
     return this.readTs;
   }
   provisionalCommitTimestamp(): Timestamp {
+    return this.writeTs;
+  }
+  fixCommitTimestamp(): Timestamp {
+    this.commitTsFixed = true;
     return this.writeTs;
   }
   /** The transaction's id (tests, logs). */
@@ -260,6 +266,7 @@ export class TxnCoordSender {
       this.uncertaintyLimit = { wall: this.readTs.wall + this.ctx.clock.maxOffsetMicros, logical: 0 };
     }
     this.pushedTo = null;
+    this.commitTsFixed = false;
     this.readSpans = [];
     this.ignored = [];
     this.state = 'pending';
@@ -443,6 +450,7 @@ export class TxnCoordSender {
       return;
     }
     if (this.fixed) throw this.fail(new TxnRetryError(reason, 'a fixed-timestamp (AS OF SYSTEM TIME) transaction cannot move'));
+    if (this.commitTsFixed) throw this.fail(new TxnRetryError(reason, 'the commit timestamp was fixed by cluster_logical_timestamp()'));
     this.ctx.metrics.refreshes++;
     if (this.readSpans.length > 0) {
       const requests: Request[] = this.readSpans.map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
