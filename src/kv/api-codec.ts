@@ -20,7 +20,9 @@
  *                n:uv (start:uv end:uv)×n                        (ignored seq ranges)
  *   stats      = 8 × varint (liveBytes liveCount keyBytes keyCount valBytes valCount intentBytes intentCount)
  *
- *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) opt(uncertaintyLimit:ts) n:uv request×n
+ *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) opt(uncertaintyLimit:ts) flags:u8 n:uv request×n
+ *                   (flags bit0: asyncConsensus — write pipelining, see api.ts; the other bits are zero.
+ *                    Added in session 3: there is no wire version, so every node runs one build)
  *   (the transaction commands' request/response bodies: txn-codec.ts)
  *   request       = tag:u8 body   (tags: REQ_* below; bodies field by field)
  *   BatchResult   = 0:u8 now:ts ts:ts n:uv response×n    | 1:u8 error
@@ -421,6 +423,9 @@ function readRequest(r: BufReader): Request {
   }
 }
 
+/** BatchRequest header flags (bit 0: header.asyncConsensus). */
+const BATCH_FLAG_ASYNC_CONSENSUS = 1;
+
 export function encodeBatchRequest(ba: BatchRequest): Buffer {
   w.reset();
   const h = ba.header;
@@ -429,6 +434,7 @@ export function encodeBatchRequest(ba: BatchRequest): Buffer {
   w.timestamp(h.timestamp);
   writeOpt(w, h.txn, writeTxn);
   writeOpt(w, h.uncertaintyLimit, (x, t) => x.timestamp(t));
+  w.u8(h.asyncConsensus === true ? BATCH_FLAG_ASYNC_CONSENSUS : 0);
   w.uvarint(ba.requests.length);
   for (const q of ba.requests) writeRequest(w, q);
   return finish();
@@ -441,11 +447,20 @@ export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
   const timestamp = r.timestamp();
   const txn = readOpt(r, readTxn);
   const uncertaintyLimit = readOpt(r, (x) => x.timestamp());
+  const flags = r.u8();
+  if ((flags & ~BATCH_FLAG_ASYNC_CONSENSUS) !== 0) bad(`batch header flags ${flags}`);
   const n = r.uvarint();
   const requests: Request[] = [];
   for (let i = 0; i < n; i++) requests.push(readRequest(r));
   r.expectEnd('batch request');
-  const header = { rangeId, replicaId, timestamp, ...(txn === null ? {} : { txn }), ...(uncertaintyLimit === null ? {} : { uncertaintyLimit }) };
+  const header = {
+    rangeId,
+    replicaId,
+    timestamp,
+    ...(txn === null ? {} : { txn }),
+    ...(uncertaintyLimit === null ? {} : { uncertaintyLimit }),
+    ...((flags & BATCH_FLAG_ASYNC_CONSENSUS) !== 0 ? { asyncConsensus: true } : {}),
+  };
   return { header, requests };
 }
 

@@ -25,6 +25,22 @@
  *     other transactions surface as WriteIntentError (storage/mvcc.ts).
  *   - Keys are user keys (storage/keys.ts); values are opaque bytes.
  *
+ * Async consensus (write pipelining, issue 5; CockroachDB's
+ * BatchRequest.AsyncConsensus and replica_write.go's early return):
+ *   header.asyncConsensus on a transactional batch of only put / cput /
+ *   delete / queryIntent (no EndTxn, no ranged write, no locking read):
+ *     leaseholder: latches ─► evaluate ─► propose ─► answer the client
+ *                                                 └─► (Raft commits, applies)
+ *                                                     ─► lock table learns the
+ *                                                        intents, tscache, latches
+ *                                                        released
+ *   so a conflicting request (including the transaction's own QueryIntent)
+ *   still serializes behind the write. If the command never applies (lease
+ *   changed, proposal lost), nothing told the client it was durable: its
+ *   QueryIntent finds the intent missing. Any other batch carrying the flag
+ *   is served as if it were absent. On the wire it is bit 0 of the header's
+ *   flags byte (api-codec.ts); every node of one build knows it.
+ *
  * Errors (all CairnError, code prefixed `kv.`):
  *   NotLeaseHolderError   kv.not_lease_holder  retryable: the hint names the
  *                         lease (if known) or the replica believed to be it
@@ -363,6 +379,17 @@ export interface BatchHeader {
   readonly txn?: Txn;
   /** Reads fail with ReadWithinUncertaintyIntervalError on values in (timestamp, uncertaintyLimit] (the txn layer sets it). */
   readonly uncertaintyLimit?: Timestamp;
+  /**
+   * Write pipelining (CockroachDB's AsyncConsensus): the leaseholder answers
+   * as soon as the batch's command is proposed to Raft, before it commits and
+   * applies; its latches stay held until it applies, and the lock table
+   * learns its locks then. Honoured only for a transactional batch of point
+   * intent writes (put, cput, delete) and the QueryIntents that chain onto
+   * earlier ones; ignored otherwise (the batch waits for its Raft round). An
+   * acknowledged write is not durable: the coordinator proves it later with
+   * QueryIntent (client/txn-pipeliner.ts). See "Async consensus" above.
+   */
+  readonly asyncConsensus?: boolean;
 }
 
 export interface BatchRequest {

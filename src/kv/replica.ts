@@ -39,6 +39,19 @@
  * when the Raft leader changes and every `reproposalTicks` ticks until it
  * applies; after `proposalTimeoutTicks` it answers ambiguous.
  *
+ * Async consensus (write pipelining, api.ts "Async consensus"): a
+ * transactional batch of point intent writes (and QueryIntents) flagged
+ * asyncConsensus is answered as soon as its command is handed to Raft; the
+ * rest of its request — the lock table learning its intents, the timestamp
+ * cache, releasing its latches — runs when it applies (or fails), so
+ * conflicting requests keep serializing behind it. A command that never
+ * applies was never acknowledged as durable: the coordinator's QueryIntent
+ * finds its intents missing.
+ *
+ * Testing knobs (replicaTestingKnobs, CockroachDB's TestingProposalFilter /
+ * TestingApplyFilter): a proposal filter that holds a command back from Raft
+ * or loses it, and an apply hook. Unset in production.
+ *
  * Quiescence: a leader with nothing in flight whose followers are all caught
  * up (RawNode.status().quiescable) sends each follower a quiescing heartbeat
  * and stops ticking; followers stop on receiving it. Any proposal, request
@@ -159,6 +172,34 @@ export function confStateOf(desc: RangeDescriptor): ConfState {
 }
 
 const UNSUPPORTED_FROM_CLIENT = new Set(['requestLease', 'transferLease']);
+
+/** The requests a batch served with async consensus may hold (api.ts BatchHeader.asyncConsensus). */
+const ASYNC_CONSENSUS_KINDS: ReadonlySet<string> = new Set(['put', 'cput', 'delete', 'queryIntent']);
+
+/** Whether a batch may be answered before its command applies (else the flag is ignored). */
+export function canUseAsyncConsensus(ba: BatchRequest, reqs: readonly Request[]): boolean {
+  if (ba.header.asyncConsensus !== true || ba.header.txn === undefined) return false;
+  let writes = 0;
+  for (const q of reqs) {
+    if (!ASYNC_CONSENSUS_KINDS.has(q.kind)) return false;
+    if (q.kind !== 'queryIntent') writes++;
+  }
+  return writes > 0;
+}
+
+/**
+ * Test-only hooks; never set in production. proposalFilter runs before a
+ * client command (never a lease request) is handed to Raft, on its first
+ * proposal and every re-proposal: 'hold' keeps it pending without proposing
+ * it (the next re-proposal asks again), 'drop' loses it — never proposed, it
+ * answers ambiguous on the next tick (an async-consensus client was answered
+ * already). onApply runs as a command applies on a replica.
+ */
+export interface ReplicaTestingKnobs {
+  proposalFilter?: ((r: Replica, cmd: RaftCommand) => 'hold' | 'drop' | undefined) | undefined;
+  onApply?: ((r: Replica, cmd: RaftCommand) => void) | undefined;
+}
+export const replicaTestingKnobs: ReplicaTestingKnobs = {};
 
 export class Replica {
   readonly rangeId: number;
@@ -316,22 +357,34 @@ export class Replica {
     const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) };
     await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
     const sg = await this.concurrency.sequence(h0, reqs, (q, out) => lookupCommand(q.kind).declareKeys(h0, q, this.desc, out));
+    // Async consensus: the request finishes (latches released) when its command applies, after the answer.
+    let applying: Promise<unknown> | null = null;
+    const async = isWrite && canUseAsyncConsensus(ba, reqs) ? (p: Promise<unknown>) => void (applying = p) : undefined;
     try {
       for (;;) {
         try {
-          return await this.evaluateSequenced(ba, h0, reqs, sg.spans, isWrite, staleReads);
+          return await this.evaluateSequenced(ba, h0, reqs, sg.spans, isWrite, staleReads, async);
         } catch (e) {
           // An intent the lock table did not know: wait for it in its queue (latches released), then evaluate again.
           if (!(e instanceof WriteIntentError) || !(await this.concurrency.handleWriteIntentError(sg, e.intents))) throw e;
         }
       }
     } finally {
-      this.concurrency.finishReq(sg);
+      if (applying === null) this.concurrency.finishReq(sg);
+      else (applying as Promise<unknown>).finally(() => this.concurrency.finishReq(sg)).catch(() => undefined);
     }
   }
 
   /** One evaluation of a sequenced batch (holding its latches, unblocked by the lock table). */
-  private async evaluateSequenced(ba: BatchRequest, h0: EvalHeader, reqs: readonly Request[], spans: readonly DeclaredSpan[], isWrite: boolean, staleReads: boolean): Promise<BatchResponse> {
+  private async evaluateSequenced(
+    ba: BatchRequest,
+    h0: EvalHeader,
+    reqs: readonly Request[],
+    spans: readonly DeclaredSpan[],
+    isWrite: boolean,
+    staleReads: boolean,
+    async?: (applying: Promise<unknown>) => void,
+  ): Promise<BatchResponse> {
     if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     const now = this.ctx.clock.now();
     if (!staleReads && !this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
@@ -351,9 +404,14 @@ export class Replica {
       return { now: this.ctx.clock.now(), timestamp: r.h.timestamp, responses: r.responses };
     }
     const lease = this.lease as Lease;
-    const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined));
-    this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
-    this.concurrency.onApplied(h, reqs, res.responses);
+    const applied = (res: BatchResponse): void => {
+      this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
+      this.concurrency.onApplied(h, reqs, res.responses);
+    };
+    // Async consensus: answered once proposed; the lock table and the timestamp cache learn the batch when it applies (under its latches).
+    const early = async === undefined ? undefined : (p: Promise<BatchResponse>): void => async(p.then(applied));
+    const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined, early));
+    if (early === undefined) applied(res);
     return res;
   }
 
@@ -374,8 +432,18 @@ export class Replica {
     return { rangeId: this.rangeId, desc: this.desc, lease: this.lease, stats, sideEffects, raftTerm: (i) => this.storage.term(i) };
   }
 
-  /** Evaluates a write batch into a Raft command, proposes it, and waits for it to apply. */
-  private async evaluateAndPropose(h: EvalHeader, reqs: readonly Request[], leaseSeq: number, prevLease: Lease | null | undefined): Promise<BatchResponse> {
+  /**
+   * Evaluates a write batch into a Raft command, proposes it, and waits for
+   * it to apply. With `async` (async consensus): answers as soon as the
+   * command is pending in Raft and hands `async` the promise of its apply.
+   */
+  private async evaluateAndPropose(
+    h: EvalHeader,
+    reqs: readonly Request[],
+    leaseSeq: number,
+    prevLease: Lease | null | undefined,
+    async?: (applying: Promise<BatchResponse>) => void,
+  ): Promise<BatchResponse> {
     const batch = this.ctx.engine.newBatch();
     const stats = emptyStats();
     const se: SideEffectsBuilder = {};
@@ -393,11 +461,11 @@ export class Replica {
       stats,
       sideEffects: se,
     };
-    return new Promise<BatchResponse>((resolve, reject) => {
+    const applying = new Promise<BatchResponse>((resolve, reject) => {
       const data = encodeRaftCommand(cmd);
       const p: Proposal = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
       try {
-        this.raw.propose(data);
+        if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.raw.propose(data);
       } catch (e) {
         if (e instanceof ProposalDroppedError) {
           reject(new ProposalDroppedKvError(this.rangeId, e.message));
@@ -411,6 +479,9 @@ export class Replica {
       // Canary ack-before-quorum: answer the write now, before Raft commits and applies it.
       if (canary.ackBeforeQuorum && !isLeaseRequest) resolve({ now: this.ctx.clock.now(), timestamp: h.timestamp, responses });
     });
+    if (async === undefined || !this.proposals.has(cmd.cmdId)) return applying;
+    async(applying);
+    return { now: this.ctx.clock.now(), timestamp: h.timestamp, responses };
   }
 
   private assignMaxLeaseIndex(): number {
@@ -420,7 +491,7 @@ export class Replica {
 
   private repropose(p: Proposal): void {
     try {
-      this.raw.propose(p.data);
+      if (p.cmd.isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, p.cmd) === undefined) this.raw.propose(p.data);
       this.ctx.metrics.reproposals++;
     } catch (e) {
       if (!(e instanceof ProposalDroppedError)) throw e;
@@ -542,7 +613,10 @@ export class Replica {
     for (const p of this.proposals.values()) {
       p.ticks++;
       p.age++;
-      if (p.age >= s.proposalTimeoutTicks) {
+      if (!p.cmd.isLeaseRequest && replicaTestingKnobs.proposalFilter?.(this, p.cmd) === 'drop') {
+        this.proposals.delete(p.cmdId);
+        p.reject(new AmbiguousResultError(`r${this.rangeId}: command dropped by a testing knob`));
+      } else if (p.age >= s.proposalTimeoutTicks) {
         this.proposals.delete(p.cmdId);
         p.reject(new AmbiguousResultError(`r${this.rangeId}: command not applied after ${p.age} ticks`));
       } else if (p.ticks >= s.reproposalTicks) {
@@ -657,6 +731,7 @@ export class Replica {
       return;
     }
     this.ctx.metrics.appliedCommands++;
+    replicaTestingKnobs.onApply?.(this, cmd);
     for (const op of decodeBatchRepr(cmd.repr)) {
       if (op.value === null) batch.delete(op.key);
       else batch.put(op.key, op.value);

@@ -66,3 +66,43 @@ export function kvTestSettings(over: Partial<KvSettings> = {}): KvSettings {
     ...over,
   };
 }
+
+/**
+ * The transaction coordinator's settings (CockroachDB's kv.transaction.*
+ * cluster settings). Process-wide and mutable, as a cluster setting is: a
+ * TxnCoordSender reads them when it is created (client/txn-coord-sender.ts),
+ * so flipping one affects transactions begun afterwards, never one in flight.
+ */
+export interface TxnSettings {
+  /**
+   * kv.transaction.write_pipelining.enabled: a transaction's write batches
+   * are sent with asyncConsensus and proven later (client/txn-pipeliner.ts).
+   * Default on; CAIRN_KV_TRANSACTION_WRITE_PIPELINING_ENABLED=false (or 0)
+   * turns it off for a process (benchmarks' before/after runs).
+   */
+  writePipeliningEnabled: boolean;
+  /**
+   * kv.transaction.write_pipelining.max_in_flight_bytes: the bytes of
+   * in-flight writes (keys + per-write overhead) one transaction tracks;
+   * a batch that would pass it is sent synchronously (CockroachDB bounds its
+   * pipeliner with kv.transaction.max_intents_bytes-sized budgets too).
+   */
+  writePipeliningMaxInFlightBytes: number;
+}
+
+function envFlag(name: string, dflt: boolean): boolean {
+  const v = typeof process === 'undefined' ? undefined : process.env[name];
+  if (v === undefined || v === '') return dflt;
+  return !(v === '0' || v.toLowerCase() === 'false' || v.toLowerCase() === 'off');
+}
+
+export const DEFAULT_TXN_SETTINGS: Readonly<TxnSettings> = {
+  writePipeliningEnabled: true,
+  writePipeliningMaxInFlightBytes: 256 * 1024,
+};
+
+/** The process's transaction settings (read once per transaction; tests and benchmarks may assign them). */
+export const txnSettings: TxnSettings = {
+  ...DEFAULT_TXN_SETTINGS,
+  writePipeliningEnabled: envFlag('CAIRN_KV_TRANSACTION_WRITE_PIPELINING_ENABLED', DEFAULT_TXN_SETTINGS.writePipeliningEnabled),
+};
