@@ -36,6 +36,14 @@
  *                of earlier attempts may complete a record staged earlier.
  *                A commit timestamp ahead of the clock is acknowledged after
  *                the clock passes it (commit wait).
+ *   pipeliner:   (txn-pipeliner.ts) a write segment is sent with
+ *                asyncConsensus and answered before its Raft round; its
+ *                writes stay in flight until a later batch touching them
+ *                carries a QueryIntent for them (prepended, same batch) or the
+ *                commit proves them all (QueryIntents in the commit batch, and
+ *                listed as the EndTxn's in-flight writes: a STAGING record
+ *                names them). A write found missing → restart
+ *                (AsyncWriteFailureError, RETRY_ASYNC_WRITE_FAILURE).
  *   read-only:   no record, no EndTxn; commit just stops.
  *   savepoints:  the sequence number; rollback adds (sp, now] to the
  *                ignored seqnum ranges, which reads, commits and resolution honour.
@@ -44,9 +52,12 @@
  * timestamp (refreshes happen eagerly as soon as the write ts moves), so
  * one header timestamp serves reads and writes.
  *
- * Departures: writes are not pipelined (each batch waits for its Raft
- * round, so only the commit batch's writes are ever in flight); the
- * uncertainty limit is read_ts + max_offset, not narrowed per node by
+ * Departures: a commit with earlier writes in flight is a parallel commit
+ * (STAGING record, finalized asynchronously) even on one range, as the
+ * in-flight writes are listed for recoverers; a chained QueryIntent that
+ * misses a pipelined intent a pusher moved up costs a record read and a
+ * refresh before it is proven again (txn-pipeliner.ts); the uncertainty
+ * limit is read_ts + max_offset, not narrowed per node by
  * observed timestamps (the DistSender does not tell which node served);
  * targetBytes is applied on the returned rows.
  *
@@ -65,6 +76,8 @@ import { txnLiveness } from '../txn-record.js';
 import { queryInFlightWrites } from '../txn-recovery.js';
 import { crashPoint, sendAtCrashPoint } from '../crash-point.js';
 import { recordMeta } from '../txn-eval.js';
+import { txnSettings, type TxnSettings } from '../settings.js';
+import { AsyncWriteFailureError, TxnPipeliner, isIntentMissing } from './txn-pipeliner.js';
 import { KvConditionFailedError, type KVBatchLike, type KVPriority, type KVRequest, type KVResult, type KVTxnOptions } from './kv-txn-types.js';
 
 export interface TxnCoordContext {
@@ -78,6 +91,8 @@ export interface TxnCoordContext {
   /** Calls fn every ms until the returned stop is called (the heartbeat loop). */
   every(ms: number, fn: () => void): () => void;
   readonly metrics: TxnMetrics;
+  /** kv.transaction.* settings (default: the process's, settings.ts txnSettings), read at creation. */
+  readonly settings?: TxnSettings;
 }
 
 export interface TxnMetrics {
@@ -128,12 +143,16 @@ export class TxnCoordSender {
   /** Set by the heartbeat: the record says ABORTED / pushed. */
   private abortedByOther = false;
   private pushedTo: Timestamp | null = null;
+  /** Write pipelining: the writes acknowledged before their Raft round, to prove (txn-pipeliner.ts). */
+  private readonly pipeliner: TxnPipeliner;
 
   constructor(
     private readonly ctx: TxnCoordContext,
     opts: KVTxnOptions = {},
   ) {
     this.id = ctx.newTxnId();
+    const settings = ctx.settings ?? txnSettings;
+    this.pipeliner = new TxnPipeliner({ enabled: settings.writePipeliningEnabled, maxInFlightBytes: settings.writePipeliningMaxInFlightBytes });
     this.priority = priorityOf(opts.priority);
     const now = ctx.clock.now();
     this.readTs = this.writeTs = this.minTs = now;
@@ -236,6 +255,7 @@ export class TxnCoordSender {
     if (this.state !== 'pending') this.checkUsable();
     if (sp.epoch !== this.epoch || !sp.id.equals(this.id)) throw new CairnError('kv.savepoint_stale', 'kv: savepoint from an earlier epoch of the transaction', { sqlState: '3B001' });
     if (this.seq > sp.seq) this.ignored = [...this.ignored, { start: sp.seq + 1, end: this.seq }];
+    this.pipeliner.rollbackTo(sp.seq);
   }
 
   async releaseSavepoint(_token: unknown): Promise<void> {
@@ -267,6 +287,7 @@ export class TxnCoordSender {
     }
     this.pushedTo = null;
     this.commitTsFixed = false;
+    this.pipeliner.clear();
     this.readSpans = [];
     this.ignored = [];
     this.state = 'pending';
@@ -306,28 +327,47 @@ export class TxnCoordSender {
       this.noteWrites(locking);
     }
     const reqs = seg.map(toApiRequest);
-    const inFlight: InFlightWrite[] = [];
+    // Pipelining: earlier writes this segment touches (all of them, at commit) are proven in the same batch; a plain
+    // write segment is answered before its Raft round.
+    const chained = this.pipeliner.chain(reqs, { id: this.id, epoch: this.epoch }, end !== null);
+    const pipelined = end === null && writes && this.pipeliner.canPipeline(reqs);
+    const inFlight: InFlightWrite[] = end === null ? [] : this.pipeliner.inFlight();
     for (const q of seg) if (isWriteOp(q) && q.kind !== 'delRange') inFlight.push({ key: q.key, seq: this.seq });
     // Lock spans before sending: a failed multi-range batch may still have left intents.
     if (writes) this.noteWrites(seg);
     let readsNoted = false;
+    let provedNoted = false;
+    let pushRetried = false;
     for (let attempt = 0; ; attempt++) {
-      const all: Request[] = end === null ? reqs : [...reqs, this.endTxnRequest(inFlight)];
+      const all: readonly Request[] = end === null ? chained.requests : [...chained.requests, this.endTxnRequest(inFlight)];
       if (all.length === 0) return [];
       let res: BatchResponse;
       try {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
-        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs) }, requests: all };
+        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs), ...(pipelined ? { asyncConsensus: true } : {}) }, requests: all };
         // Test-only (CAIRN_CRASH_POINT, src/kv/crash-point.ts): off in production, where `armed` is false.
         res = await (crashPoint.armed && end !== null ? sendAtCrashPoint(this.ctx.sender, ba) : this.ctx.sender.send(ba));
       } catch (e) {
         // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
         if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
+        if (isIntentMissing(e) && chained.proved.length > 0) {
+          // A chained QueryIntent also misses an intent a pusher moved above our timestamp: the record tells where
+          // (PushTxn wrote it); refresh there and prove again. Missing there too: the pipelined write was lost —
+          // never accepted silently.
+          const pushed = pushRetried ? null : await this.recordTimestamp();
+          pushRetried = true;
+          if (pushed === null || !tsLess(this.writeTs, pushed)) throw this.fail(new AsyncWriteFailureError(`a pipelined write of txn ${this.id.toString('hex').slice(0, 8)} is missing`, e));
+          await this.refreshTo(pushed, 'RETRY_SERIALIZABLE');
+          continue;
+        }
         if (attempt >= MAX_RETRIES) throw this.fail(e);
         // A locking read conflicts like a write, whatever the timestamps: it pushes to abort, as writers do.
         await this.handleError(e, writes || end !== null || locking.length > 0);
         continue;
       }
+      // The chained QueryIntents proved their writes; a pipelined segment's writes are in flight from now on.
+      if (!provedNoted) this.pipeliner.onSuccess(chained.proved, pipelined ? reqs : null, this.seq);
+      provedNoted = true;
       if (!writes && end === null && tsLess(this.writeTs, res.timestamp)) {
         // A leaseholder served this segment's reads above our timestamp (a locking read met a newer version and
         // its range re-read the whole batch there). When the DistSender split the segment over several ranges,
@@ -350,7 +390,8 @@ export class TxnCoordSender {
       }
       if (end !== null) this.afterCommit(res.responses[res.responses.length - 1] as TxnRecordResponse);
       if ((writes || locking.length > 0) && !this.recordCreated && this.stopHeartbeat === null && this.state === 'pending') this.startHeartbeat();
-      return seg.map((q, i) => toKvResult(q, res.responses[i] as Response));
+      const off = chained.proved.length;
+      return seg.map((q, i) => toKvResult(q, res.responses[i + off] as Response));
     }
   }
 
@@ -414,14 +455,18 @@ export class TxnCoordSender {
   private async pushedTimestamp(e: CairnError): Promise<Timestamp> {
     const named = retryTimestampOf(e);
     if (named !== null) return tsMax(named, this.writeTs);
-    let ts = tsNext(tsMax(this.ctx.clock.now(), this.writeTs));
-    if (this.anchor !== null) {
-      const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: this.anchor, txnId: this.id }] });
-      const rec = (res.responses[0] as TxnRecordResponse).record;
-      if (rec !== null && rec.status === 'aborted') throw this.fail(new TransactionAbortedError(this.id));
-      if (rec !== null) ts = tsMax(ts, rec.writeTimestamp);
-    }
-    return ts;
+    const ts = tsNext(tsMax(this.ctx.clock.now(), this.writeTs));
+    const rec = await this.recordTimestamp();
+    return rec === null ? ts : tsMax(ts, rec);
+  }
+
+  /** The write timestamp of this transaction's record (null: no record yet); an ABORTED record throws. */
+  private async recordTimestamp(): Promise<Timestamp | null> {
+    if (this.anchor === null) return null;
+    const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: this.anchor, txnId: this.id }] });
+    const rec = (res.responses[0] as TxnRecordResponse).record;
+    if (rec !== null && rec.status === 'aborted') throw this.fail(new TransactionAbortedError(this.id));
+    return rec === null ? null : rec.writeTimestamp;
   }
 
   /** Marks the txn after a failed send; returns the error to throw. */
@@ -505,6 +550,7 @@ export class TxnCoordSender {
 
   private finish(state: State): void {
     this.state = state;
+    this.pipeliner.clear();
     this.stopHeartbeat?.();
     this.stopHeartbeat = null;
   }
