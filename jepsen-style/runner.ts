@@ -273,14 +273,29 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     await Promise.race([Promise.all(clients.map((c) => c.ready)), sleep(60_000)]);
     let stopping = false;
     const endAt = Date.now() + opts.timeSec * 1000;
+    // Idle workers (the generator had nothing for them) wait for the next operation to end, at most 10 ms: a
+    // generator that hands out work when another operation ends (register-handoff) gets it started at once.
+    let wakeIdle!: () => void;
+    let idle = new Promise<void>((r) => (wakeIdle = r));
+    const kick = (): void => {
+      wakeIdle();
+      idle = new Promise<void>((r) => (wakeIdle = r));
+    };
     const clientLoop = async (w: number): Promise<void> => {
+      let ended = false;
       while (!stopping && Date.now() < endAt) {
         const op = g.next(processOf[w]!, w);
+        // After the generator has heard that this worker's operation ended (inside next()).
+        if (ended) kick();
+        ended = false;
         if (op === undefined) {
-          await sleep(10);
+          let t: NodeJS.Timeout | undefined;
+          await Promise.race([idle, new Promise<void>((r) => (t = setTimeout(r, 10)))]);
+          clearTimeout(t);
           continue;
         }
         const r = await runOp(w, op);
+        ended = true;
         // A node that refuses connections is down: back off instead of spinning.
         if (r === undefined || /^connect:|fetch failed|ECONNREFUSED/.test(r.error ?? '')) await sleep(100);
       }

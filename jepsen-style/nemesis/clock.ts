@@ -86,6 +86,48 @@ export class ClockNemesis implements Nemesis {
   }
 }
 
+/**
+ * clock-writer: n1's clock runs `factor` × maxOffset ahead (default 0.6: the offset check
+ * refuses a node at |offset| + ping uncertainty > 0.8 × max offset) for the fault window —
+ * the writer's node of register-handoff, whose writes then carry timestamps above the other
+ * gateways' clocks, inside their reads' uncertainty windows. A correct build must stay
+ * linearizable; the skip-uncertainty-restart canary must not. Evidence: the offset set.
+ */
+export class ClockWriterNemesis implements Nemesis {
+  readonly name = 'clock-writer';
+  private on = false;
+
+  constructor(
+    private readonly maxOffsetMs: number = 500,
+    private readonly factor = 0.6,
+  ) {}
+
+  private async set(ctx: NemesisContext, offsetMs: number): Promise<void> {
+    const url = ctx.target.nodes[0]!.httpUrl;
+    if (url === undefined) throw new CairnError('jepsen.unsupported', `jepsen: clock-writer needs Cairn's admin endpoint (${ctx.target.kind} has none)`);
+    await adminPost(url, '/_admin/clock', { offsetMs });
+  }
+
+  async start(ctx: NemesisContext): Promise<FaultStart> {
+    const offsetMs = Math.round(this.factor * this.maxOffsetMs);
+    await this.set(ctx, offsetMs);
+    this.on = true;
+    return { description: `n1 clock +${offsetMs} ms (${this.factor}× max offset)`, nodes: [1], evidence: [`n1 clock offset set to ${offsetMs} ms`] };
+  }
+
+  async stop(ctx: NemesisContext): Promise<readonly string[]> {
+    if (!this.on) return [];
+    this.on = false;
+    await this.set(ctx, 0);
+    return ['n1 clock offset reset to 0'];
+  }
+
+  async healAll(ctx: NemesisContext): Promise<void> {
+    this.on = true;
+    await this.stop(ctx).catch(() => undefined);
+  }
+}
+
 export class ClockLagNemesis implements Nemesis {
   readonly name = 'clock-lag';
   private lagging: number | undefined;

@@ -3,7 +3,7 @@
  * (`partition,kill`) composed into one nemesis that picks one part per fault window.
  */
 import { CairnError } from '../../src/util/index.js';
-import { ClockLagNemesis, ClockNemesis } from './clock.js';
+import { ClockLagNemesis, ClockNemesis, ClockWriterNemesis } from './clock.js';
 import { KillNemesis } from './kill.js';
 import type { Nemesis } from './nemesis.js';
 import { ComposedNemesis } from './nemesis.js';
@@ -13,7 +13,7 @@ import { LeaseNemesis, SplitNemesis } from './split.js';
 
 export * from './nemesis.js';
 
-export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag'] as const;
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag', 'clock-writer'] as const;
 
 /** What some nemeses need to know about the system under test. */
 export interface NemesisOptions {
@@ -39,6 +39,8 @@ export function nemesisFor(spec: string, tables: readonly string[], opts: Nemesi
         return new PartitionNemesis(['leaseholder'], undefined, opts.leaseMs);
       case 'clock-lag':
         return new ClockLagNemesis(opts.maxOffsetMs);
+      case 'clock-writer':
+        return new ClockWriterNemesis(opts.maxOffsetMs);
       case 'partition':
         return new PartitionNemesis();
       case 'clock':

@@ -8,6 +8,7 @@ import { g2Workload } from './g2.js';
 import { kvRegisterN1ReadsWorkload, kvRegisterWorkload } from './kv-register.js';
 import { monotonicWorkload } from './monotonic.js';
 import { registerWorkload } from './register.js';
+import { registerHandoffWorkload } from './register-handoff.js';
 import { sequentialWorkload } from './sequential.js';
 import { setsWorkload } from './sets.js';
 import type { Workload } from './workload.js';
@@ -17,6 +18,7 @@ export * from './workload.js';
 export const WORKLOADS: Readonly<Record<string, Workload>> = {
   append: appendWorkload,
   register: registerWorkload,
+  'register-handoff': registerHandoffWorkload,
   bank: bankWorkload,
   sets: setsWorkload,
   monotonic: monotonicWorkload,
