@@ -28,15 +28,24 @@ export interface AggState {
   result(): Datum;
 }
 
-type Acc = { count: number; value: Datum; items: { vals: Datum[]; keys: Datum[] }[] };
+/**
+ * `small` is the exact part of an integer sum kept as a double while it stays
+ * below 2^52 in magnitude (no BigInt per row); `value` holds the rest.
+ */
+type Acc = { count: number; value: Datum; small: number; items: { vals: Datum[]; keys: Datum[] }[] };
+
+/** Integer sums add into Acc.small while both it and the input are below this magnitude, so the double stays exact. */
+const SMALL_SUM_LIMIT = 2 ** 52;
 
 export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
-  const st: Acc = { count: 0, value: null, items: [] };
+  const st: Acc = { count: 0, value: null, small: 0, items: [] };
   const seen = spec.distinct ? new Set<string>() : undefined;
   const step = stepFn(spec, st);
   const collect = spec.order.length > 0 || spec.name === 'array_agg' || spec.name === 'string_agg' || spec.name === 'jsonb_agg' || spec.name === 'json_agg';
   const args = spec.args;
   const filter = spec.filter;
+  // Arguments of a step that keeps no reference to them are evaluated into one reused array.
+  const scratch: Datum[] | undefined = collect ? undefined : new Array(args.length);
   return {
     add(row, env) {
       if (filter !== undefined && filter(row, env) !== true) return;
@@ -44,7 +53,7 @@ export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
         st.count++;
         return;
       }
-      const vals: Datum[] = new Array(args.length);
+      const vals: Datum[] = scratch ?? new Array(args.length);
       for (let i = 0; i < args.length; i++) vals[i] = (args[i] as EvalFn)(row, env);
       if (vals[0] === null && spec.name !== 'array_agg' && spec.name !== 'jsonb_agg' && spec.name !== 'json_agg') return;
       if (seen !== undefined) {
@@ -53,7 +62,7 @@ export function newAggState(spec: AggSpec, mem: QueryMemory): AggState {
         seen.add(k);
         mem.grow(48 + k.length * 2, 'aggregation');
       }
-      if (collect) {
+      if (scratch === undefined) {
         const keys = spec.order.map((o) => o.fn(row, env));
         st.items.push({ vals, keys });
         mem.grow(rowBytes(vals) + rowBytes(keys), 'aggregation');
@@ -105,7 +114,14 @@ function stepFn(spec: AggSpec, st: Acc): (vals: Datum[]) => void {
       if (at.family === 'int') {
         return (v) => {
           st.count++;
-          st.value = ((st.value as bigint | null) ?? 0n) + BigInt(v[0] as number | bigint);
+          const x = v[0] as number | bigint;
+          const n = typeof x === 'number' ? x : x > -SMALL_SUM_LIMIT && x < SMALL_SUM_LIMIT ? Number(x) : undefined;
+          if (n !== undefined && n > -SMALL_SUM_LIMIT && n < SMALL_SUM_LIMIT && st.small > -SMALL_SUM_LIMIT && st.small < SMALL_SUM_LIMIT) {
+            st.small += n;
+            return;
+          }
+          st.value = ((st.value as bigint | null) ?? 0n) + BigInt(st.small) + BigInt(x);
+          st.small = 0;
         };
       }
       if (at.family === 'float') {
@@ -166,6 +182,10 @@ function stepFn(spec: AggSpec, st: Acc): (vals: Datum[]) => void {
 function finish(spec: AggSpec, st: Acc): Datum {
   const at = spec.argTypes[0] as SqlType;
   const rt = spec.resultType;
+  if (at !== undefined && at.family === 'int' && (spec.name === 'sum' || spec.name === 'avg') && st.count > 0) {
+    st.value = ((st.value as bigint | null) ?? 0n) + BigInt(st.small);
+    st.small = 0;
+  }
   switch (spec.name) {
     case 'count':
       return BigInt(st.count);

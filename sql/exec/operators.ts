@@ -40,6 +40,8 @@ export interface RowIter {
 const NO_ROW: readonly Datum[] = [];
 const FIRST_CHUNK = 128;
 const MAX_CHUNK = 8192;
+/** The chunk of a scan whose consumer reads every row (ScanNode.readsAll); targetBytes still caps it. */
+const DRAIN_CHUNK = 65536;
 const TARGET_BYTES = 4 << 20;
 
 export function open(node: PlanNode, ctx: ExecCtx): RowIter {
@@ -158,13 +160,15 @@ class PointScan implements RowIter {
 class RangeScan implements RowIter {
   /** The spans still to read, in the order they are read; [0] is current. */
   private spans: { start: Buffer; end: Buffer }[] | undefined;
-  private chunk = FIRST_CHUNK;
+  private chunk: number;
   private remaining = -1;
 
   constructor(
     private readonly node: ScanNode,
     private readonly ctx: ExecCtx,
-  ) {}
+  ) {
+    this.chunk = node.readsAll === true ? DRAIN_CHUNK : FIRST_CHUNK;
+  }
 
   /** Evaluates the span bounds: one [start, end) per prefix, sorted, empty ones dropped. */
   private init(): { start: Buffer; end: Buffer }[] {
@@ -231,7 +235,7 @@ class RangeScan implements RowIter {
     else if (res.resumeKey === null) this.spans.shift();
     else if (node.reverse) span.end = res.resumeKey;
     else span.start = res.resumeKey;
-    this.chunk = Math.min(this.chunk * 4, MAX_CHUNK);
+    this.chunk = Math.max(this.chunk, Math.min(this.chunk * 4, MAX_CHUNK));
     return rows;
   }
 }

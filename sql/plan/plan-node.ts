@@ -71,6 +71,12 @@ export interface ScanNode {
    * index does not cover `needed` (or the scan locks rows).
    */
   readonly index?: { readonly codec: IndexCodec; readonly join: boolean } | undefined;
+  /**
+   * Every row will be read (an aggregation drains the scan): the executor
+   * asks for its largest chunks from the first round trip instead of growing
+   * from a small one.
+   */
+  readonly readsAll?: boolean | undefined;
 }
 
 export interface ValuesNode {

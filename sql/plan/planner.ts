@@ -62,6 +62,13 @@ export interface PlanContext {
    * as constants for span and index choice.
    */
   readonly outerRef?: ((names: readonly string[]) => Typed | undefined) | undefined;
+  /**
+   * Set by the query planner (statementReadNames): the column names the whole
+   * statement references, or null when it reads every column (a `*`, a NATURAL
+   * join). A query-planner leaf (`SELECT * FROM t`) then decodes only the
+   * columns named here — the others stay NULL in its rows, which nothing reads.
+   */
+  readonly readNames?: ReadonlySet<string> | null | undefined;
 }
 
 const MAX_POINTS = 1024;
@@ -453,7 +460,13 @@ function planSource(
   const rest = where.filter((w) => !used.has(w));
   const needed = new Uint8Array(columns.length);
   for (const e of [...rest, ...extraNeeded]) markNeeded(e, scope, needed);
-  for (const t of b.targets) markNeeded(t.expr, scope, needed);
+  const names = c0.readNames;
+  const leafStar = b.targets.length === 1 && b.targets[0]?.expr.kind === 'ColumnRef' && b.targets[0].expr.star && b.targets[0].expr.names.length === 0;
+  if (names != null && leafStar && !names.has(alias) && !names.has(table.desc.name)) {
+    columns.forEach((col, i) => {
+      if (names.has(col.name)) needed[i] = 1;
+    });
+  } else for (const t of b.targets) markNeeded(t.expr, scope, needed);
   for (const o of s.orderBy) markNeeded(o.expr, scope, needed);
   const index = choice.index !== undefined ? { codec: choice.index, join: lock !== 'none' || !coveredBy(choice.index.covered, needed) } : undefined;
   const scan: ScanNode = { kind: 'scan', table, alias, spans, reverse: false, lock, needed, limit: undefined, columns, index };

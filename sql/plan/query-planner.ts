@@ -123,12 +123,45 @@ class QueryCtx {
   cells: SubqueryCell[] = [];
 }
 
-export function planQuery(ctx: PlanContext, s: SelectStatement): QueryPlan {
+export function planQuery(ctx0: PlanContext, s: SelectStatement): QueryPlan {
   if (s.locking.some((l) => l.wait !== 'block')) throw unimplemented('NOWAIT / SKIP LOCKED');
+  // The outermost statement decides which columns its leaves decode (a nested call keeps it).
+  const ctx = ctx0.readNames === undefined ? { ...ctx0, readNames: statementReadNames(s) } : ctx0;
   const q = new QueryCtx(ctx, new Map(), s.locking.length > 0 ? 'exclusive' : 'none');
   const rel = planStatement(q, s);
   const result = rel.result ?? rel.columns.map((c) => ({ name: c.name, type: c.type, tableOid: 0, columnAttr: 0 }));
   return { root: rel.node, result, tag: 'SELECT', schemaVersion: ctx.snapshot.version, writes: false };
+}
+
+/**
+ * The column names `s` references anywhere (every ColumnRef's last part, USING
+ * lists), or null when it may read columns it does not name: a `*` or
+ * `t.*`, or a NATURAL join. A leaf whose table or alias is itself among the
+ * names (a whole-row reference such as row_to_json(t)) reads every column
+ * (planner.ts planSource). Walks the AST generically, so no clause is missed.
+ */
+export function statementReadNames(s: SelectStatement): ReadonlySet<string> | null {
+  const names = new Set<string>();
+  const stack: unknown[] = [s];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (n === null || typeof n !== 'object') continue;
+    if (Array.isArray(n)) {
+      for (const x of n) stack.push(x);
+      continue;
+    }
+    const o = n as { readonly kind?: unknown; readonly star?: unknown; readonly names?: unknown; readonly natural?: unknown; readonly using?: unknown };
+    if (o.kind === 'ColumnRef') {
+      if (o.star === true) return null;
+      const parts = o.names as readonly string[];
+      if (parts.length > 0) names.add(parts[parts.length - 1] as string);
+    } else if (o.kind === 'Join') {
+      if (o.natural === true) return null;
+      for (const u of o.using as readonly string[]) names.add(u);
+    }
+    for (const v of Object.values(o)) if (v !== null && typeof v === 'object') stack.push(v);
+  }
+  return names;
 }
 
 function withCtes(q: QueryCtx, s: SelectStatement): QueryCtx {
@@ -1334,7 +1367,7 @@ function planAggregate(
   const newOrder = order.map((o) => (typeof o === 'number' ? o : rewrite(o)));
   const node: PlanNode = {
     kind: 'aggregate',
-    input,
+    input: readingAll(input),
     groupKeys: groupTyped.map((t) => t.fn),
     groupTypes: groupTyped.map((t) => t.type),
     groupText: rw.groupText,
@@ -1343,6 +1376,19 @@ function planAggregate(
   };
   void q;
   return { node, scope, targets: newTargets, having: newHaving, order: newOrder, rw };
+}
+
+/** `n` with the scan under its filters / projections marked readsAll (the consumer drains it). */
+function readingAll(n: PlanNode): PlanNode {
+  switch (n.kind) {
+    case 'scan':
+      return n.limit === undefined ? { ...n, readsAll: true } : n;
+    case 'filter':
+    case 'project':
+      return { ...n, input: readingAll(n.input) };
+    default:
+      return n;
+  }
 }
 
 function rewriteForAgg(e: Expr, rw: AggRewrite, inScope?: Scope): Expr {
