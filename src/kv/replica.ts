@@ -84,6 +84,7 @@ import {
   leaseEqual,
   replicaOf,
   replicaOnStore,
+  type BatchHeader,
   type BatchRequest,
   type BatchResponse,
   type Lease,
@@ -185,6 +186,31 @@ export function canUseAsyncConsensus(ba: BatchRequest, reqs: readonly Request[])
     if (q.kind !== 'queryIntent') writes++;
   }
   return writes > 0;
+}
+
+/**
+ * Write pipelining at commit: an EndTxn's in-flight write whose QueryIntent
+ * (errorIfMissing, same transaction and epoch) travels in the same batch is
+ * proven in the record's own Raft command — the query waits for the write's
+ * latches, so it reads the applied write, and its failure fails the EndTxn
+ * with it — so the write leaves the list. A commit whose earlier writes were
+ * all on this range thereby commits at once (no STAGING record). Decided by
+ * batch membership, as rewriteBatch decides for the batch's own writes.
+ */
+export function dropProvenInFlightWrites(reqs: readonly Request[], txn: BatchHeader['txn']): readonly Request[] {
+  let end = -1;
+  for (let i = 0; i < reqs.length; i++) if ((reqs[i] as Request).kind === 'endTxn') end = i;
+  if (end < 0 || txn === undefined) return reqs;
+  const q = reqs[end] as Extract<Request, { kind: 'endTxn' }>;
+  if (q.inFlightWrites.length === 0) return reqs;
+  const proven = new Set<string>();
+  for (const r of reqs) if (r.kind === 'queryIntent' && r.errorIfMissing && r.epoch === txn.epoch && r.txnId.equals(txn.id)) proven.add(`${r.seq}:${r.key.toString('latin1')}`);
+  if (proven.size === 0) return reqs;
+  const rest = q.inFlightWrites.filter((w) => !proven.has(`${w.seq}:${w.key.toString('latin1')}`));
+  if (rest.length === q.inFlightWrites.length) return reqs;
+  const out = [...reqs];
+  out[end] = { ...q, inFlightWrites: rest };
+  return out;
 }
 
 /**
@@ -340,7 +366,7 @@ export class Replica {
   async send(ba: BatchRequest): Promise<BatchResponse> {
     if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     this.wake();
-    const reqs = this.concurrency.rewriteBatch(ba.requests);
+    const reqs = dropProvenInFlightWrites(this.concurrency.rewriteBatch(ba.requests), ba.header.txn);
     for (const q of reqs) {
       if (UNSUPPORTED_FROM_CLIENT.has(q.kind)) throw new CairnError('kv.unsupported_request', `kv: ${q.kind} is proposed by replicas, not sent by clients (use Store.transferLease)`);
       this.checkKeys(q);

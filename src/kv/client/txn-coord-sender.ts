@@ -42,7 +42,9 @@
  *                carries a QueryIntent for them (prepended, same batch) or the
  *                commit proves them all (QueryIntents in the commit batch, and
  *                listed as the EndTxn's in-flight writes: a STAGING record
- *                names them). A write found missing → restart
+ *                names those on other ranges than the record; on its own
+ *                range the query proves them in the record's Raft command,
+ *                replica.ts dropProvenInFlightWrites). A write found missing → restart
  *                (AsyncWriteFailureError, RETRY_ASYNC_WRITE_FAILURE).
  *   read-only:   no record, no EndTxn; commit just stops.
  *   savepoints:  the sequence number; rollback adds (sp, now] to the
@@ -52,9 +54,7 @@
  * timestamp (refreshes happen eagerly as soon as the write ts moves), so
  * one header timestamp serves reads and writes.
  *
- * Departures: a commit with earlier writes in flight is a parallel commit
- * (STAGING record, finalized asynchronously) even on one range, as the
- * in-flight writes are listed for recoverers; a chained QueryIntent that
+ * Departures: a chained QueryIntent that
  * misses a pipelined intent a pusher moved up costs a record read and a
  * refresh before it is proven again (txn-pipeliner.ts); the uncertainty
  * limit is read_ts + max_offset, not narrowed per node by

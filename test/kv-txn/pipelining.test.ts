@@ -1,0 +1,342 @@
+/**
+ * Write pipelining (issue 5: "writes return before their Raft round
+ * completes; a later read of the same key and the commit prove them
+ * (QueryIntent)"; CockroachDB's txnPipeliner + async consensus). On
+ * in-process clusters, with the replica's testing knobs (replica.ts
+ * replicaTestingKnobs) holding or losing the leaseholder's proposals:
+ *   (a) a pipelined write is answered before its leaseholder applies it (a
+ *       synchronous one after); per-statement latency with and without
+ *       pipelining, printed;
+ *   (b) read-your-writes through an in-flight write: the read carries the
+ *       QueryIntent and sees the write;
+ *   (c) a lost pipelined write (proposal dropped, or the lease moved before
+ *       it applied) fails the read or the commit retryably, never commits;
+ *       a restart then commits;
+ *   and the settings: the byte budget sends writes synchronously past it;
+ *   savepoint rollback forgets in-flight writes above it.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import { startTxnCluster, tkey, batch, str, type TxnEnv } from './support.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import { Prng } from '../../src/util/prng.js';
+import { CairnError } from '../../src/util/errors.js';
+import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
+import { txnSettings, DEFAULT_TXN_SETTINGS } from '../../src/kv/settings.js';
+import type { RaftCommand } from '../../src/kv/api-codec.js';
+import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
+import type { Sender } from '../../src/kv/kv-client.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { decodeBatchRepr } from '../../storage/engine.js';
+import { decodeMvccKey } from '../../storage/mvcc-key.js';
+
+const start = autoCloseClusters();
+
+afterEach(() => {
+  replicaTestingKnobs.proposalFilter = undefined;
+  replicaTestingKnobs.onApply = undefined;
+  Object.assign(txnSettings, DEFAULT_TXN_SETTINGS);
+});
+
+const BACKGROUND_KINDS: ReadonlySet<string> = new Set(['beginTxn', 'heartbeatTxn', 'resolveIntent', 'resolveIntentRange']);
+
+/** A Sender that records every batch it passes on (header flags, request kinds). */
+class RecordingSender implements Sender {
+  readonly sent: BatchRequest[] = [];
+  constructor(private readonly inner: Sender) {}
+  send(ba: BatchRequest): Promise<BatchResponse> {
+    this.sent.push(ba);
+    return this.inner.send(ba);
+  }
+  /** The transaction's own batches from `from` on (not its heartbeats, nor the intent resolver's batches). */
+  kinds(from = 0): string[] {
+    return this.sent
+      .slice(from)
+      .filter((b) => !b.requests.every((q) => BACKGROUND_KINDS.has(q.kind)))
+      .map((b) => `${b.header.asyncConsensus === true ? 'async:' : ''}${b.requests.map((q) => q.kind).join(',')}`);
+  }
+}
+
+function recordingDb(env: TxnEnv, i = 0): { db: TxnDB; rec: RecordingSender } {
+  const rec = new RecordingSender(env.ds[i] as Sender);
+  return { db: new TxnDB({ sender: rec, clock: env.c.node(i).clock, nodeId: i + 1, prng: new Prng(77 + i) }), rec };
+}
+
+/** The leaseholder's replica of the range holding `key`. */
+function leaseholderOf(c: TestCluster, key: Buffer): Replica {
+  for (let i = 0; i < c.size; i++) {
+    for (const r of c.store(i).allReplicas()) {
+      if (!r.initialized || compareBytes(r.desc.startKey, key) > 0 || compareBytes(key, r.desc.endKey) >= 0) continue;
+      if (r.ownsValidLease(c.node(i).clock.now())) return r;
+    }
+  }
+  throw new Error(`no leaseholder for ${key.toString('hex')}`);
+}
+
+/** Whether a command writes the user key `key` (its intent), not merely a range-local key derived from it. */
+const touches = (cmd: RaftCommand, key: Buffer): boolean => !cmd.isLeaseRequest && decodeBatchRepr(cmd.repr).some((op) => decodeMvccKey(op.key).key.equals(key));
+const v = (s: string): Buffer => Buffer.from(s);
+
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what}`)), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+}
+
+describe('write pipelining', () => {
+  it('(a) a pipelined write is answered before its leaseholder applies it; a synchronous one after', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    const events: string[] = [];
+    let hold = false;
+    let held = 0;
+    const heldIds = new Set<number>();
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (r !== lh || !touches(cmd, tkey(1))) return undefined;
+      if (!hold) return undefined;
+      held++;
+      heldIds.add(cmd.cmdId);
+      return 'hold';
+    };
+    // The held command (the write), not the earlier transaction's intent resolution on the same key.
+    replicaTestingKnobs.onApply = (r, cmd) => {
+      if (r === lh && heldIds.has(cmd.cmdId)) events.push('applied');
+    };
+    const { db, rec } = recordingDb(env);
+    for (const pipelining of [true, false]) {
+      txnSettings.writePipeliningEnabled = pipelining;
+      events.length = 0;
+      held = 0;
+      heldIds.clear();
+      hold = true;
+      const txn = db.newTxn();
+      const from = rec.sent.length;
+      const write = txn.run(batch((b) => b.put(tkey(1), v(`x${pipelining}`)))).then(() => events.push('answered'));
+      if (pipelining) {
+        // Answered while the command is held back from Raft: nothing applied it.
+        await within(write, 10_000, 'the pipelined write to be answered');
+        expect(held).toBeGreaterThan(0);
+        expect(events).toEqual(['answered']);
+        hold = false;
+        await env.c.waitFor(() => events.includes('applied'), 10_000, 'the held command to apply once released');
+        expect(events).toEqual(['answered', 'applied']);
+      } else {
+        await env.c.waitFor(() => held > 0, 10_000, 'the write to be proposed');
+        expect(events).toEqual([]);
+        hold = false;
+        await within(write, 10_000, 'the synchronous write');
+        expect(events).toEqual(['applied', 'answered']);
+      }
+      await txn.commit();
+      expect(rec.kinds(from)[0]).toBe(pipelining ? 'async:put' : 'put');
+      // The commit proves the pipelined write in its own batch.
+      expect(rec.kinds(from).some((k) => k === 'queryIntent,endTxn')).toBe(pipelining);
+    }
+    const check = db.newTxn();
+    expect(str(((await check.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null }).value)).toBe('xfalse');
+    await check.commit();
+  }, 60_000);
+
+  it('(a) N sequential single-key write statements: per-statement latency with and without pipelining (printed)', async () => {
+    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(100), tkey(200)] });
+    const db = env.dbs[1] as TxnDB; // a gateway that is not every range's leaseholder
+    const N = 6;
+    const perWrite: Record<'on' | 'off', number[]> = { on: [], off: [] };
+    const commit: Record<'on' | 'off', number[]> = { on: [], off: [] };
+    const total: Record<'on' | 'off', number[]> = { on: [], off: [] };
+    const runTxn = async (mode: 'on' | 'off', t: number): Promise<void> => {
+      txnSettings.writePipeliningEnabled = mode === 'on';
+      const txn = db.newTxn();
+      const t0 = performance.now();
+      for (let i = 0; i < N; i++) {
+        const w0 = performance.now();
+        await txn.run(batch((b) => b.put(tkey(((t * N + i) * 37) % 300), v(`${mode}${t}.${i}`))));
+        perWrite[mode].push(performance.now() - w0);
+      }
+      const c0 = performance.now();
+      await txn.commit();
+      commit[mode].push(performance.now() - c0);
+      total[mode].push(performance.now() - t0);
+      await db.resolver.drain();
+    };
+    for (let t = 0; t < 3; t++) await runTxn(t % 2 === 0 ? 'on' : 'off', 1000 + t); // warm-up
+    for (let t = 0; t < 24; t++) {
+      // Interleaved, so that machine noise hits both alike.
+      await runTxn('on', 2 * t);
+      await runTxn('off', 2 * t + 1);
+    }
+    const f = (xs: number[]): string => `${median(xs).toFixed(2)} ms`;
+    console.log(
+      `pipelining: ${N} write statements + commit on 3 nodes / 3 ranges, medians of 24 txns each — ` +
+        `per write statement: on ${f(perWrite.on)}, off ${f(perWrite.off)}; commit: on ${f(commit.on)}, off ${f(commit.off)}; ` +
+        `whole txn: on ${f(total.on)}, off ${f(total.off)}; commits ${db.metrics.commits}, parallel ${db.metrics.parallelCommits}, restarts ${db.metrics.restarts}`,
+    );
+    expect(db.metrics.commits).toBe(51);
+  }, 120_000);
+
+  it('(b) read-your-writes through an in-flight write: the read proves it (QueryIntent in the same batch)', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    let hold = true;
+    let held = 0;
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
+      held++;
+      return 'hold';
+    };
+    const { db, rec } = recordingDb(env);
+    const txn = db.newTxn();
+    await within(txn.run(batch((b) => b.put(tkey(1), v('mine')))), 10_000, 'pipelined write');
+    expect(held).toBeGreaterThan(0);
+    const from = rec.sent.length;
+    let readDone = false;
+    const read = txn.run(batch((b) => b.get(tkey(1)))).then((r) => {
+      readDone = true;
+      return r;
+    });
+    // The query waits behind the write's latches on the leaseholder until the write applies.
+    await env.c.waitFor(() => rec.sent.length > from, 10_000, 'the read to be sent');
+    expect(readDone).toBe(false);
+    hold = false;
+    const r = await within(read, 10_000, 'the read');
+    expect(str((r[0] as { value: Buffer | null }).value)).toBe('mine');
+    expect(rec.kinds(from)[0]).toBe('queryIntent,get');
+    // Proven: a second read carries no query; a scan over it neither.
+    const from2 = rec.sent.length;
+    await txn.run(batch((b) => b.get(tkey(1))));
+    await txn.run(batch((b) => b.put(tkey(2), v('two'))));
+    const s = await txn.run(batch((b) => b.scan(tkey(0), tkey(10))));
+    expect((s[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => kv.value.toString())).toEqual(['mine', 'two']);
+    // The scan proves the in-flight write to tkey(2) (not tkey(1), already proven); the commit has nothing left to prove.
+    expect(rec.kinds(from2)).toEqual(['get', 'async:put', 'queryIntent,scan']);
+    await txn.commit();
+    expect(rec.kinds(from2).slice(3)).toEqual(['endTxn']);
+  }, 60_000);
+
+  it('(c) a pipelined write whose proposal is lost fails the commit retryably, never commits; the restart commits', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    let dropNext = true;
+    const dropped = new Set<number>();
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (dropped.has(cmd.cmdId)) return 'drop';
+      if (r !== lh || !touches(cmd, tkey(1)) || !dropNext) return undefined;
+      dropNext = false;
+      dropped.add(cmd.cmdId);
+      return 'drop';
+    };
+    const { db, rec } = recordingDb(env);
+    const txn = db.newTxn();
+    await txn.run(batch((b) => b.put(tkey(1), v('lost'))));
+    await txn.run(batch((b) => b.put(tkey(2), v('kept'))));
+    expect(dropped.size).toBe(1);
+    expect(rec.kinds()).toEqual(['async:put', 'async:put']);
+    await env.c.waitFor(() => lh.pendingProposals === 0, 10_000, 'the dropped proposal to be given up');
+    const err = await txn.commit().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(CairnError);
+    expect((err as CairnError).retryable).toBe(true);
+    expect((err as CairnError).message).toContain('RETRY_ASYNC_WRITE_FAILURE');
+    // Nothing of it is visible: not the lost write, not the one that made it.
+    const other = env.dbs[1] as TxnDB;
+    const seen = await other.runTxn(async (t) => (await t.run(batch((b) => b.scan(tkey(0), tkey(10)))))[0] as unknown as { rows: { key: Buffer }[] });
+    expect(seen.rows.length).toBe(0);
+    // The restart (new epoch) writes both again and commits.
+    await txn.restart();
+    await txn.run(batch((b) => b.put(tkey(1), v('again'))));
+    await txn.run(batch((b) => b.put(tkey(2), v('kept'))));
+    await txn.commit();
+    const after = await other.runTxn(async (t) => (await t.run(batch((b) => b.scan(tkey(0), tkey(10)))))[0] as unknown as { rows: { value: Buffer }[] });
+    expect(after.rows.map((kv) => kv.value.toString())).toEqual(['again', 'kept']);
+  }, 60_000);
+
+  it('(c) a read of a lost pipelined write fails retryably instead of missing it', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    const dropped = new Set<number>();
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (dropped.has(cmd.cmdId)) return 'drop';
+      if (r !== lh || !touches(cmd, tkey(1)) || dropped.size > 0) return undefined;
+      dropped.add(cmd.cmdId);
+      return 'drop';
+    };
+    const db = env.dbs[0] as TxnDB;
+    let attempts = 0;
+    const got = await db.runTxn(async (t) => {
+      attempts++;
+      await t.run(batch((b) => b.put(tkey(1), v('w'))));
+      await env.c.waitFor(() => lh.pendingProposals === 0, 10_000, 'the dropped proposal to be given up');
+      return str(((await t.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null }).value);
+    });
+    expect(got).toBe('w');
+    expect(attempts).toBe(2);
+    expect(db.metrics.restarts).toBe(1);
+  }, 60_000);
+
+  it('(c) the lease moves before a pipelined write applies: the commit fails retryably, nothing is written', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    let hold = true;
+    let held = 0;
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
+      held++;
+      return 'hold';
+    };
+    const db = env.dbs[0] as TxnDB;
+    const txn = db.newTxn();
+    await txn.run(batch((b) => b.put(tkey(1), v('moved'))));
+    expect(held).toBeGreaterThan(0);
+    const target = lh.desc.replicas.find((d) => d.replicaId !== lh.replicaId);
+    if (target === undefined) throw new Error('no other replica');
+    const holderStore = env.c.store(env.c.leaseholder(lh.rangeId));
+    await holderStore.transferLease(lh.rangeId, target.replicaId);
+    hold = false; // the held command was rejected when the new lease applied: it can never apply now
+    const err = await txn.commit().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(CairnError);
+    expect((err as CairnError).retryable).toBe(true);
+    expect((err as CairnError).message).toContain('RETRY_ASYNC_WRITE_FAILURE');
+    const seen = await (env.dbs[2] as TxnDB).runTxn(async (t) => (await t.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null });
+    expect(seen.value).toBe(null);
+  }, 60_000);
+
+  it('past the in-flight byte budget writes are sent synchronously; a savepoint rollback forgets in-flight writes above it', async () => {
+    const env = await startTxnCluster(start, { nodes: 1 });
+    txnSettings.writePipeliningMaxInFlightBytes = 2 * (tkey(0).length + 32);
+    const { db, rec } = recordingDb(env);
+    const txn = db.newTxn();
+    for (let i = 0; i < 3; i++) await txn.run(batch((b) => b.put(tkey(i), v(`v${i}`))));
+    // Overwriting an in-flight key keeps the budget (the new write replaces the proven one).
+    await txn.run(batch((b) => b.put(tkey(1), v('v1b'))));
+    expect(rec.kinds()).toEqual(['async:put', 'async:put', 'put', 'async:queryIntent,put']);
+    await txn.commit();
+
+    // Savepoint: the rolled-back write's proposal is lost; the commit does not need it.
+    txnSettings.writePipeliningMaxInFlightBytes = DEFAULT_TXN_SETTINGS.writePipeliningMaxInFlightBytes;
+    const lh = leaseholderOf(env.c, tkey(5));
+    const dropped = new Set<number>();
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (dropped.has(cmd.cmdId)) return 'drop';
+      if (r !== lh || !touches(cmd, tkey(6)) || dropped.size > 0) return undefined;
+      dropped.add(cmd.cmdId);
+      return 'drop';
+    };
+    const t2 = db.newTxn();
+    await t2.run(batch((b) => b.put(tkey(5), v('five'))));
+    const sp = await t2.createSavepoint();
+    await t2.run(batch((b) => b.put(tkey(6), v('six'))));
+    expect(dropped.size).toBe(1);
+    await t2.rollbackToSavepoint(sp);
+    await t2.commit();
+    const got = await db.runTxn(async (t) => (await t.run(batch((b) => b.scan(tkey(0), tkey(10)))))[0] as unknown as { rows: { value: Buffer }[] });
+    expect(got.rows.map((kv) => kv.value.toString())).toEqual(['v0', 'v1b', 'v2', 'five']);
+  }, 60_000);
+});
