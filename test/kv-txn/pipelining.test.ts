@@ -27,6 +27,7 @@ import type { RaftCommand } from '../../src/kv/api-codec.js';
 import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 import type { Sender } from '../../src/kv/kv-client.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
+import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import { decodeBatchRepr } from '../../storage/engine.js';
 import { decodeMvccKey } from '../../storage/mvcc-key.js';
 
@@ -182,6 +183,39 @@ describe('write pipelining', () => {
     );
     expect(db.metrics.commits).toBe(51);
   }, 120_000);
+
+  it('the leaseholder keeps an async write latched until it applies, learns its lock then; a (flagged, ineligible) non-transactional write of the key serializes behind it', async () => {
+    const env = await startTxnCluster(start, { nodes: 1 });
+    const lh = leaseholderOf(env.c, tkey(1));
+    let hold = true;
+    let held = 0;
+    replicaTestingKnobs.proposalFilter = (r, cmd) => {
+      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
+      held++;
+      return 'hold';
+    };
+    const db = env.dbs[0] as TxnDB;
+    const a = db.newTxn();
+    await within(a.run(batch((b) => b.put(tkey(1), v('a')))), 10_000, 'the pipelined write');
+    const lockOn = (): boolean => lh.concurrency.lockTable.snapshot().some((l) => l.key.equals(tkey(1)) && l.holder !== null && l.holder.txn.id.equals(a.txnId));
+    expect(lh.concurrency.latches.metrics().held).toBeGreaterThan(0);
+    expect(lockOn()).toBe(false);
+    // A non-transactional write of the key with the flag set is not eligible: it waits (behind a's latches, then a's lock).
+    let other = false;
+    const nonTxn = (env.ds[0] as Sender)
+      .send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP, asyncConsensus: true }, requests: [{ kind: 'put', key: tkey(1), value: v('b') }] })
+      .then(() => (other = true), (e: unknown) => (other = e instanceof Error));
+    await env.c.waitFor(() => lh.concurrency.latches.metrics().waiting > 0, 10_000, 'the other write to wait for latches');
+    expect(other).toBe(false);
+    hold = false;
+    await env.c.waitFor(lockOn, 10_000, "the lock table to learn a's intent on apply");
+    await a.commit();
+    await within(nonTxn, 20_000, 'the non-transactional write after the commit');
+    expect(other).toBe(true);
+    const got = await db.runTxn(async (t) => (await t.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null });
+    expect(str(got.value)).toBe('b');
+    expect(held).toBeGreaterThan(0);
+  }, 60_000);
 
   it('(b) read-your-writes through an in-flight write: the read proves it (QueryIntent in the same batch)', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
