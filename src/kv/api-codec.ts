@@ -332,6 +332,7 @@ function writeRequest(wr: BufWriter, q: Request): void {
       return;
     case 'subsume':
       wr.bytes(q.key);
+      writeOpt(wr, q.left, writeDescriptor);
       return;
     case 'adminMerge':
       wr.bytes(q.key);
@@ -402,8 +403,11 @@ function readRequest(r: BufReader): Request {
       const expiration = readOpt(r, (x) => x.timestamp());
       return expiration === null ? { kind, key, newRangeId } : { kind, key, newRangeId, expiration };
     }
-    case 'subsume':
-      return { kind, key: r.bytes() };
+    case 'subsume': {
+      const key = r.bytes();
+      const left = readOpt(r, readDescriptor);
+      return left === null ? { kind, key } : { kind, key, left };
+    }
     case 'adminMerge':
       return { kind, key: r.bytes(), right: readDescriptor(r) };
     case 'adminChangeReplicas': {

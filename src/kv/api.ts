@@ -257,6 +257,12 @@ export interface AdminSplitRequest {
 export interface SubsumeRequest {
   readonly kind: 'subsume';
   readonly key: Buffer;
+  /**
+   * The left neighbour as the merge driver read it: the freeze is refused
+   * unless the range's replicas are on the same stores (CockroachDB's
+   * SubsumeRequest.LeftDesc check, done under the range's latches).
+   */
+  readonly left?: RangeDescriptor;
 }
 
 /**

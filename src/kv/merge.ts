@@ -3,9 +3,21 @@
  * driver, reduced; its three phases kept):
  *
  *   adminMerge(ds, leftKey)
+ *     0. Fresh descriptors of L and R from meta2; refused when they are not
+ *        colocated (kv.merge_not_colocated) — nothing frozen.
  *     1. Subsume the right neighbour R (batcheval/cmd-subsume.ts): one Raft
  *        command on R that makes its lease nobody's, durably — R is frozen,
- *        serves nothing, and its state can never change again.
+ *        serves nothing, and its state can never change again. It carries L
+ *        as read in 0 and is refused (kv.merge_replicas_changed, retried by
+ *        adminMergeWithRetry) unless R's replicas, under R's latches, are on
+ *        L's stores and R's leaseholder store has not seen a newer L; after
+ *        the freeze, L's replicas cannot change (cmd-admin-change-replicas.ts
+ *        refuses while the right neighbour is frozen). A replica change
+ *        between 0 and 1 therefore never leaves R frozen and unmergeable.
+ *        Left open: both L-side checks read a replica of the other range on
+ *        the evaluating store, which may not have applied the newest change
+ *        (CockroachDB closes it with the merge transaction's intent on L's
+ *        descriptor).
  *     2. Wait until every replica of R applied the freeze (leaseInfo on each
  *        replica): the left's replicas will absorb exactly that state.
  *     3. AdminMerge on the left range L (cmd-admin-merge.ts): ONE Raft command
@@ -44,6 +56,8 @@ import { fixMeta2 } from './split.js';
 import { colocated } from './batcheval/cmd-admin-merge.js';
 
 export interface MergeHooks {
+  /** Called after the colocation check, before the freeze (race tests change replicas here). */
+  readonly beforeFreeze?: (left: RangeDescriptor, right: RangeDescriptor) => Promise<void>;
   /** Called between the steps (kill tests stop nodes or throw here). */
   readonly afterFreeze?: (right: RangeDescriptor) => Promise<void>;
   readonly afterMerge?: (merged: RangeDescriptor) => Promise<void>;
@@ -72,7 +86,10 @@ export async function adminMerge(ds: DistSender, leftKey: Buffer, hooks: MergeHo
   // nobody-lease admits no requests). AdminMerge checks again atomically on the left range.
   const rightNow = await freshLookup(ds, left.endKey);
   if (!colocated(left, rightNow)) throw new CairnError('kv.merge_not_colocated', `kv: r${left.rangeId} and r${rightNow.rangeId} are not on the same stores`);
-  const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey });
+  await hooks.beforeFreeze?.(left, rightNow);
+  // Subsume checks colocation again, atomically with the freeze (cmd-subsume.ts): a replica
+  // change since the check above is refused there (kv.merge_replicas_changed), not frozen.
+  const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey, left });
   await hooks.afterFreeze?.(right);
   return completeMerge(ds, left.startKey, right, hooks);
 }
@@ -91,12 +108,14 @@ export async function completeMerge(ds: DistSender, leftStart: Buffer, right: Ra
  * ones (the DistSender gave up), a boundary or descriptor that moved under
  * the merge (a concurrent split or merge: kv.merge_mismatch), a freeze not
  * yet visible (kv.merge_not_frozen) or not yet reached by every replica
- * (kv.merge_timeout), and ambiguous results — but never blindly: after one,
+ * (kv.merge_timeout), a replica change that Subsume caught between the
+ * colocation check and the freeze (kv.merge_replicas_changed: the fresh
+ * lookup then decides, kv.merge_not_colocated being final), and ambiguous results — but never blindly: after one,
  * the next attempt first finds out what happened (is the right range frozen?
  * is it still there?), because repeating a merge that did happen would merge
  * the next neighbour too.
  */
-const MERGE_RETRY = new Set(['kv.merge_mismatch', 'kv.merge_not_frozen']);
+const MERGE_RETRY = new Set(['kv.merge_mismatch', 'kv.merge_not_frozen', 'kv.merge_replicas_changed']);
 
 /**
  * adminMerge for callers that should never see transient errors (/_admin/merge,

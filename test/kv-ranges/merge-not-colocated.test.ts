@@ -12,9 +12,9 @@
  * nor its data, and every request to its keys is retried until it times out.
  *
  * Fixed: adminMerge checks colocation on fresh descriptors before it
- * freezes R. A replica change racing between that check and the freeze can
- * still strand R (AdminMerge refuses it only after the freeze): the remaining
- * window, closed in CockroachDB by Subsume checking the left's store set.
+ * freezes R. A replica change racing between that check and the freeze is
+ * refused by Subsume itself, which checks the left's store set under R's
+ * latches (test/kv-ranges/merge-replica-change-race.test.ts).
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { TestCluster } from '../support/test-cluster.js';

@@ -13,14 +13,24 @@
  * anything but learners to promote / voters to remove (kv.invalid_change),
  * removing the leaseholder's replica (kv.cannot_remove_leaseholder: transfer
  * the lease first), a change while joint other than LeaveJoint (kv.in_joint),
- * a range left without voters.
+ * a range left without voters, and any change while the right neighbour is
+ * frozen for a merge into this range other than removing learners
+ * (kv.merge_in_progress: the merge
+ * absorbs it only while both are on the same stores — Subsume checked that,
+ * cmd-subsume.ts — so this range's replicas must not move until the merge
+ * is done; read from this store's replica of the neighbour, which a
+ * leaseholder of a range colocated with it has).
  * Spans: the range descriptor key, write.
  */
 import { CairnError } from '../../util/errors.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { meta2Key, rangeDescriptorKey } from '../../../storage/keys.js';
-import { mvccPut } from '../../../storage/mvcc.js';
-import { encodeRangeDescriptor } from '../api-codec.js';
+import { MAX_TIMESTAMP } from '../../util/hlc.js';
+import type { ReadWriter } from '../../../storage/engine.js';
+import { encodeMvccKey } from '../../../storage/mvcc-key.js';
+import { KEY_MAX, meta2Key, rangeDescriptorKey, rangeLeaseKey } from '../../../storage/keys.js';
+import { mvccGet, mvccPut } from '../../../storage/mvcc.js';
+import { decodeLease, decodeRangeDescriptor, encodeRangeDescriptor } from '../api-codec.js';
+import { FROZEN_REPLICA_ID } from '../merge-trigger.js';
 import { ChangeReplicasOp, type AdminChangeReplicasRequest, type RangeDescriptor, type ReplicaDescriptor, type ReplicaType } from '../api.js';
 import { encodeRangeTrigger } from '../split-trigger-codec.js';
 import { holdsMeta2 } from './cmd-admin-split.js';
@@ -72,15 +82,28 @@ export function changedDescriptor(d: RangeDescriptor, req: AdminChangeReplicasRe
   return { ...d, replicas: reps, nextReplicaId: next, generation: d.generation + 1 };
 }
 
+/** The id of d's right neighbour if this store's replica of it is frozen by Subsume (cmd-subsume.ts), else null. */
+async function frozenRightNeighbour(rw: ReadWriter, d: RangeDescriptor): Promise<number | null> {
+  if (compareBytes(d.endKey, KEY_MAX) >= 0) return null;
+  const raw = (await mvccGet(rw, rangeDescriptorKey(d.endKey), MAX_TIMESTAMP, { inconsistent: true })).value?.value;
+  if (raw == null) return null;
+  const right = decodeRangeDescriptor(raw);
+  const lease = rw.getSync(encodeMvccKey(rangeLeaseKey(right.rangeId)));
+  return lease !== undefined && decodeLease(lease).replica.replicaId === FROZEN_REPLICA_ID ? right.rangeId : null;
+}
+
 registerCommand<AdminChangeReplicasRequest>({
   kind: 'adminChangeReplicas',
   isWrite: true,
   declareKeys(_h, _req, desc, out) {
     out.push({ key: rangeDescriptorKey(desc.startKey), endKey: null, write: true });
   },
-  evaluate(ctx, rw, h, req) {
+  async evaluate(ctx, rw, h, req) {
     const d = ctx.desc;
     if (compareBytes(req.key, d.startKey) !== 0) throw new CairnError('kv.descriptor_changed', `kv: r${d.rangeId} does not start at ${req.key.toString('hex')}`, { retryable: true });
+    // Removing learners only brings the range closer to its frozen neighbour (all voters): allowed.
+    const frozen = req.op === ChangeReplicasOp.RemoveLearners ? null : await frozenRightNeighbour(rw, d);
+    if (frozen !== null) throw new CairnError('kv.merge_in_progress', `kv: r${d.rangeId}: its right neighbour r${frozen} is frozen for a merge into it`);
     const next = changedDescriptor(d, req, ctx.lease?.replica.storeId ?? null);
     const enc = encodeRangeDescriptor(next);
     mvccPut(rw, rangeDescriptorKey(d.startKey), h.timestamp, enc, { stats: ctx.stats });
