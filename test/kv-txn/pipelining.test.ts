@@ -76,6 +76,34 @@ function leaseholderOf(c: TestCluster, key: Buffer): Replica {
 
 /** Whether a command writes the user key `key` (its intent), not merely a range-local key derived from it. */
 const touches = (cmd: RaftCommand, key: Buffer): boolean => !cmd.isLeaseRequest && decodeBatchRepr(cmd.repr).some((op) => decodeMvccKey(op.key).key.equals(key));
+/**
+ * Holds back from Raft every command of replica `lh` that writes `key`
+ * while `hold` is set (re-proposals ask again, so clearing it lets them
+ * through); `ids` are the commands held.
+ */
+function holdProposals(lh: Replica, key: Buffer): { hold: boolean; held: number; readonly ids: Set<number> } {
+  const h = { hold: true, held: 0, ids: new Set<number>() };
+  replicaTestingKnobs.proposalFilter = (r, cmd) => {
+    if (r !== lh || !touches(cmd, key) || !h.hold) return undefined;
+    h.held++;
+    h.ids.add(cmd.cmdId);
+    return 'hold';
+  };
+  return h;
+}
+
+/** Loses the first command of replica `lh` that writes `key`: never proposed, given up on the next tick. */
+function dropFirstProposal(lh: Replica, key: Buffer): Set<number> {
+  const dropped = new Set<number>();
+  replicaTestingKnobs.proposalFilter = (r, cmd) => {
+    if (dropped.has(cmd.cmdId)) return 'drop';
+    if (r !== lh || !touches(cmd, key) || dropped.size > 0) return undefined;
+    dropped.add(cmd.cmdId);
+    return 'drop';
+  };
+  return dropped;
+}
+
 const v = (s: string): Buffer => Buffer.from(s);
 
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -98,42 +126,34 @@ describe('write pipelining', () => {
     const env = await startTxnCluster(start, { nodes: 3 });
     const lh = leaseholderOf(env.c, tkey(1));
     const events: string[] = [];
-    let hold = false;
-    let held = 0;
-    const heldIds = new Set<number>();
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (r !== lh || !touches(cmd, tkey(1))) return undefined;
-      if (!hold) return undefined;
-      held++;
-      heldIds.add(cmd.cmdId);
-      return 'hold';
-    };
+    const h = holdProposals(lh, tkey(1));
+    h.hold = false;
     // The held command (the write), not the earlier transaction's intent resolution on the same key.
     replicaTestingKnobs.onApply = (r, cmd) => {
-      if (r === lh && heldIds.has(cmd.cmdId)) events.push('applied');
+      if (r === lh && h.ids.has(cmd.cmdId)) events.push('applied');
     };
     const { db, rec } = recordingDb(env);
     for (const pipelining of [true, false]) {
       txnSettings.writePipeliningEnabled = pipelining;
       events.length = 0;
-      held = 0;
-      heldIds.clear();
-      hold = true;
+      h.held = 0;
+      h.ids.clear();
+      h.hold = true;
       const txn = db.newTxn();
       const from = rec.sent.length;
       const write = txn.run(batch((b) => b.put(tkey(1), v(`x${pipelining}`)))).then(() => events.push('answered'));
       if (pipelining) {
         // Answered while the command is held back from Raft: nothing applied it.
         await within(write, 10_000, 'the pipelined write to be answered');
-        expect(held).toBeGreaterThan(0);
+        expect(h.held).toBeGreaterThan(0);
         expect(events).toEqual(['answered']);
-        hold = false;
+        h.hold = false;
         await env.c.waitFor(() => events.includes('applied'), 10_000, 'the held command to apply once released');
         expect(events).toEqual(['answered', 'applied']);
       } else {
-        await env.c.waitFor(() => held > 0, 10_000, 'the write to be proposed');
+        await env.c.waitFor(() => h.held > 0, 10_000, 'the write to be proposed');
         expect(events).toEqual([]);
-        hold = false;
+        h.hold = false;
         await within(write, 10_000, 'the synchronous write');
         expect(events).toEqual(['applied', 'answered']);
       }
@@ -187,13 +207,7 @@ describe('write pipelining', () => {
   it('the leaseholder keeps an async write latched until it applies, learns its lock then; a (flagged, ineligible) non-transactional write of the key serializes behind it', async () => {
     const env = await startTxnCluster(start, { nodes: 1 });
     const lh = leaseholderOf(env.c, tkey(1));
-    let hold = true;
-    let held = 0;
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
-      held++;
-      return 'hold';
-    };
+    const h = holdProposals(lh, tkey(1));
     const db = env.dbs[0] as TxnDB;
     const a = db.newTxn();
     await within(a.run(batch((b) => b.put(tkey(1), v('a')))), 10_000, 'the pipelined write');
@@ -207,30 +221,24 @@ describe('write pipelining', () => {
       .then(() => (other = true), (e: unknown) => (other = e instanceof Error));
     await env.c.waitFor(() => lh.concurrency.latches.metrics().waiting > 0, 10_000, 'the other write to wait for latches');
     expect(other).toBe(false);
-    hold = false;
+    h.hold = false;
     await env.c.waitFor(lockOn, 10_000, "the lock table to learn a's intent on apply");
     await a.commit();
     await within(nonTxn, 20_000, 'the non-transactional write after the commit');
     expect(other).toBe(true);
     const got = await db.runTxn(async (t) => (await t.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null });
     expect(str(got.value)).toBe('b');
-    expect(held).toBeGreaterThan(0);
+    expect(h.held).toBeGreaterThan(0);
   }, 60_000);
 
   it('(b) read-your-writes through an in-flight write: the read proves it (QueryIntent in the same batch)', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
     const lh = leaseholderOf(env.c, tkey(1));
-    let hold = true;
-    let held = 0;
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
-      held++;
-      return 'hold';
-    };
+    const h = holdProposals(lh, tkey(1));
     const { db, rec } = recordingDb(env);
     const txn = db.newTxn();
     await within(txn.run(batch((b) => b.put(tkey(1), v('mine')))), 10_000, 'pipelined write');
-    expect(held).toBeGreaterThan(0);
+    expect(h.held).toBeGreaterThan(0);
     const from = rec.sent.length;
     let readDone = false;
     const read = txn.run(batch((b) => b.get(tkey(1)))).then((r) => {
@@ -240,7 +248,7 @@ describe('write pipelining', () => {
     // The query waits behind the write's latches on the leaseholder until the write applies.
     await env.c.waitFor(() => rec.sent.length > from, 10_000, 'the read to be sent');
     expect(readDone).toBe(false);
-    hold = false;
+    h.hold = false;
     const r = await within(read, 10_000, 'the read');
     expect(str((r[0] as { value: Buffer | null }).value)).toBe('mine');
     expect(rec.kinds(from)[0]).toBe('queryIntent,get');
@@ -259,15 +267,7 @@ describe('write pipelining', () => {
   it('(c) a pipelined write whose proposal is lost fails the commit retryably, never commits; the restart commits', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
     const lh = leaseholderOf(env.c, tkey(1));
-    let dropNext = true;
-    const dropped = new Set<number>();
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (dropped.has(cmd.cmdId)) return 'drop';
-      if (r !== lh || !touches(cmd, tkey(1)) || !dropNext) return undefined;
-      dropNext = false;
-      dropped.add(cmd.cmdId);
-      return 'drop';
-    };
+    const dropped = dropFirstProposal(lh, tkey(1));
     const { db, rec } = recordingDb(env);
     const txn = db.newTxn();
     await txn.run(batch((b) => b.put(tkey(1), v('lost'))));
@@ -295,13 +295,7 @@ describe('write pipelining', () => {
   it('(c) a read of a lost pipelined write fails retryably instead of missing it', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
     const lh = leaseholderOf(env.c, tkey(1));
-    const dropped = new Set<number>();
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (dropped.has(cmd.cmdId)) return 'drop';
-      if (r !== lh || !touches(cmd, tkey(1)) || dropped.size > 0) return undefined;
-      dropped.add(cmd.cmdId);
-      return 'drop';
-    };
+    const dropped = dropFirstProposal(lh, tkey(1));
     const db = env.dbs[0] as TxnDB;
     let attempts = 0;
     const got = await db.runTxn(async (t) => {
@@ -318,22 +312,16 @@ describe('write pipelining', () => {
   it('(c) the lease moves before a pipelined write applies: the commit fails retryably, nothing is written', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
     const lh = leaseholderOf(env.c, tkey(1));
-    let hold = true;
-    let held = 0;
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (r !== lh || !touches(cmd, tkey(1)) || !hold) return undefined;
-      held++;
-      return 'hold';
-    };
+    const h = holdProposals(lh, tkey(1));
     const db = env.dbs[0] as TxnDB;
     const txn = db.newTxn();
     await txn.run(batch((b) => b.put(tkey(1), v('moved'))));
-    expect(held).toBeGreaterThan(0);
+    expect(h.held).toBeGreaterThan(0);
     const target = lh.desc.replicas.find((d) => d.replicaId !== lh.replicaId);
     if (target === undefined) throw new Error('no other replica');
     const holderStore = env.c.store(env.c.leaseholder(lh.rangeId));
     await holderStore.transferLease(lh.rangeId, target.replicaId);
-    hold = false; // the held command was rejected when the new lease applied: it can never apply now
+    h.hold = false; // the held command was rejected when the new lease applied: it can never apply now
     const err = await txn.commit().then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(CairnError);
     expect((err as CairnError).retryable).toBe(true);
@@ -356,13 +344,7 @@ describe('write pipelining', () => {
     // Savepoint: the rolled-back write's proposal is lost; the commit does not need it.
     txnSettings.writePipeliningMaxInFlightBytes = DEFAULT_TXN_SETTINGS.writePipeliningMaxInFlightBytes;
     const lh = leaseholderOf(env.c, tkey(5));
-    const dropped = new Set<number>();
-    replicaTestingKnobs.proposalFilter = (r, cmd) => {
-      if (dropped.has(cmd.cmdId)) return 'drop';
-      if (r !== lh || !touches(cmd, tkey(6)) || dropped.size > 0) return undefined;
-      dropped.add(cmd.cmdId);
-      return 'drop';
-    };
+    const dropped = dropFirstProposal(lh, tkey(6));
     const t2 = db.newTxn();
     await t2.run(batch((b) => b.put(tkey(5), v('five'))));
     const sp = await t2.createSavepoint();
