@@ -152,8 +152,14 @@ async function write(ctx: ExecCtx, b: KVBatch, commit: boolean, table: TableEntr
   const first = b.length;
   checks?.add(b);
   try {
-    if (commit) await ctx.txn.commitInBatch(b);
-    else if (b.length > 0) {
+    if (commit) {
+      // The transaction's first batch must read the schema version (sql-txn.ts). Riding with the writes it
+      // would split the commit into run + EndTxn (the writes as intents, then a second Raft round and an
+      // intent resolution); read it alone first so the writes still commit in one round (1PC): an implicit
+      // INSERT then costs a read and one replicated write, like an UPDATE's point read and 1PC batch.
+      if (!ctx.txn.isSchemaChecked() && b.length > 0) await ctx.txn.run(new KVBatch());
+      await ctx.txn.commitInBatch(b);
+    } else if (b.length > 0) {
       const res = await ctx.txn.run(b);
       checks?.verify(res.slice(first));
     }
