@@ -19,6 +19,8 @@ import { Decimal } from '../types/decimal.js';
 import { T, baseType, formatType, Oid, type SqlType } from '../types/type.js';
 import { divisionByZero, outOfRange } from '../types/type-error.js';
 import { lookupCatalogBuiltin } from './catalog-builtins.js';
+import { dateFieldFn, hasDateFields } from './datetime-fields.js';
+import type { Interval } from '../types/interval.js';
 import { checkInt, datumToText, type Datum } from './datum.js';
 import type { EvalEnv, EvalFn, ExprCompiler, Typed } from './expr.js';
 
@@ -162,12 +164,23 @@ export function lookupBuiltin(c: ExprCompiler, name: string, exprs: readonly Exp
     case 'strpos':
     case 'position': {
       const a = args(c, name, exprs, ['text', 'text']);
-      // position(sub IN s) arrives as position(s, sub)? PostgreSQL's parser gives position(sub, s).
+      // PostgreSQL's grammar turns position(sub IN s) into position(s, sub): the same order as strpos.
       return strict(T.int4, fns(a), ([x, y]) => {
-        const [s, sub] = name === 'strpos' ? [x as string, y as string] : [y as string, x as string];
+        const s = x as string;
+        const sub = y as string;
         const i = s.indexOf(sub);
         return i < 0 ? 0 : codepoints(s.slice(0, i)).length + 1;
       });
+    }
+    case 'extract':
+    case 'date_part': {
+      // extract(field FROM x) arrives as extract('field', x).
+      if (exprs.length !== 2) throw noFunction(name, exprs.map((e) => c.resolveUnknown(c.compile(e))));
+      const field = c.resolveUnknown(c.compile(exprs[0] as Expr, T.text));
+      const src = c.resolveUnknown(c.compile(exprs[1] as Expr));
+      if (field.type.family !== 'string' || !hasDateFields(src.type)) throw noFunction(name, [field, src]);
+      const part = dateFieldFn(src.type, name === 'extract');
+      return strict(name === 'extract' ? T.numeric : T.float8, [field.fn, src.fn], ([f, d], env) => part(f as string, d as number | Interval, () => env.setting('timezone')));
     }
     case 'repeat': {
       const a = args(c, name, exprs, ['text', 'int']);

@@ -13,7 +13,7 @@ import { runSltFile } from '../sql/slt-runner.js';
 import pg from 'pg';
 
 const DIR = join(import.meta.dirname, '../../sql/testdata/logic');
-const FEATURES = /^(join|aggregate|distinct|setop|subquery|cte|window|values|array|jsonb|for-update|memory)/;
+const FEATURES = /^(datetime-fields|join|aggregate|distinct|setop|subquery|cte|window|values|array|jsonb|for-update|memory)/;
 /** Files of Cairn-only behaviour (limits, unsupported constructs, locking through the KV). */
 const CAIRN_ONLY = /^(memory|for-update)|-cairn\.slt$/;
 const files = readdirSync(DIR).filter((f) => f.endsWith('.slt') && FEATURES.test(f) && !CAIRN_ONLY.test(f)).sort();
