@@ -20,6 +20,9 @@
  *              ─► track read spans (refresh) and lock spans (resolution; also the
  *                 keys of locking reads — FOR UPDATE — whose unreplicated locks
  *                 EndTxn and resolution release on the leaseholders)
+ *                 — both footprints byte-budgeted (lock-footprint.ts: past
+ *                 kv.transaction.max_intents_bytes / max_refresh_spans_bytes they
+ *                 condense per range into covering spans, resolved by ResolveIntentRange)
  *   heartbeater: after the first write, BeginTxn then HeartbeatTxn every
  *                heartbeatIntervalMs; an ABORTED record marks the txn aborted
  *   committer:   the last segment's writes + EndTxn in one batch (the
@@ -78,6 +81,7 @@ import { crashPoint, sendAtCrashPoint } from '../crash-point.js';
 import { recordMeta } from '../txn-eval.js';
 import { txnSettings, type TxnSettings } from '../settings.js';
 import { AsyncWriteFailureError, TxnPipeliner, isIntentMissing } from './txn-pipeliner.js';
+import { CondensableSpanSet, cachedRangeBounds, footprintSettings } from './lock-footprint.js';
 import { KvConditionFailedError, type KVBatchLike, type KVPriority, type KVRequest, type KVResult, type KVTxnOptions } from './kv-txn-types.js';
 
 export interface TxnCoordContext {
@@ -131,8 +135,9 @@ export class TxnCoordSender {
   private uncertaintyLimit: Timestamp;
   private seq = 0;
   private anchor: Buffer | null = null;
-  private readonly lockSpans = new Map<string, LockSpan>();
-  private readSpans: LockSpan[] = [];
+  /** Lock and refresh footprints, condensed past their byte budgets (lock-footprint.ts). */
+  private readonly lockSpans: CondensableSpanSet;
+  private readonly readSpans: CondensableSpanSet;
   private ignored: SeqRange[] = [];
   private fixed = false;
   /** cluster_logical_timestamp() was read: the commit timestamp may not move (refreshTo fails instead). */
@@ -153,6 +158,9 @@ export class TxnCoordSender {
     this.id = ctx.newTxnId();
     const settings = ctx.settings ?? txnSettings;
     this.pipeliner = new TxnPipeliner({ enabled: settings.writePipeliningEnabled, maxInFlightBytes: settings.writePipeliningMaxInFlightBytes });
+    const rangeOf = cachedRangeBounds(ctx.sender);
+    this.lockSpans = new CondensableSpanSet(footprintSettings.maxIntentsBytes, rangeOf);
+    this.readSpans = new CondensableSpanSet(footprintSettings.maxRefreshSpansBytes, rangeOf);
     this.priority = priorityOf(opts.priority);
     const now = ctx.clock.now();
     this.readTs = this.writeTs = this.minTs = now;
@@ -288,7 +296,7 @@ export class TxnCoordSender {
     this.pushedTo = null;
     this.commitTsFixed = false;
     this.pipeliner.clear();
-    this.readSpans = [];
+    this.readSpans.clear();
     this.ignored = [];
     this.state = 'pending';
   }
@@ -396,7 +404,7 @@ export class TxnCoordSender {
   }
 
   private endTxnRequest(inFlight: readonly InFlightWrite[]): Request {
-    const spans = [...this.lockSpans.values()];
+    const spans = this.lockSpans.spans();
     return { kind: 'endTxn', key: this.anchor as Buffer, commit: true, inFlightWrites: inFlight, lockSpans: spans };
   }
 
@@ -473,7 +481,7 @@ export class TxnCoordSender {
   private fail(e: unknown): unknown {
     if (e instanceof ConditionFailedError) {
       // The failed cput read its key: a later refresh must validate that read.
-      this.readSpans.push({ key: e.key, endKey: null });
+      this.readSpans.insert({ key: e.key, endKey: null });
       return new KvConditionFailedError(e.key, e.actual);
     }
     if (e instanceof CairnError) {
@@ -497,8 +505,10 @@ export class TxnCoordSender {
     if (this.fixed) throw this.fail(new TxnRetryError(reason, 'a fixed-timestamp (AS OF SYSTEM TIME) transaction cannot move'));
     if (this.commitTsFixed) throw this.fail(new TxnRetryError(reason, 'the commit timestamp was fixed by cluster_logical_timestamp()'));
     this.ctx.metrics.refreshes++;
-    if (this.readSpans.length > 0) {
-      const requests: Request[] = this.readSpans.map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
+    // A read set condensing could not bring under its budget is not refreshed: restart (CockroachDB's refreshInvalid).
+    if (this.readSpans.overBudget) throw this.fail(new TxnRetryError(reason, 'the read set is too large to refresh'));
+    if (this.readSpans.size > 0) {
+      const requests: Request[] = this.readSpans.spans().map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
       try {
         await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
       } catch (e) {
@@ -512,16 +522,15 @@ export class TxnCoordSender {
 
   private noteReads(seg: readonly KVRequest[]): void {
     for (const q of seg) {
-      if (q.kind === 'get' || q.kind === 'cput') this.readSpans.push({ key: q.key, endKey: null });
-      else if (q.kind === 'scan' || q.kind === 'delRange') this.readSpans.push({ key: q.key, endKey: q.endKey });
+      if (q.kind === 'get' || q.kind === 'cput') this.readSpans.insert({ key: q.key, endKey: null });
+      else if (q.kind === 'scan' || q.kind === 'delRange') this.readSpans.insert({ key: q.key, endKey: q.endKey });
     }
   }
 
   private noteWrites(seg: readonly KVRequest[]): void {
     for (const q of seg) {
       if (!isWriteOp(q) && !isLockingRead(q)) continue;
-      const s = lockSpanOf(q);
-      this.lockSpans.set(s.key.toString('hex') + (s.endKey === null ? '' : `-${s.endKey.toString('hex')}`), s);
+      this.lockSpans.insert(lockSpanOf(q));
     }
   }
 
@@ -558,7 +567,7 @@ export class TxnCoordSender {
   /** Writes ABORTED (best effort) and resolves the intents left elsewhere. */
   private async abortRecord(): Promise<void> {
     if (this.anchor === null || this.lockSpans.size === 0) return;
-    const spans = [...this.lockSpans.values()];
+    const spans = this.lockSpans.spans();
     const meta = this.meta();
     try {
       const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: this.ctx.clock.now(), txn: meta }, requests: [{ kind: 'endTxn', key: this.anchor, commit: false, inFlightWrites: [], lockSpans: spans }] });
