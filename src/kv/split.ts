@@ -37,9 +37,10 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP, type Timestamp } from '../util/hlc.js';
-import { RANGE_ID_GENERATOR_KEY, meta2Key, meta2LookupKey } from '../../storage/keys.js';
+import { RANGE_ID_GENERATOR_KEY, meta2Key, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
-import type { AdminSplitRequest, AdminSplitResponse, GetResponse, RangeDescriptor, Request, Response, ScanResponse } from './api.js';
+import { RangeKeyMismatchError, type AdminSplitRequest, type AdminSplitResponse, type GetResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from './api.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from './api-codec.js';
 import type { Sender } from './kv-client.js';
 
@@ -172,10 +173,47 @@ function isTransient(e: unknown): boolean {
 }
 
 /**
+ * After an ambiguous attempt, the answer to a retry that says a range now
+ * starts or ends at `key` (kv.already_split; a RangeKeyMismatch carrying a
+ * descriptor that ends at `key`): did OUR attempt split there? The right half
+ * would be range `newRangeId` — an id nobody else uses — so its descriptor is
+ * read from its replicas by range id: neither meta2 (which only this driver
+ * was going to fix) nor a range cache need to know it. Returns both halves
+ * when our split applied and the retry showed the left ('elsewhere': only the
+ * right half is known, its meta2 record fixed here, the left's is the split
+ * queue's), null when the range is not ours (looked up once per split),
+ * 'unknown' when the answer says nothing about `key`.
+ */
+async function findOwnSplit(db: Sender, key: Buffer, newRangeId: number, e: unknown): Promise<AdminSplitResponse | 'elsewhere' | 'unknown' | null> {
+  const left = e instanceof RangeKeyMismatchError ? e.descriptors.find((d) => compareBytes(d.endKey, key) === 0) : undefined;
+  if (left === undefined && !(e instanceof CairnError && e.code === 'kv.already_split')) return 'unknown';
+  let right: RangeDescriptor;
+  try {
+    const res = await db.send({ header: { rangeId: newRangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(key) }] });
+    const raw = (res.responses[0] as GetResponse).value;
+    if (raw === null) return null;
+    right = decodeRangeDescriptor(raw);
+  } catch (x) {
+    if (x instanceof CairnError && !x.ambiguous) return null; // no such range: another driver's split
+    throw x;
+  }
+  if (left !== undefined) return { kind: 'adminSplit', left, right };
+  await fixMeta2(db, right);
+  return 'elsewhere';
+}
+
+/**
  * Splits the range holding `key` at `key` (see the header); null when a range
  * already starts there. An ambiguous AdminSplit (an RPC lost after sending)
  * is sent again: splitting is idempotent by key (the retry finds
- * kv.already_split); meta2 is then left to the split queue's repair.
+ * kv.already_split, or — meta2 still naming the unsplit range — a
+ * RangeKeyMismatch from the left half). Since only this driver knows that
+ * the split happened and that meta2 still has to be fixed, such an answer
+ * after an ambiguous attempt makes it look for its own right half by range
+ * id (findOwnSplit) and fix meta2 itself: before, it left that to the split
+ * queue and meanwhile retried into RangeKeyMismatch until it gave up (a
+ * clean-clone CI run of test/kv-ranges-multiproc/split-merge: 25 retries;
+ * test/kv-ranges/split-ambiguous.test.ts).
  */
 export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}): Promise<AdminSplitResponse | null> {
   const newRangeId = await allocateRangeId(db);
@@ -183,11 +221,23 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const req: AdminSplitRequest = hooks.expiration === undefined ? { kind: 'adminSplit', key, newRangeId } : { kind: 'adminSplit', key, newRangeId, expiration: hooks.expiration };
   let res: AdminSplitResponse;
-  for (let ambiguous = 0, transient = 0; ; ) {
+  let recovered = false;
+  for (let ambiguous = 0, transient = 0, looked = false; ; ) {
     try {
       [res] = (await send(db, [req])) as [AdminSplitResponse];
       break;
     } catch (e) {
+      if (ambiguous > 0 && !looked) {
+        // An earlier attempt may have applied: then nobody fixes meta2 but us (see the header).
+        const own = await findOwnSplit(db, key, newRangeId, e);
+        if (own === 'elsewhere') return null;
+        if (own !== null && own !== 'unknown') {
+          res = own;
+          recovered = true;
+          break;
+        }
+        looked = own === null;
+      }
       if (e instanceof CairnError && e.code === 'kv.already_split') return null;
       if (isTransient(e) && transient < MAX_TRANSIENT_RETRIES) {
         await sleep(transientBackoffMs(++transient));
@@ -202,7 +252,9 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
   // once, each first conditioned on what a split leaves there (nothing at the
   // split key; the pre-split descriptor at the range's end).
   const before: RangeDescriptor = { ...res.left, endKey: res.right.endKey, generation: res.left.generation - 1 };
-  await Promise.all([fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))]).catch(async (e: unknown) => {
+  // Recovered from an ambiguous attempt: the records may be anything by now — read them.
+  const fixes = recovered ? [fixMeta2(db, res.left), fixMeta2(db, res.right)] : [fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))];
+  await Promise.all(fixes).catch(async (e: unknown) => {
     // fixMeta2 is idempotent: after an ambiguous or transient failure (r1's
     // lease moving) it is simply run again from a fresh read, bounded.
     for (let attempt = 1; ; attempt++) {
