@@ -167,13 +167,18 @@ function keyDetail(t: TableEntry, ords: readonly number[], vals: readonly Datum[
 export function missingParentError(ref: FkRef, vals: readonly Datum[] | undefined): SqlError {
   const p = planOf(ref);
   const detail = vals === undefined ? 'MATCH FULL does not allow mixing of null and nonnull key values.' : `Key ${keyDetail(ref.child, p.childOrds, vals)} is not present in table "${ref.parent.desc.name}".`;
-  return new SqlError('sql.foreign_key_violation', '23503', `insert or update on table "${ref.child.desc.name}" violates foreign key constraint "${ref.fk.name}"`, { detail });
+  return new SqlError('sql.foreign_key_violation', '23503', `insert or update on table "${ref.child.desc.name}" violates foreign key constraint "${ref.fk.name}"`, { detail, ...fkFields(ref) });
 }
 
 function stillReferencedError(ref: FkRef, vals: readonly Datum[]): SqlError {
   const p = planOf(ref);
   const msg = `update or delete on table "${ref.parent.desc.name}" violates foreign key constraint "${ref.fk.name}" on table "${ref.child.desc.name}"`;
-  return new SqlError('sql.foreign_key_violation', '23503', msg, { detail: `Key ${keyDetail(ref.parent, p.parentOrds, vals)} is still referenced from table "${ref.child.desc.name}".` });
+  return new SqlError('sql.foreign_key_violation', '23503', msg, { detail: `Key ${keyDetail(ref.parent, p.parentOrds, vals)} is still referenced from table "${ref.child.desc.name}".`, ...fkFields(ref) });
+}
+
+/** ErrorResponse fields of a 23503: PostgreSQL names the referencing table either way. */
+function fkFields(ref: FkRef): { schema: string; table: string; constraint: string } {
+  return { schema: 'public', table: ref.child.desc.name, constraint: ref.fk.name };
 }
 
 /**

@@ -96,5 +96,8 @@ export function indexUniqueViolation(table: TableEntry, c: UniqueConflict): SqlE
   });
   return new SqlError('sql.unique_violation', '23505', `duplicate key value violates unique constraint "${c.codec.index.name}"`, {
     detail: `Key (${names})=(${vals.join(', ')}) already exists.`,
+    schema: 'public',
+    table: table.desc.name,
+    constraint: c.codec.index.name,
   });
 }

@@ -61,14 +61,51 @@ function checkRow(table: TableEntry, row: Row, ctx: ExecCtx): void {
     const v = row[i] as Datum;
     if (v !== null && (t.typmod >= 0 || t.family === 'int')) row[i] = assignCast(v, t, t);
     if (row[i] === null && !(cols[i] as { nullable: boolean }).nullable) {
-      throw new SqlError('sql.not_null_violation', '23502', `null value in column "${cols[i]?.name}" of relation "${table.desc.name}" violates not-null constraint`);
+      throw new SqlError('sql.not_null_violation', '23502', `null value in column "${cols[i]?.name}" of relation "${table.desc.name}" violates not-null constraint`, {
+        detail: failingRow(table, row),
+        schema: 'public',
+        table: table.desc.name,
+        column: cols[i]?.name,
+      });
     }
   }
   for (const ch of tableRules(table).checks) {
     if (ch.fn(row, ctx.env) === false) {
-      throw new SqlError('sql.check_violation', '23514', `new row for relation "${table.desc.name}" violates check constraint "${ch.name}"`);
+      throw new SqlError('sql.check_violation', '23514', `new row for relation "${table.desc.name}" violates check constraint "${ch.name}"`, {
+        detail: failingRow(table, row),
+        schema: 'public',
+        table: table.desc.name,
+        constraint: ch.name,
+      });
     }
   }
+}
+
+/**
+ * PostgreSQL's detail of a 23502 / 23514: `Failing row contains (1, null, abc).`
+ * — the visible columns' text, NULL as null, each cut to 64 bytes plus "...".
+ */
+function failingRow(table: TableEntry, row: Row): string {
+  const vals: string[] = [];
+  table.desc.columns.forEach((c, i) => {
+    if (c.hidden) return;
+    const v = row[i] as Datum;
+    if (v === null) {
+      vals.push('null');
+      return;
+    }
+    const text = datumToText(v, table.codec.types[i] as SqlType);
+    if (Buffer.byteLength(text) <= 64) vals.push(text);
+    else {
+      let cut = '';
+      for (const ch of text) {
+        if (Buffer.byteLength(cut + ch) > 64) break;
+        cut += ch;
+      }
+      vals.push(`${cut}...`);
+    }
+  });
+  return `Failing row contains (${vals.join(', ')}).`;
 }
 
 function keyDetail(table: TableEntry, row: Row): string {
@@ -83,6 +120,9 @@ function keyDetail(table: TableEntry, row: Row): string {
 function uniqueViolation(table: TableEntry, row: Row | undefined): SqlError {
   return new SqlError('sql.unique_violation', '23505', `duplicate key value violates unique constraint "${table.desc.name}_pkey"`, {
     detail: row !== undefined ? keyDetail(table, row) : undefined,
+    schema: 'public',
+    table: table.desc.name,
+    constraint: `${table.desc.name}_pkey`,
   });
 }
 

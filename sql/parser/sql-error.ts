@@ -7,7 +7,10 @@
  *   - position: 1-based character (code point) offset into the statement
  *               text, as PostgreSQL reports it (`P` field); absent when the
  *               error is not tied to one spot;
- *   - detail / hint: the `D` and `H` fields.
+ *   - detail / hint: the `D` and `H` fields;
+ *   - schema / table / column / constraint: the `s`, `t`, `c`, `n` fields
+ *     PostgreSQL sets on integrity violations (23502 column, 23503 / 23505 /
+ *     23514 constraint), which ORMs read to say which constraint failed.
  *
  * Codes are `sql.<something>`; messages name their module ("parser: …"),
  * except for messages whose exact wording clients match on (PostgreSQL's own
@@ -23,6 +26,10 @@ export interface SqlErrorOptions {
   readonly hint?: string;
   readonly cause?: unknown;
   readonly retryable?: boolean;
+  readonly schema?: string;
+  readonly table?: string;
+  readonly column?: string;
+  readonly constraint?: string;
 }
 
 export class SqlError extends CairnError {
@@ -31,12 +38,20 @@ export class SqlError extends CairnError {
   readonly position: number | undefined;
   readonly detail: string | undefined;
   readonly hint: string | undefined;
+  readonly schema: string | undefined;
+  readonly table: string | undefined;
+  readonly column: string | undefined;
+  readonly constraint: string | undefined;
 
   constructor(code: string, sqlState: string, message: string, opts: SqlErrorOptions = {}) {
     super(code, message, { sqlState, cause: opts.cause, retryable: opts.retryable ?? false });
     this.position = opts.position;
     this.detail = opts.detail;
     this.hint = opts.hint;
+    this.schema = opts.schema;
+    this.table = opts.table;
+    this.column = opts.column;
+    this.constraint = opts.constraint;
   }
 }
 

@@ -204,7 +204,7 @@ function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly Forma
 export function toClientError(e: unknown): unknown {
   if (e instanceof PgError) return e;
   if (e instanceof SqlError) {
-    return new PgError(e.code, e.sqlState, e.message, { position: e.position, detail: e.detail, hint: e.hint }, { retryable: e.retryable });
+    return new PgError(e.code, e.sqlState, e.message, { position: e.position, detail: e.detail, hint: e.hint, schema: e.schema, table: e.table, column: e.column, constraint: e.constraint }, { retryable: e.retryable });
   }
   if (e instanceof CairnError) {
     if (e.retryable) {
