@@ -26,6 +26,8 @@ import { txnSettings, DEFAULT_TXN_SETTINGS } from '../../src/kv/settings.js';
 import type { RaftCommand } from '../../src/kv/api-codec.js';
 import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 import type { Sender } from '../../src/kv/kv-client.js';
+import { recoverTxn } from '../../src/kv/txn-recovery.js';
+import type { TxnRecord, TxnRecordResponse } from '../../src/kv/txn-api.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import { decodeBatchRepr } from '../../storage/engine.js';
@@ -290,6 +292,32 @@ describe('write pipelining', () => {
     await txn.commit();
     const after = await other.runTxn(async (t) => (await t.run(batch((b) => b.scan(tkey(0), tkey(10)))))[0] as unknown as { rows: { value: Buffer }[] });
     expect(after.rows.map((kv) => kv.value.toString())).toEqual(['again', 'kept']);
+  }, 60_000);
+
+  it('(c) parallel commit: a STAGING record naming a lost pipelined write on another range is never committed; recovery aborts it', async () => {
+    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(100), tkey(200)] });
+    const lh = leaseholderOf(env.c, tkey(150));
+    const dropped = dropFirstProposal(lh, tkey(150));
+    const { db, rec } = recordingDb(env);
+    const txn = db.newTxn();
+    await txn.run(batch((b) => b.put(tkey(1), v('anchor')))); // the record's range
+    await txn.run(batch((b) => b.put(tkey(150), v('lost')))); // another range: lost
+    expect(dropped.size).toBe(1);
+    await env.c.waitFor(() => lh.pendingProposals === 0, 10_000, 'the dropped proposal to be given up');
+    const from = rec.sent.length;
+    const err = await txn.commitInBatch(batch((b) => b.put(tkey(250), v('last')))).then(() => null, (e: unknown) => e);
+    expect((err as CairnError).message).toContain('RETRY_ASYNC_WRITE_FAILURE');
+    // The commit batch proved the anchor's write in the record's own command; the record went STAGING naming the others.
+    expect(rec.kinds(from)[0]).toBe('queryIntent,queryIntent,put,endTxn');
+    const q = await (env.ds[1] as Sender).send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'queryTxn', key: tkey(1), txnId: txn.txnId }] });
+    const staged = (q.responses[0] as TxnRecordResponse).record as TxnRecord;
+    expect(staged.status).toBe('staging');
+    expect(staged.inFlightWrites.map((w) => w.key.toString('latin1')).sort()).toEqual([tkey(150), tkey(250)].map((k) => k.toString('latin1')));
+    // A recoverer finds the lost write missing (it is prevented for good) and aborts the record.
+    const recovered = await recoverTxn(env.ds[2] as Sender, staged);
+    expect(recovered?.status).toBe('aborted');
+    const seen = await (env.dbs[2] as TxnDB).runTxn(async (t) => (await t.run(batch((b) => b.scan(tkey(0), tkey(300)))))[0] as unknown as { rows: unknown[] });
+    expect(seen.rows).toEqual([]);
   }, 60_000);
 
   it('(c) a read of a lost pipelined write fails retryably instead of missing it', async () => {
