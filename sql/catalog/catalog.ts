@@ -32,6 +32,7 @@ import { CairnError } from '../../src/util/errors.js';
 import { KVBatch, type KVDB, type KVTxn } from '../kv.js';
 import { SqlError } from '../parser/sql-error.js';
 import { RowCodec } from '../rowenc/row-codec.js';
+import { USERS_SPAN, userNames } from './users.js';
 import {
   DEFAULTDB_ID,
   FIRST_USER_DESC_ID,
@@ -81,6 +82,8 @@ export class CatalogSnapshot {
   constructor(
     readonly version: number,
     descs: readonly Descriptor[],
+    /** The stored SQL users (root not included), sorted (users.ts; pg_roles). */
+    readonly users: readonly string[] = [],
   ) {
     for (const d of descs) {
       this.byId.set(d.id, d);
@@ -144,6 +147,14 @@ export class CatalogSnapshot {
   databases(): DatabaseDesc[] {
     return [...this.dbs.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
   }
+  /** The views of a database, by name. */
+  viewsOf(dbId: number): ViewDesc[] {
+    return [...this.views.values()].filter((v) => v.parentId === dbId).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+  /** The sequences of a database, by name. */
+  sequencesOf(dbId: number): SequenceDesc[] {
+    return [...this.sequences.values()].filter((s) => s.parentId === dbId).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
   tablesOf(dbId: number): TableEntry[] {
     return [...this.tables.values()].filter((t) => t.desc.parentId === dbId).sort((a, b) => (a.desc.name < b.desc.name ? -1 : 1));
   }
@@ -162,9 +173,25 @@ export async function loadSnapshot(txn: KVTxn): Promise<CatalogSnapshot> {
   const b = new KVBatch();
   b.get(SCHEMA_VERSION_KEY);
   b.scan(descriptorKey(SCHEMA_VERSION_ID + 1), prefixEnd(DESCRIPTOR_PREFIX));
-  const [v, s] = await txn.run(b);
-  if (v?.kind !== 'get' || s?.kind !== 'scan') throw new Error('catalog: unexpected results');
-  return new CatalogSnapshot(decodeUint(v.value), s.rows.map((r) => decodeDescriptor(r.value)));
+  const users = USERS_SPAN;
+  b.scan(users.start, users.end);
+  const [v, s, u] = await txn.run(b);
+  if (v?.kind !== 'get' || s?.kind !== 'scan' || u?.kind !== 'scan') throw new Error('catalog: unexpected results');
+  return new CatalogSnapshot(decodeUint(v.value), s.rows.map((r) => decodeDescriptor(r.value)), userNames(u.rows));
+}
+
+/**
+ * Bumps the schema version inside `txn` (CREATE / DROP USER: the users are
+ * part of the snapshot, so every node's cache must see the change).
+ */
+export async function bumpSchemaVersion(txn: KVTxn): Promise<void> {
+  const b = new KVBatch();
+  b.get(SCHEMA_VERSION_KEY);
+  const [v] = await txn.run(b);
+  if (v?.kind !== 'get') throw new Error('catalog: unexpected result');
+  const w = new KVBatch();
+  w.put(SCHEMA_VERSION_KEY, encodeUint(decodeUint(v.value) + 1));
+  await txn.run(w);
 }
 
 export class Catalog {

@@ -7,6 +7,10 @@
  * `root` always exists: its credential comes from the server's options
  * (RootPassword) and is never stored; CREATE/ALTER/DROP of root is refused.
  *
+ * The user names are part of the catalog snapshot (catalog.ts loadSnapshot
+ * scans USERS_SPAN beside the descriptors; pg_roles lists them), so CREATE
+ * and DROP USER bump the schema version.
+ *
  * Ownership: the session calls these inside its transaction; the pgwire
  * SessionFactory calls lookupUser in a fresh read-only transaction per
  * connection attempt.
@@ -17,6 +21,7 @@ import { makeScramCredential, parseScramCredential, formatScramCredential, type 
 import { KVBatch, type KVTxn } from '../kv.js';
 import { SqlError } from '../parser/sql-error.js';
 import { USERS_PARENT_ID } from './descriptor.js';
+import { bumpSchemaVersion } from './catalog.js';
 import { KeyReader, KeyWriter, prefixEnd } from '../../storage/encoding/index.js';
 
 export const ROOT_USER = 'root';
@@ -53,6 +58,7 @@ export async function createUser(txn: KVTxn, name: string, password: string | nu
   const b = new KVBatch();
   b.put(namespaceKey(USERS_PARENT_ID, name), credentialValue(password));
   await txn.run(b);
+  await bumpSchemaVersion(txn);
 }
 
 export async function alterUser(txn: KVTxn, name: string, password: string | null | undefined): Promise<void> {
@@ -75,20 +81,23 @@ export async function dropUser(txn: KVTxn, name: string, ifExists: boolean): Pro
   const b = new KVBatch();
   b.del(namespaceKey(USERS_PARENT_ID, name));
   await txn.run(b);
+  await bumpSchemaVersion(txn);
+}
+
+const USERS_PREFIX = new KeyWriter().appendRaw(NAMESPACE_PREFIX).appendInt(USERS_PARENT_ID).finish();
+/** The key span holding every stored user. */
+export const USERS_SPAN: { readonly start: Buffer; readonly end: Buffer } = { start: USERS_PREFIX, end: prefixEnd(USERS_PREFIX) };
+
+/** The user names of the rows of a scan over USERS_SPAN, in key (= name) order. */
+export function userNames(rows: readonly { readonly key: Buffer }[]): string[] {
+  const reader = new KeyReader(Buffer.alloc(0));
+  return rows.map((row) => reader.reset(row.key, USERS_PREFIX.length).readString() as string);
 }
 
 /** Every stored user name (root not included), sorted. */
 export async function listUsers(txn: KVTxn): Promise<string[]> {
-  const prefix = new KeyWriter().appendRaw(NAMESPACE_PREFIX).appendInt(USERS_PARENT_ID).finish();
   const b = new KVBatch();
-  b.scan(prefix, prefixEnd(prefix));
+  b.scan(USERS_SPAN.start, USERS_SPAN.end);
   const [r] = await txn.run(b);
-  if (r?.kind !== 'scan') return [];
-  const plen = prefix.length;
-  const reader = new KeyReader(Buffer.alloc(0));
-  const names: string[] = [];
-  for (const row of r.rows) {
-    names.push(reader.reset(row.key, plen).readString() as string);
-  }
-  return names;
+  return r?.kind === 'scan' ? userNames(r.rows) : [];
 }

@@ -12,19 +12,20 @@
  * OIDs (stable per object, derived from descriptor ids; uint32):
  *   namespace   pg_catalog 11, public 2200, information_schema 13000
  *   database    descriptor id (50 defaultdb, 51 postgres, ≥100 user)
- *   table       REL_OID_BASE + id × 1000              (relation of the table)
+ *   table       REL_OID_BASE + id × 1000              (relation of the table;
+ *               views and sequences alike, relkind 'v' / 'S')
  *   index       table oid + index id (1 = primary, < 500)
  *   constraint  table oid + 500 + ordinal (CHECK constraints),
  *               table oid + 700 + ordinal (FOREIGN KEY constraints)
  *   type        sql/types' PostgreSQL OIDs (pg_type.dat)
- *   role        10 for root, 16384 + ordinal for the others
+ *   role        10 for root, 16384 + position among the users (sorted) for the others
  *
  * Ownership: sql/vtable (issue 7 part 3). Only public objects of the current
  * database appear in pg_class / information_schema (Cairn databases have the
  * single schema `public`).
  */
 import type { CatalogSnapshot, TableEntry } from '../catalog/catalog.js';
-import type { ColumnDesc, FkAction, ForeignKeyDesc, IndexDesc, TableDesc } from '../catalog/descriptor.js';
+import type { ColumnDesc, FkAction, ForeignKeyDesc, IndexDesc, SequenceDesc, TableDesc, ViewDesc } from '../catalog/descriptor.js';
 import type { TableName } from '../parser/ast.js';
 import type { Datum } from '../sem/datum.js';
 import type { ScopeColumn } from '../sem/expr.js';
@@ -73,6 +74,22 @@ function userTables(ctx: VTableContext): TableEntry[] {
   return db === undefined ? [] : ctx.snapshot.tablesOf(db.id);
 }
 
+/** The views and sequences of the current database. */
+function userViews(ctx: VTableContext): ViewDesc[] {
+  const db = ctx.snapshot.database(ctx.database);
+  return db === undefined ? [] : ctx.snapshot.viewsOf(db.id);
+}
+function userSequences(ctx: VTableContext): SequenceDesc[] {
+  const db = ctx.snapshot.database(ctx.database);
+  return db === undefined ? [] : ctx.snapshot.sequencesOf(db.id);
+}
+/** pg_class oid of a view or sequence (descriptor ids are shared with tables). */
+function relOid(d: ViewDesc | SequenceDesc): number {
+  return REL_OID_BASE + d.id * 1000;
+}
+/** A sequence's columns, as PostgreSQL's sequence relations have them. */
+const SEQUENCE_COLUMNS: readonly (readonly [string, SqlType])[] = [['last_value', T.int8], ['log_cnt', T.int8], ['is_called', T.bool]];
+
 function visibleColumns(d: TableDesc): ColumnDesc[] {
   return d.columns.filter((c) => !c.hidden);
 }
@@ -82,7 +99,7 @@ function attnum(d: TableDesc, columnId: number): number {
   return visibleColumns(d).findIndex((c) => c.id === columnId) + 1;
 }
 
-function colType(c: ColumnDesc): SqlType {
+function colType(c: { readonly type: ColumnDesc['type'] }): SqlType {
   const base = typeFromOid(c.type.oid) ?? T.text;
   return { ...base, typmod: c.type.typmod };
 }
@@ -181,8 +198,9 @@ function allTypes(): SqlType[] {
   return out;
 }
 
+/** root, then every stored user (CREATE USER; the catalog snapshot holds them), sorted. */
 function roles(ctx: VTableContext): string[] {
-  return ctx.user === 'root' ? ['root'] : ['root', ctx.user];
+  return ['root', ...ctx.snapshot.users];
 }
 function roleOid(name: string, ctx: VTableContext): number {
   const i = roles(ctx).indexOf(name);
@@ -216,6 +234,9 @@ const PG_CATALOG: Record<string, VTable> = {
           out.push([indexOid(d, i), i.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 403, indexOid(d, i), 0, -1, false, false, 'p', 'i', i.keyColumnIds.length + i.storeColumnIds.length, 0, false, false, false, false, false, true, 'n', false, null, null, 0, 0, 0, null, 0, 0]);
         }
       }
+      // A view has its _RETURN rule (relhasrules); neither has an access method.
+      for (const v of userViews(ctx)) out.push([relOid(v), v.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 0, 0, 0, -1, false, false, 'p', 'v', v.columns.length, 0, true, false, false, false, false, true, 'n', false, null, null, 0, 0, 0, null, 0, 0]);
+      for (const s of userSequences(ctx)) out.push([relOid(s), s.name, PUBLIC_NAMESPACE_OID, 0, ROOT_ROLE_OID, 0, relOid(s), 0, 1, false, false, 'p', 'S', SEQUENCE_COLUMNS.length, 0, false, false, false, false, false, true, 'n', false, null, null, 1, 0, 0, null, 0, 0]);
       return out;
     },
   },
@@ -223,11 +244,15 @@ const PG_CATALOG: Record<string, VTable> = {
     columns: [['attrelid', OIDT], ['attname', NAME], ['atttypid', OIDT], ['attstattarget', INT4], ['attlen', INT2], ['attnum', INT2], ['attndims', INT4], ['attcacheoff', INT4], ['atttypmod', INT4], ['attbyval', BOOL], ['attalign', CHAR], ['attstorage', CHAR], ['attcompression', CHAR], ['attnotnull', BOOL], ['atthasdef', BOOL], ['atthasmissing', BOOL], ['attidentity', CHAR], ['attgenerated', CHAR], ['attisdropped', BOOL], ['attislocal', BOOL], ['attinhcount', INT4], ['attcollation', OIDT], ['attacl', TEXT_ARR], ['attoptions', TEXT_ARR], ['attfdwoptions', TEXT_ARR]],
     rows: (ctx) => {
       const out: Datum[][] = [];
-      const attr = (rel: number, c: ColumnDesc, num: number): Datum[] => {
-        const t = colType(c);
+      const attrOf = (rel: number, name: string, t: SqlType, num: number, notNull: boolean, hasDef: boolean): Datum[] => {
         const coll = t.family === 'string' ? 100 : 0;
-        return [rel, c.name, t.oid, -1, typlen(t), num, t.family === 'array' ? 1 : 0, -1, t.typmod, typlen(t) > 0 && typlen(t) <= 8, 'i', typlen(t) === -1 ? 'x' : 'p', '', !c.nullable, hasPgDefault(c.defaultExpr), false, '', '', false, true, 0, coll, null, null, null];
+        return [rel, name, t.oid, -1, typlen(t), num, t.family === 'array' ? 1 : 0, -1, t.typmod, typlen(t) > 0 && typlen(t) <= 8, 'i', typlen(t) === -1 ? 'x' : 'p', '', notNull, hasDef, false, '', '', false, true, 0, coll, null, null, null];
       };
+      const attr = (rel: number, c: ColumnDesc, num: number): Datum[] => attrOf(rel, c.name, colType(c), num, !c.nullable, hasPgDefault(c.defaultExpr));
+      for (const v of userViews(ctx)) {
+        v.columns.forEach((c, i) => out.push(attrOf(relOid(v), c.name, colType(c), i + 1, false, false)));
+      }
+      for (const s of userSequences(ctx)) SEQUENCE_COLUMNS.forEach(([n, t], i) => out.push(attrOf(relOid(s), n, t, i + 1, true, false)));
       for (const t of userTables(ctx)) {
         const d = t.desc;
         visibleColumns(d).forEach((c, i) => out.push(attr(tableOid(d), c, i + 1)));
@@ -327,10 +352,18 @@ const PG_CATALOG: Record<string, VTable> = {
   pg_extension: { columns: [['oid', OIDT], ['extname', NAME], ['extowner', OIDT], ['extnamespace', OIDT], ['extrelocatable', BOOL], ['extversion', TEXT]], rows: () => [[13500, 'plpgsql', ROOT_ROLE_OID, PG_CATALOG_NAMESPACE_OID, false, '1.0']] },
   pg_trigger: { columns: [['oid', OIDT], ['tgrelid', OIDT], ['tgparentid', OIDT], ['tgname', NAME], ['tgfoid', OIDT], ['tgtype', INT2], ['tgenabled', CHAR], ['tgisinternal', BOOL], ['tgconstrrelid', OIDT], ['tgconstrindid', OIDT], ['tgconstraint', OIDT]], rows: () => [] },
   pg_depend: { columns: [['classid', OIDT], ['objid', OIDT], ['objsubid', INT4], ['refclassid', OIDT], ['refobjid', OIDT], ['refobjsubid', INT4], ['deptype', CHAR]], rows: () => [] },
-  pg_sequence: { columns: [['seqrelid', OIDT], ['seqtypid', OIDT], ['seqstart', T.int8], ['seqincrement', T.int8], ['seqmax', T.int8], ['seqmin', T.int8], ['seqcache', T.int8], ['seqcycle', BOOL]], rows: () => [] },
-  pg_sequences: { columns: [['schemaname', NAME], ['sequencename', NAME], ['sequenceowner', NAME], ['data_type', T.regtype], ['start_value', T.int8], ['min_value', T.int8], ['max_value', T.int8], ['increment_by', T.int8], ['cycle', BOOL], ['cache_size', T.int8], ['last_value', T.int8]], rows: () => [] },
+  // Cairn sequences are bigint and hand out one value per nextval (cache 1).
+  pg_sequence: {
+    columns: [['seqrelid', OIDT], ['seqtypid', OIDT], ['seqstart', T.int8], ['seqincrement', T.int8], ['seqmax', T.int8], ['seqmin', T.int8], ['seqcache', T.int8], ['seqcycle', BOOL]],
+    rows: (ctx) => userSequences(ctx).map((s) => [relOid(s), Oid.int8, BigInt(s.start), BigInt(s.increment), BigInt(s.maxValue), BigInt(s.minValue), 1n, s.cycle]),
+  },
+  pg_sequences: {
+    columns: [['schemaname', NAME], ['sequencename', NAME], ['sequenceowner', NAME], ['data_type', T.regtype], ['start_value', T.int8], ['min_value', T.int8], ['max_value', T.int8], ['increment_by', T.int8], ['cycle', BOOL], ['cache_size', T.int8], ['last_value', T.int8]],
+    // last_value lives in the KV (sequences.ts), not in the snapshot: NULL, as PostgreSQL shows before the first nextval.
+    rows: (ctx) => userSequences(ctx).map((s) => ['public', s.name, 'root', Oid.int8, BigInt(s.start), BigInt(s.minValue), BigInt(s.maxValue), BigInt(s.increment), s.cycle, 1n, null]),
+  },
   pg_policies: { columns: [['schemaname', NAME], ['tablename', NAME], ['policyname', NAME], ['permissive', TEXT], ['roles', arrayOf(NAME)], ['cmd', TEXT], ['qual', TEXT], ['with_check', TEXT]], rows: () => [] },
-  pg_views: { columns: [['schemaname', NAME], ['viewname', NAME], ['viewowner', NAME], ['definition', TEXT]], rows: () => [] },
+  pg_views: { columns: [['schemaname', NAME], ['viewname', NAME], ['viewowner', NAME], ['definition', TEXT]], rows: (ctx) => userViews(ctx).map((v) => ['public', v.name, 'root', v.query]) },
   pg_matviews: { columns: [['schemaname', NAME], ['matviewname', NAME], ['matviewowner', NAME], ['definition', TEXT]], rows: () => [] },
   pg_policy: { columns: [['oid', OIDT], ['polname', NAME], ['polrelid', OIDT], ['polcmd', CHAR], ['polpermissive', BOOL], ['polroles', OID_ARR], ['polqual', TEXT], ['polwithcheck', TEXT]], rows: () => [] },
   pg_rewrite: { columns: [['oid', OIDT], ['rulename', NAME], ['ev_class', OIDT]], rows: () => [] },
@@ -429,6 +462,7 @@ function publishDefinitions(ctx: VTableContext): void {
     d.checks.forEach((ck, i) => catalogTexts.constraintDefs.set(tableOid(d) + 500 + i, `CHECK ((${ck.expr}))`));
     for (const r of foreignKeyRows(t)) catalogTexts.constraintDefs.set(r.oid, fkDef(r));
   }
+  for (const r of [...userViews(ctx), ...userSequences(ctx)]) publishRelation(relOid(r), r.name);
 }
 
 /** quote_ident: double-quotes unless the name is a lower-case identifier. */
@@ -444,21 +478,21 @@ const SQL_ID = T.name;
 const CARD = T.int4;
 const YESNO = T.varchar;
 
+/** information_schema.columns rows of tables (updatable) and views (read-only in Cairn). */
 function infoColumns(ctx: VTableContext): Datum[][] {
   const out: Datum[][] = [];
-  for (const t of userTables(ctx)) {
-    visibleColumns(t.desc).forEach((c, i) => {
-      const ty = colType(c);
-      const ps = numericPrecisionScale(ty);
-      const isInt = ty.family === 'int';
-      const precision = isInt ? (ty.oid === Oid.int2 ? 16 : ty.oid === Oid.int4 ? 32 : 64) : ty.family === 'float' ? (ty.oid === Oid.float4 ? 24 : 53) : ps?.precision ?? null;
-      const radix = isInt || ty.family === 'float' ? 2 : ty.family === 'numeric' ? 10 : null;
-      const scale = isInt ? 0 : ps?.scale ?? null;
-      const dataType = ty.family === 'array' ? 'ARRAY' : formatType({ ...ty, typmod: -1 });
-      const udt = typname({ ...ty, typmod: -1 });
-      out.push([ctx.database, 'public', t.desc.name, c.name, i + 1, pgDefaultText(c.defaultExpr, ty), ynYes(c.nullable), dataType, stringLength(ty) ?? null, stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4, precision, radix, scale, ctx.database, 'pg_catalog', udt, 'NO', 'NO', 'NEVER', null, 'YES']);
-    });
-  }
+  const push = (table: string, name: string, i: number, ty: SqlType, def: string | null, nullable: boolean, updatable: boolean): void => {
+    const ps = numericPrecisionScale(ty);
+    const isInt = ty.family === 'int';
+    const precision = isInt ? (ty.oid === Oid.int2 ? 16 : ty.oid === Oid.int4 ? 32 : 64) : ty.family === 'float' ? (ty.oid === Oid.float4 ? 24 : 53) : ps?.precision ?? null;
+    const radix = isInt || ty.family === 'float' ? 2 : ty.family === 'numeric' ? 10 : null;
+    const scale = isInt ? 0 : ps?.scale ?? null;
+    const dataType = ty.family === 'array' ? 'ARRAY' : formatType({ ...ty, typmod: -1 });
+    const udt = typname({ ...ty, typmod: -1 });
+    out.push([ctx.database, 'public', table, name, i + 1, def, ynYes(nullable), dataType, stringLength(ty) ?? null, stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4, precision, radix, scale, ctx.database, 'pg_catalog', udt, 'NO', 'NO', 'NEVER', null, ynYes(updatable)]);
+  };
+  for (const t of userTables(ctx)) visibleColumns(t.desc).forEach((c, i) => push(t.desc.name, c.name, i, colType(c), pgDefaultText(c.defaultExpr, colType(c)), c.nullable, true));
+  for (const v of userViews(ctx)) v.columns.forEach((c, i) => push(v.name, c.name, i, colType(c), null, true, false));
   return out;
 }
 
@@ -469,7 +503,11 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
   },
   tables: {
     columns: [['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['table_type', YESNO], ['self_referencing_column_name', SQL_ID], ['reference_generation', YESNO], ['user_defined_type_catalog', SQL_ID], ['user_defined_type_schema', SQL_ID], ['user_defined_type_name', SQL_ID], ['is_insertable_into', YESNO], ['is_typed', YESNO], ['commit_action', YESNO]],
-    rows: (ctx) => userTables(ctx).map((t) => [ctx.database, 'public', t.desc.name, 'BASE TABLE', null, null, null, null, null, 'YES', 'NO', null]),
+    rows: (ctx) =>
+      [
+        ...userTables(ctx).map((t) => [ctx.database, 'public', t.desc.name, 'BASE TABLE', null, null, null, null, null, 'YES', 'NO', null]),
+        ...userViews(ctx).map((v) => [ctx.database, 'public', v.name, 'VIEW', null, null, null, null, null, 'NO', 'NO', null]),
+      ].sort((a, b) => ((a[2] as string) < (b[2] as string) ? -1 : 1)),
   },
   columns: {
     columns: [['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['column_name', SQL_ID], ['ordinal_position', CARD], ['column_default', TEXT], ['is_nullable', YESNO], ['data_type', TEXT], ['character_maximum_length', CARD], ['character_octet_length', CARD], ['numeric_precision', CARD], ['numeric_precision_radix', CARD], ['numeric_scale', CARD], ['udt_catalog', SQL_ID], ['udt_schema', SQL_ID], ['udt_name', SQL_ID], ['is_identity', YESNO], ['is_generated', YESNO], ['generation_expression', TEXT], ['identity_generation', TEXT], ['is_updatable', YESNO]],
@@ -535,11 +573,12 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
   },
   sequences: {
     columns: [['sequence_catalog', SQL_ID], ['sequence_schema', SQL_ID], ['sequence_name', SQL_ID], ['data_type', TEXT], ['numeric_precision', CARD], ['numeric_precision_radix', CARD], ['numeric_scale', CARD], ['start_value', TEXT], ['minimum_value', TEXT], ['maximum_value', TEXT], ['increment', TEXT], ['cycle_option', YESNO]],
-    rows: () => [],
+    rows: (ctx) => userSequences(ctx).map((s) => [ctx.database, 'public', s.name, 'bigint', 64, 2, 0, s.start, s.minValue, s.maxValue, s.increment, ynYes(s.cycle)]),
   },
   views: {
     columns: [['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['view_definition', TEXT], ['check_option', YESNO], ['is_updatable', YESNO], ['is_insertable_into', YESNO], ['is_trigger_updatable', YESNO], ['is_trigger_deletable', YESNO], ['is_trigger_insertable_into', YESNO]],
-    rows: () => [],
+    // Cairn views are read-only.
+    rows: (ctx) => userViews(ctx).map((v) => [ctx.database, 'public', v.name, v.query, 'NONE', 'NO', 'NO', 'NO', 'NO', 'NO']),
   },
 };
 
@@ -570,5 +609,6 @@ export function relationOid(ctx: VTableContext, name: string): number | undefine
     if (t.desc.name === name) return tableOid(t.desc);
     for (const ix of publicIndexes(t.desc)) if (ix.name === name) return indexOid(t.desc, ix);
   }
-  return undefined;
+  const r = [...userViews(ctx), ...userSequences(ctx)].find((x) => x.name === name);
+  return r === undefined ? undefined : relOid(r);
 }

@@ -3,8 +3,10 @@
  * see them (issue 7 part 3, must show 1): psql's \dt, \dn, \di, \d <table>
  * (defaults, indexes, CHECK, foreign keys both ways) and \d <index> print
  * exactly what PostgreSQL 15 prints for the same schema; \du and \l print its
- * columns and the same superuser / database row; catalog rows and the
- * functions drivers call agree with PostgreSQL's answers.
+ * columns and the same superuser / database row, \du every role made by
+ * CREATE USER; \dv, \ds, \d and \d of a view or a sequence print what
+ * PostgreSQL prints; catalog rows and the functions drivers call agree with
+ * PostgreSQL's answers.
  */
 import { spawn } from 'node:child_process';
 import pg from 'pg';
@@ -21,6 +23,14 @@ const SCHEMA = [
   "CREATE TABLE orders (id BIGINT PRIMARY KEY, account INT NOT NULL, note TEXT DEFAULT 'none', placed TIMESTAMPTZ DEFAULT now(), paid BOOLEAN DEFAULT false, qty INT CHECK (qty > 0))",
   'CREATE INDEX orders_account_idx ON orders (account)',
   'ALTER TABLE orders ADD CONSTRAINT orders_account_fkey FOREIGN KEY (account) REFERENCES accounts (id) ON DELETE CASCADE',
+  'CREATE VIEW rich AS SELECT id, owner, balance FROM accounts WHERE balance > 100',
+  'CREATE VIEW order_notes AS SELECT o.id, o.note, a.code FROM orders o JOIN accounts a ON a.id = o.account',
+  'CREATE SEQUENCE ticket_seq',
+  'CREATE SEQUENCE batch_seq START 10 INCREMENT 5 MINVALUE 1 MAXVALUE 1000 CACHE 1 CYCLE',
+  'CREATE USER alice',
+  "CREATE USER bob WITH PASSWORD 'pw-bob'",
+  'CREATE USER carol',
+  'DROP USER carol',
 ];
 
 /** Runs psql asynchronously (the Cairn server lives in this process). */
@@ -62,7 +72,7 @@ describe('catalog for tools', () => {
     await Promise.all([cairn?.stop(), pgs?.stop()]);
   });
 
-  for (const cmd of ['\\dt', '\\dn', '\\di']) {
+  for (const cmd of ['\\dt', '\\dn', '\\di', '\\dv', '\\ds', '\\d']) {
     it(`psql ${cmd} prints what PostgreSQL prints`, async () => {
       const [a, b] = await Promise.all([psql(cairnUrl, cmd), psql(pgs.url, cmd)]);
       expect(withoutOwner(a)).toEqual(withoutOwner(b));
@@ -70,7 +80,7 @@ describe('catalog for tools', () => {
   }
 
   // \d of a table (columns, defaults, indexes, CHECK, FKs both ways) and of each index kind: the whole output.
-  for (const cmd of ['\\d accounts', '\\d orders', '\\d events', '\\d accounts_pkey', '\\d accounts_owner_idx', '\\d events_ref_key', '\\d events_at_uniq']) {
+  for (const cmd of ['\\d accounts', '\\d orders', '\\d events', '\\d accounts_pkey', '\\d accounts_owner_idx', '\\d events_ref_key', '\\d events_at_uniq', '\\d rich', '\\d order_notes', '\\d ticket_seq', '\\d batch_seq']) {
     it(`psql ${cmd} prints what PostgreSQL prints`, async () => {
       const [a, b] = await Promise.all([psql(cairnUrl, cmd), psql(pgs.url, cmd)]);
       expect(a).toBe(b);
@@ -84,6 +94,11 @@ describe('catalog for tools', () => {
     const [hb, ...rb] = rows(b);
     expect(ha).toEqual(hb);
     expect(ra.find((r) => r[0] === 'root')?.slice(1)).toEqual(rb.find((r) => r[0] === 'postgres')?.slice(1));
+    // Every role CREATE USER made (and not dropped), with the same attributes and memberships.
+    expect(ra.filter((r) => r[0] !== 'root')).toEqual(rb.filter((r) => r[0] !== 'postgres'));
+    expect(ra.map((r) => r[0])).toEqual(['alice', 'bob', 'root']);
+    const [pa, pb] = await Promise.all([psql(cairnUrl, '\\du b*'), psql(pgs.url, '\\du b*')]);
+    expect(pa).toBe(pb);
   });
 
   it('psql \\l prints PostgreSQL\'s columns and the same row for database postgres', async () => {
