@@ -9,6 +9,14 @@
  *   CAIRN_CANARY=ack-before-quorum         a write is answered when proposed, before it applies (replica.ts)
  *   CAIRN_CANARY=expired-lease-reads       a replica that held the lease serves reads without checking it is still valid (replica.ts)
  *
+ * What catches each (jepsen-style/RESULTS.md, 60 s runs; CI: test/jepsen-run/cairn-sql-ci.test.ts):
+ *   skip-timestamp-cache      append (Elle) under lease transfers
+ *   skip-uncertainty-restart  register-handoff under clock-writer (5 nodes: n1 ahead, reads
+ *                             through the other nodes right after each write through n1)
+ *   ack-before-quorum         kv-register under partition
+ *   expired-lease-reads       kv-register-n1-reads under partition-leaseholder (lease moved
+ *                             to n1, n1 cut off; its clients keep reading from it)
+ *
  * Invariants: read once, when this module is first imported (node start-up);
  * an unknown name is refused at start-up (a typo must not silently run the
  * correct build). Production runs leave CAIRN_CANARY unset: every flag false.
