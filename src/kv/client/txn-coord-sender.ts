@@ -47,8 +47,10 @@
  *                listed as the EndTxn's in-flight writes: a STAGING record
  *                names those on other ranges than the record; on its own
  *                range the query proves them in the record's Raft command,
- *                replica.ts dropProvenInFlightWrites). A write found missing → restart
- *                (AsyncWriteFailureError, RETRY_ASYNC_WRITE_FAILURE).
+ *                replica.ts dropProvenInFlightWrites). A write found
+ *                missing → restart (AsyncWriteFailureError,
+ *                RETRY_ASYNC_WRITE_FAILURE). Setting:
+ *                kv.transaction.write_pipelining.* (settings.ts txnSettings).
  *   read-only:   no record, no EndTxn; commit just stops.
  *   savepoints:  the sequence number; rollback adds (sp, now] to the
  *                ignored seqnum ranges, which reads, commits and resolution honour.
@@ -57,12 +59,15 @@
  * timestamp (refreshes happen eagerly as soon as the write ts moves), so
  * one header timestamp serves reads and writes.
  *
- * Departures: a chained QueryIntent that
- * misses a pipelined intent a pusher moved up costs a record read and a
- * refresh before it is proven again (txn-pipeliner.ts); the uncertainty
- * limit is read_ts + max_offset, not narrowed per node by
- * observed timestamps (the DistSender does not tell which node served);
- * targetBytes is applied on the returned rows.
+ * Departures: a chained QueryIntent that misses a pipelined intent a
+ * pusher moved up costs a record read and a refresh before it is proven
+ * again (QueryIntent reports no pushed timestamp; txn-pipeliner.ts); the
+ * writes of a batch that failed without ending the epoch (a cput's
+ * ConditionFailed beside a pipelined put on another range) are not
+ * tracked as in flight, as in CockroachDB, so the commit does not prove
+ * them; the uncertainty limit is read_ts + max_offset, not narrowed per
+ * node by observed timestamps (the DistSender does not tell which node
+ * served); targetBytes is applied on the returned rows.
  *
  * Ownership: one per transaction; calls are never concurrent (KVTxn's rule).
  */
