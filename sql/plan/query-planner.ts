@@ -45,7 +45,7 @@ import { ExprCompiler, Scope, isNumericType, opError, unifyTypes, type EvalEnv, 
 import type { Datum } from '../sem/datum.js';
 import { castDatum } from '../types/cast.js';
 import { datumKey } from '../types/compare.js';
-import { compareTest } from '../sem/array-jsonb.js';
+import { arrayLowerBound, compareTest } from '../sem/array-jsonb.js';
 import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
 import { datatypeMismatch } from '../types/type-error.js';
 import type { PlanNode, ProjectNode, QueryPlan, ResultColumn, ScanNode, SortKey } from './plan-node.js';
@@ -961,7 +961,8 @@ function planClause(q: QueryCtx, s0: SelectStatement, b: Extract<SelectBody, { k
       alias: t.alias,
       expr: mapExpr(t.expr, (x) => {
         if (!isUnnest(x) || x.kind !== 'FuncCall') return x;
-        const a = x.name[0] === 'generate_series' ? compileSeries(sc, x.args) : x.name[0] === 'pg_partition_ancestors' ? partitionAncestors(sc, x.args[0] as Expr) : sc.compile(x.args[0] as Expr);
+        const fname = x.name[0];
+        const a = fname === 'generate_series' ? compileSeries(sc, x.args) : fname === 'generate_subscripts' ? generateSubscripts(sc, x.args) : fname === 'pg_partition_ancestors' ? partitionAncestors(sc, x.args[0] as Expr) : sc.compile(x.args[0] as Expr);
         if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function unnest(${formatType(a.type)}) does not exist`);
         arrays.push(a.fn);
         texts.push(formatExpr(x));
@@ -1548,7 +1549,34 @@ export function withSubqueries(input: PlanNode, cells: readonly SubqueryCell[]):
 }
 
 /** The set-returning functions of the select list (a project-set node) and their argument counts. */
-const SRF_ARITY: Readonly<Record<string, readonly number[]>> = { unnest: [1], generate_series: [2, 3], pg_partition_ancestors: [1] };
+const SRF_ARITY: Readonly<Record<string, readonly number[]>> = { unnest: [1], generate_series: [2, 3], pg_partition_ancestors: [1], generate_subscripts: [2, 3] };
+
+/**
+ * generate_subscripts(array, dim [, reverse]) as the array of its values: the
+ * subscripts of dimension `dim` (from its lower bound), descending when reverse; none
+ * for a NULL or empty array or a dimension it does not have.
+ */
+function generateSubscripts(c: ExprCompiler, args: readonly Expr[]): Typed {
+  const a = c.resolveUnknown(c.compile(args[0] as Expr));
+  if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function generate_subscripts(${formatType(a.type)}, integer) does not exist`);
+  const dim = c.coerce(c.compile(args[1] as Expr, T.int4), T.int4, 'implicit').fn;
+  const rev = args[2] === undefined ? undefined : c.coerce(c.compile(args[2] as Expr, T.bool), T.bool, 'implicit').fn;
+  const arr = a.fn;
+  const lb = arrayLowerBound(a.type);
+  return { type: arrayOf(T.int4), fn: (row, env) => {
+    let cur = arr(row, env);
+    const d = dim(row, env);
+    if (cur === null || d === null || (d as number) < 1) return [];
+    for (let i = 1; i < (d as number); i++) {
+      const first: Datum = (cur as readonly Datum[])[0] ?? null;
+      if (!Array.isArray(first)) return [];
+      cur = first;
+    }
+    const n = (cur as readonly Datum[]).length;
+    const out: Datum[] = Array.from({ length: n }, (_, i) => i + lb);
+    return rev !== undefined && rev(row, env) === true ? out.reverse() : out;
+  } };
+}
 
 /** pg_partition_ancestors(regclass): Cairn has no partitions, so the relation itself (PostgreSQL lists it first). */
 function partitionAncestors(c: ExprCompiler, arg: Expr): Typed {

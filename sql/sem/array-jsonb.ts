@@ -21,7 +21,7 @@ import { SqlError, unimplemented } from '../parser/sql-error.js';
 import { Decimal } from '../types/decimal.js';
 import { Jsonb, type JsonValue } from '../types/datum.js';
 import { datumKey } from '../types/compare.js';
-import { T, arrayOf, formatType, type SqlType } from '../types/type.js';
+import { T, Oid, arrayOf, formatType, type SqlType } from '../types/type.js';
 import { datumToText, type Datum } from './datum.js';
 import type { EvalFn, ExprCompiler, Typed } from './expr.js';
 
@@ -52,12 +52,18 @@ export function compileArrayExpr(c: ExprCompiler, e: ArrayExpr, hint: SqlType | 
 }
 
 /** `a[i]` on a one-dimensional array. */
+/** An array's lower bound: 1, except int2vector / oidvector, which PostgreSQL subscripts from 0. */
+export function arrayLowerBound(t: SqlType): number {
+  return t.oid === Oid.int2vector || t.oid === Oid.oidvector ? 0 : 1;
+}
+
 export function compileSubscript(c: ExprCompiler, e: Subscript): Typed {
   const a = c.compile(e.arg);
   if (a.type.family !== 'array') throw new SqlError('sql.datatype_mismatch', '42804', `cannot subscript type ${formatType(a.type)} because it does not support subscripting`);
   if (e.subscripts.length !== 1 || (e.subscripts[0] as Subscript['subscripts'][number]).slice) throw unimplemented('array slices and multidimensional subscripts');
   const idx = c.coerce(c.compile((e.subscripts[0] as Subscript['subscripts'][number]).upper as Expr, T.int4), T.int4, 'implicit');
-  return strict2(a.type.arrayElem as SqlType, a.fn, idx.fn, (arr, i) => (arr as readonly Datum[])[Number(i) - 1] ?? null);
+  const lb = arrayLowerBound(a.type);
+  return strict2(a.type.arrayElem as SqlType, a.fn, idx.fn, (arr, i) => (arr as readonly Datum[])[Number(i) - lb] ?? null);
 }
 
 /** `left op ANY|ALL (right)` over an array value. */
@@ -265,17 +271,18 @@ export function compileContainerFunction(c: ExprCompiler, name: string, exprs: r
       throw unimplemented(`set-returning function ${name}`);
     case 'array_upper':
     case 'array_lower': {
-      // Arrays have lower bound 1: upper is the dimension's length, lower 1; NULL for an empty array or a missing dimension.
+      // Arrays have lower bound 1 (int2vector / oidvector 0): upper is lower + the dimension's length − 1; NULL for an empty array or a missing dimension.
       if (exprs.length !== 2) return undefined;
       const a = c.compile(exprs[0] as Expr);
       if (a.type.family !== 'array') throw new SqlError('sql.undefined_function', '42883', `function ${name}(${formatType(a.type)}, integer) does not exist`);
       const dim = c.coerce(c.compile(exprs[1] as Expr, T.int4), T.int4, 'implicit');
       const upper = name === 'array_upper';
+      const lb = arrayLowerBound(a.type);
       return strict2(T.int4, a.fn, dim.fn, (arr, d) => {
         let cur: Datum = arr;
         for (let i = 1; i < Number(d); i++) cur = Array.isArray(cur) ? ((cur as readonly Datum[])[0] ?? null) : null;
         if (Number(d) < 1 || !Array.isArray(cur) || (cur as readonly Datum[]).length === 0) return null;
-        return upper ? (cur as readonly Datum[]).length : 1;
+        return upper ? (cur as readonly Datum[]).length + lb - 1 : lb;
       });
     }
     case 'array_length':

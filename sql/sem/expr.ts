@@ -700,8 +700,28 @@ export class ExprCompiler {
     const [l, r] = this.pairLoose(le, re);
     if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') return this.comparison(op, l, r);
     if (op === '+' || op === '-' || op === '*' || op === '/' || op === '%' || op === '^') return this.arithmetic(op, l, r);
+    if (op === '&' || op === '|' || op === '#') return this.bitwise(op, l, r);
     if (op === '~~' || op === '!~~' || op === '~~*' || op === '!~~*') throw unimplemented(`operator ${op}`);
     throw opError(op, l.type, r.type);
+  }
+
+  /** Integer bitwise and / or / xor, over the wider of the two integer types (int2 & int4 is int4). */
+  private bitwise(op: '&' | '|' | '#', l: Typed, r: Typed): Typed {
+    if (isUntyped(l)) l = this.coerce(l, isUntyped(r) ? T.int4 : r.type, 'implicit');
+    if (isUntyped(r)) r = this.coerce(r, l.type, 'implicit');
+    if (l.type.family !== 'int' || r.type.family !== 'int') throw opError(op, l.type, r.type);
+    const type = unifyTypes(l.type, r.type) as SqlType;
+    const lf = this.coerce(l, type, 'implicit').fn;
+    const rf = this.coerce(r, type, 'implicit').fn;
+    const big = type.oid === T.int8.oid;
+    return { type, fn: (row, env) => {
+      const a = lf(row, env);
+      if (a === null) return null;
+      const b = rf(row, env);
+      if (b === null) return null;
+      if (big) return op === '&' ? (a as bigint) & (b as bigint) : op === '|' ? (a as bigint) | (b as bigint) : (a as bigint) ^ (b as bigint);
+      return op === '&' ? (a as number) & (b as number) : op === '|' ? (a as number) | (b as number) : (a as number) ^ (b as number);
+    } };
   }
 
   /** Like pair() but leaves two untyped operands untyped (arithmetic wants numeric then). */

@@ -32,7 +32,7 @@ import type { ScopeColumn } from '../sem/expr.js';
 import { catalogTexts } from '../sem/catalog-builtins.js';
 import { hasPgDefault, pgDefaultText } from './default-deparse.js';
 import { regclassNames } from '../types/text-format.js';
-import { T, Oid, arrayOf, formatType, typeFromOid, typlen, typname, stringLength, numericPrecisionScale, type SqlType } from '../types/type.js';
+import { T, Oid, arrayOf, formatType, typeFromOid, typlen, typname, stringLength, numericPrecisionScale, timePrecision, type SqlType } from '../types/type.js';
 
 export const PG_CATALOG_NAMESPACE_OID = 11;
 export const PUBLIC_NAMESPACE_OID = 2200;
@@ -89,6 +89,23 @@ function relOid(d: ViewDesc | SequenceDesc): number {
 }
 /** A sequence's columns, as PostgreSQL's sequence relations have them. */
 const SEQUENCE_COLUMNS: readonly (readonly [string, SqlType])[] = [['last_value', T.int8], ['log_cnt', T.int8], ['is_called', T.bool]];
+
+/** PostgreSQL's default btree operator classes: [oid, name, input type, family] (pg_opclass.dat). */
+const BTREE_OPCLASSES: readonly (readonly [number, string, number, number])[] = [
+  [1978, 'int4_ops', Oid.int4, 1976], [1979, 'int2_ops', Oid.int2, 1976], [1981, 'oid_ops', Oid.oid, 1989], [3122, 'date_ops', Oid.date, 434],
+  [3123, 'float8_ops', Oid.float8, 1970], [3124, 'int8_ops', Oid.int8, 1976], [3125, 'numeric_ops', Oid.numeric, 1988], [3126, 'text_ops', Oid.text, 1994],
+  [3127, 'timestamptz_ops', Oid.timestamptz, 434], [3128, 'timestamp_ops', Oid.timestamp, 434], [10000, 'array_ops', 2277, 397], [10003, 'bool_ops', Oid.bool, 424],
+  [10004, 'bpchar_ops', Oid.bpchar, 426], [10006, 'bytea_ops', Oid.bytea, 428], [10007, 'char_ops', Oid.char, 429], [10012, 'float4_ops', Oid.float4, 1970],
+  [10022, 'interval_ops', Oid.interval, 1982], [10028, 'name_ops', Oid.name, 1994], [10065, 'uuid_ops', Oid.uuid, 2968], [10088, 'jsonb_ops', Oid.jsonb, 4033],
+];
+const OPCLASS_BY_TYPE: ReadonlyMap<number, number> = new Map(BTREE_OPCLASSES.map(([oid, , type]) => [type, oid]));
+
+/** The default btree operator class of a column's type (varchar indexes use text_ops, arrays array_ops), 0 when none. */
+function defaultOpclass(t: SqlType): number {
+  if (t.family === 'array') return 10000;
+  if (t.oid === Oid.varchar) return 3126;
+  return OPCLASS_BY_TYPE.get(t.oid) ?? 0;
+}
 
 function visibleColumns(d: TableDesc): ColumnDesc[] {
   return d.columns.filter((c) => !c.hidden);
@@ -287,7 +304,7 @@ const PG_CATALOG: Record<string, VTable> = {
         for (const ix of publicIndexes(d)) {
           const cols = [...ix.keyColumnIds, ...ix.storeColumnIds];
           const primary = ix.id === d.primaryIndex.id;
-          out.push([indexOid(d, ix), tableOid(d), cols.length, ix.keyColumnIds.length, primary || ix.unique, false, primary, false, true, false, true, false, true, true, false, cols.map((id) => attnum(d, id)), ix.keyColumnIds.map(() => 0), ix.keyColumnIds.map(() => 0), ix.directions.map((dir) => (dir === 'desc' ? 3 : 0)), null, null]);
+          out.push([indexOid(d, ix), tableOid(d), cols.length, ix.keyColumnIds.length, primary || ix.unique, false, primary, false, true, false, true, false, true, true, false, cols.map((id) => attnum(d, id)), ix.keyColumnIds.map(() => 0), ix.keyColumnIds.map((id) => defaultOpclass(colType(d.columns.find((c) => c.id === id) ?? { type: { oid: Oid.text, typmod: -1 } }))), ix.directions.map((dir) => (dir === 'desc' ? 3 : 0)), null, null]);
         }
       }
       return out;
@@ -337,6 +354,10 @@ const PG_CATALOG: Record<string, VTable> = {
   pg_auth_members: {
     columns: [['oid', OIDT], ['roleid', OIDT], ['member', OIDT], ['grantor', OIDT], ['admin_option', BOOL]],
     rows: () => [],
+  },
+  pg_opclass: {
+    columns: [['oid', OIDT], ['opcmethod', OIDT], ['opcname', NAME], ['opcnamespace', OIDT], ['opcowner', OIDT], ['opcfamily', OIDT], ['opcintype', OIDT], ['opcdefault', BOOL], ['opckeytype', OIDT]],
+    rows: () => BTREE_OPCLASSES.map(([oid, name, type, family]) => [oid, 403, name, PG_CATALOG_NAMESPACE_OID, ROOT_ROLE_OID, family, type, true, name === 'name_ops' ? 2275 : 0]),
   },
   pg_am: {
     columns: [['oid', OIDT], ['amname', NAME], ['amhandler', OIDT], ['amtype', CHAR]],
@@ -398,6 +419,10 @@ const PG_CATALOG: Record<string, VTable> = {
     columns: [['relid', OIDT], ['schemaname', NAME], ['relname', NAME], ['seq_scan', T.int8], ['n_live_tup', T.int8]],
     rows: (ctx) => userTables(ctx).map((t) => [tableOid(t.desc), 'public', t.desc.name, 0n, 0n]),
   },
+  pg_stat_user_indexes: {
+    columns: [['relid', OIDT], ['indexrelid', OIDT], ['schemaname', NAME], ['relname', NAME], ['indexrelname', NAME], ['idx_scan', T.int8], ['idx_tup_read', T.int8], ['idx_tup_fetch', T.int8]],
+    rows: (ctx) => userTables(ctx).flatMap((t) => publicIndexes(t.desc).map((ix) => [tableOid(t.desc), indexOid(t.desc, ix), 'public', t.desc.name, ix.name, 0n, 0n, 0n])),
+  },
   pg_tables: {
     columns: [['schemaname', NAME], ['tablename', NAME], ['tableowner', NAME], ['tablespace', NAME], ['hasindexes', BOOL], ['hasrules', BOOL], ['hastriggers', BOOL], ['rowsecurity', BOOL]],
     rows: (ctx) => userTables(ctx).map((t) => ['public', t.desc.name, 'root', null, true, false, false, false]),
@@ -408,6 +433,7 @@ const PG_CATALOG: Record<string, VTable> = {
   },
 };
 PG_CATALOG['pg_stat_all_tables'] = PG_CATALOG['pg_stat_user_tables'] as VTable;
+PG_CATALOG['pg_stat_all_indexes'] = PG_CATALOG['pg_stat_user_indexes'] as VTable;
 
 /** PostgreSQL's pg_get_indexdef text of an index. */
 export function indexDef(d: TableDesc, ix: IndexDesc): string {
@@ -489,7 +515,14 @@ function infoColumns(ctx: VTableContext): Datum[][] {
     const scale = isInt ? 0 : ps?.scale ?? null;
     const dataType = ty.family === 'array' ? 'ARRAY' : formatType({ ...ty, typmod: -1 });
     const udt = typname({ ...ty, typmod: -1 });
-    out.push([ctx.database, 'public', table, name, i + 1, def, ynYes(nullable), dataType, stringLength(ty) ?? null, stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4, precision, radix, scale, ctx.database, 'pg_catalog', udt, 'NO', 'NO', 'NEVER', null, ynYes(updatable)]);
+    const datetimePrecision = ty.family === 'date' ? 0 : ty.family === 'timestamp' || ty.family === 'timestamptz' || ty.family === 'interval' ? (timePrecision(ty) ?? 6) : null;
+    const octets = stringLength(ty) === undefined ? null : (stringLength(ty) as number) * 4;
+    out.push([
+      ...[ctx.database, 'public', table, name, i + 1, def, ynYes(nullable), dataType, stringLength(ty) ?? null, octets, precision, radix, scale, datetimePrecision],
+      ...[null, null, null, null, null, null, null, null, null, null, null], // interval_type … domain_name
+      ...[ctx.database, 'pg_catalog', udt, null, null, null, null, String(i + 1), 'NO'], // udt_catalog … is_self_referencing
+      ...['NO', null, null, null, null, null, 'NO', 'NEVER', null, ynYes(updatable)], // is_identity … is_updatable
+    ]);
   };
   for (const t of userTables(ctx)) visibleColumns(t.desc).forEach((c, i) => push(t.desc.name, c.name, i, colType(c), pgDefaultText(c.defaultExpr, colType(c)), c.nullable, true));
   for (const v of userViews(ctx)) v.columns.forEach((c, i) => push(v.name, c.name, i, colType(c), null, true, false));
@@ -510,7 +543,15 @@ const INFORMATION_SCHEMA: Record<string, VTable> = {
       ].sort((a, b) => ((a[2] as string) < (b[2] as string) ? -1 : 1)),
   },
   columns: {
-    columns: [['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['column_name', SQL_ID], ['ordinal_position', CARD], ['column_default', TEXT], ['is_nullable', YESNO], ['data_type', TEXT], ['character_maximum_length', CARD], ['character_octet_length', CARD], ['numeric_precision', CARD], ['numeric_precision_radix', CARD], ['numeric_scale', CARD], ['udt_catalog', SQL_ID], ['udt_schema', SQL_ID], ['udt_name', SQL_ID], ['is_identity', YESNO], ['is_generated', YESNO], ['generation_expression', TEXT], ['identity_generation', TEXT], ['is_updatable', YESNO]],
+    // PostgreSQL 15's columns, in its order (tools SELECT * and name the identity_* ones).
+    columns: [
+      ['table_catalog', SQL_ID], ['table_schema', SQL_ID], ['table_name', SQL_ID], ['column_name', SQL_ID], ['ordinal_position', CARD], ['column_default', TEXT], ['is_nullable', YESNO], ['data_type', TEXT],
+      ['character_maximum_length', CARD], ['character_octet_length', CARD], ['numeric_precision', CARD], ['numeric_precision_radix', CARD], ['numeric_scale', CARD], ['datetime_precision', CARD],
+      ['interval_type', TEXT], ['interval_precision', CARD], ['character_set_catalog', SQL_ID], ['character_set_schema', SQL_ID], ['character_set_name', SQL_ID], ['collation_catalog', SQL_ID], ['collation_schema', SQL_ID], ['collation_name', SQL_ID],
+      ['domain_catalog', SQL_ID], ['domain_schema', SQL_ID], ['domain_name', SQL_ID], ['udt_catalog', SQL_ID], ['udt_schema', SQL_ID], ['udt_name', SQL_ID], ['scope_catalog', SQL_ID], ['scope_schema', SQL_ID], ['scope_name', SQL_ID],
+      ['maximum_cardinality', CARD], ['dtd_identifier', SQL_ID], ['is_self_referencing', YESNO], ['is_identity', YESNO], ['identity_generation', TEXT], ['identity_start', TEXT], ['identity_increment', TEXT], ['identity_maximum', TEXT],
+      ['identity_minimum', TEXT], ['identity_cycle', YESNO], ['is_generated', TEXT], ['generation_expression', TEXT], ['is_updatable', YESNO],
+    ],
     rows: infoColumns,
   },
   table_constraints: {
