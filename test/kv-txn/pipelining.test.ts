@@ -27,15 +27,18 @@ import type { RaftCommand } from '../../src/kv/api-codec.js';
 import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 import type { Sender } from '../../src/kv/kv-client.js';
 import { recoverTxn } from '../../src/kv/txn-recovery.js';
+import { txnLiveness } from '../../src/kv/txn-record.js';
 import type { TxnRecord, TxnRecordResponse } from '../../src/kv/txn-api.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
-import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
+import { ZERO_TIMESTAMP, tsLess } from '../../src/util/hlc.js';
 import { decodeBatchRepr } from '../../storage/engine.js';
 import { decodeMvccKey } from '../../storage/mvcc-key.js';
 
 const start = autoCloseClusters();
 
+const savedHeartbeatMs = txnLiveness.heartbeatIntervalMs;
 afterEach(() => {
+  txnLiveness.heartbeatIntervalMs = savedHeartbeatMs;
   replicaTestingKnobs.proposalFilter = undefined;
   replicaTestingKnobs.onApply = undefined;
   Object.assign(txnSettings, DEFAULT_TXN_SETTINGS);
@@ -356,6 +359,28 @@ describe('write pipelining', () => {
     expect((err as CairnError).message).toContain('RETRY_ASYNC_WRITE_FAILURE');
     const seen = await (env.dbs[2] as TxnDB).runTxn(async (t) => (await t.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null });
     expect(seen.value).toBe(null);
+  }, 60_000);
+
+  it('a pipelined intent pushed by a higher-priority reader is proven again above the push (record read + refresh), not lost', async () => {
+    const env = await startTxnCluster(start, { nodes: 1 });
+    const { db, rec } = recordingDb(env);
+    // No heartbeat within the test: the coordinator learns of the push from its failed proof, not from its record.
+    txnLiveness.heartbeatIntervalMs = 60_000;
+    const pushee = db.newTxn();
+    await pushee.run(batch((b) => b.put(tkey(1), v('p'))));
+    const before = pushee.provisionalCommitTimestamp();
+    // A high-priority reader pushes the pushee's timestamp (its record, then its intent) and reads below it.
+    const reader = (env.dbs[0] as TxnDB).newTxn({ priority: 'high' });
+    expect(str(((await reader.run(batch((b) => b.get(tkey(1)))))[0] as { value: Buffer | null }).value)).toBe(null);
+    await reader.commit();
+    const from = rec.sent.length;
+    const r = await pushee.run(batch((b) => b.get(tkey(1))));
+    expect(str((r[0] as { value: Buffer | null }).value)).toBe('p');
+    expect(tsLess(before, pushee.provisionalCommitTimestamp())).toBe(true);
+    // The first proof missed (the intent sits above the old timestamp), the record told where, the second proved it.
+    expect(rec.kinds(from)).toEqual(['queryIntent,get', 'queryTxn', 'queryIntent,get']);
+    await pushee.commit();
+    expect(db.metrics.restarts).toBe(0);
   }, 60_000);
 
   it('past the in-flight byte budget writes are sent synchronously; a savepoint rollback forgets in-flight writes above it', async () => {
