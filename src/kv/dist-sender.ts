@@ -665,6 +665,17 @@ function combine(q: Request, parts: readonly Response[]): Response {
       for (const p of parts) if (p.kind === 'deleteRange') for (const k of p.keys) keys.push(k);
       return { kind: 'deleteRange', keys };
     }
+    case 'resolveIntentRange': {
+      // Each range's part stops at its own limit: the rest starts at the first part's resume key.
+      let found = 0;
+      let resumeKey: Buffer | null = null;
+      for (const p of parts) {
+        if (p.kind !== 'resolveIntentRange') continue;
+        found += p.found;
+        resumeKey ??= p.resumeKey ?? null;
+      }
+      return { kind: 'resolveIntentRange', found, resumeKey };
+    }
     default:
       if (parts.length === 0) throw new CairnError('kv.no_range', `kv: no range served ${q.kind}`);
       return parts[0] as Response;

@@ -180,6 +180,12 @@ export interface TxnFoundResponse {
   readonly kind: 'queryIntent' | 'resolveIntent' | 'resolveIntentRange' | 'refresh' | 'refreshRange';
   /** queryIntent/resolveIntent: found; resolveIntentRange: count of intents resolved. */
   readonly found: number;
+  /**
+   * resolveIntentRange: where to continue when the command stopped at its
+   * limit (cmd-resolve-intent.ts RESOLVE_INTENT_RANGE_MAX_KEYS; the rest of
+   * the span, up to its end key, still holds intents); null or absent: done.
+   */
+  readonly resumeKey?: Buffer | null;
 }
 export type TxnResponse = TxnRecordResponse | TxnFoundResponse;
 

@@ -18,7 +18,7 @@
  *   refresh           key:bytes refreshFrom:ts
  *   refreshRange      key:bytes endKey:bytes refreshFrom:ts
  *   record response   hasRecord:bool [record (txn-record.ts)] pushed:bool onePhase:bool n:uv dep:str×n
- *   found response    found:uv
+ *   found response    found:uv                  (resolveIntentRange: then hasResume:bool [resumeKey:bytes])
  *
  * Ownership: src/kv (transaction layer).
  */
@@ -197,6 +197,11 @@ export function readTxnRequest(r: BufReader, kind: TxnRequestKind): TxnRequest {
 export function writeTxnResponse(w: BufWriter, p: TxnResponse): void {
   if ('found' in p) {
     w.uvarint(p.found);
+    if (p.kind === 'resolveIntentRange') {
+      const resume = p.resumeKey ?? null;
+      w.bool(resume !== null);
+      if (resume !== null) w.bytes(resume);
+    }
     return;
   }
   w.bool(p.record !== null);
@@ -210,6 +215,10 @@ export function writeTxnResponse(w: BufWriter, p: TxnResponse): void {
 const FOUND_KINDS = new Set<TxnRequestKind>(['queryIntent', 'resolveIntent', 'resolveIntentRange', 'refresh', 'refreshRange']);
 
 export function readTxnResponse(r: BufReader, kind: TxnRequestKind): TxnResponse {
+  if (kind === 'resolveIntentRange') {
+    const found = r.uvarint();
+    return { kind, found, resumeKey: r.bool() ? Buffer.from(r.bytes()) : null };
+  }
   if (FOUND_KINDS.has(kind)) return { kind: kind as 'refresh', found: r.uvarint() };
   const record = r.bool() ? readTxnRecord(r) : null;
   const pushed = r.bool();

@@ -3,9 +3,19 @@
  * asynchronously and in batches (CockroachDB's intentresolver).
  *
  *   enqueue(update, spans) ─► pending requests ─► flush (scheduled once per turn):
- *        up to maxBatch ResolveIntent / ResolveIntentRange requests of ANY
- *        transactions in ONE batch through the Sender (the DistSender splits
- *        it by range and sends the parts in parallel: one Raft command per range)
+ *        batches of ResolveIntent / ResolveIntentRange requests of ANY
+ *        transactions, each worth at most maxBatch keys (a point counts 1, a
+ *        ranged request RESOLVE_INTENT_RANGE_MAX_KEYS — what one command
+ *        resolves at most), through the Sender (the DistSender splits a batch
+ *        by range and sends the parts in parallel: one Raft command per
+ *        range); at most maxInFlight batches at a time
+ *   a ResolveIntentRange answered with a resume key (it stopped at its
+ *        limit) ─► the rest of its span is queued again
+ *
+ * So a transaction's lock footprint of any size — 100,000 point spans, or a
+ * condensed span covering 100,000 intents (client/lock-footprint.ts) — is
+ * resolved in commands of about maxBatch intents, a bounded number of them
+ * in flight, instead of one command per key or one giant command.
  *
  * Failures are retried (with the injected sleep) up to `attempts` times and
  * then dropped: an unresolved intent is never a correctness problem, since
@@ -14,16 +24,20 @@
  */
 import { ZERO_TIMESTAMP } from '../util/hlc.js';
 import type { LockUpdate } from '../../storage/mvcc.js';
-import type { Request } from './api.js';
+import type { BatchResponse, Request } from './api.js';
+import { RESOLVE_INTENT_RANGE_MAX_KEYS } from './batcheval/cmd-resolve-intent.js';
 import type { Sender } from './kv-client.js';
-import type { LockSpan } from './txn-api.js';
+import type { LockSpan, ResolveIntentRangeRequest, TxnFoundResponse } from './txn-api.js';
 
 export interface IntentResolverOptions {
   readonly sender: Sender;
   /** Runs fn soon (default setImmediate). */
   readonly schedule?: (fn: () => void) => void;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Keys' worth of requests per batch (default 1000). */
   readonly maxBatch?: number;
+  /** Batches in flight at most (default 8). */
+  readonly maxInFlight?: number;
   readonly attempts?: number;
 }
 
@@ -36,12 +50,28 @@ export function resolveRequests(update: LockUpdate, spans: readonly LockSpan[]):
   );
 }
 
+/** The ranged requests of `requests` that stopped at their limit, narrowed to what is left. */
+function resumeRequests(requests: readonly Request[], res: BatchResponse): Request[] {
+  const out: Request[] = [];
+  for (let i = 0; i < requests.length; i++) {
+    const q = requests[i] as Request;
+    if (q.kind !== 'resolveIntentRange') continue;
+    const resume = (res.responses[i] as TxnFoundResponse | undefined)?.resumeKey ?? null;
+    if (resume !== null) out.push({ ...q, key: resume } satisfies ResolveIntentRangeRequest);
+  }
+  return out;
+}
+
+function weight(q: Request): number {
+  return q.kind === 'resolveIntentRange' ? RESOLVE_INTENT_RANGE_MAX_KEYS : 1;
+}
+
 export class IntentResolver {
   private pending: Request[] = [];
   private scheduled = false;
   private inflight = 0;
   private idle: (() => void)[] = [];
-  readonly metrics = { batches: 0, requests: 0, failures: 0 };
+  readonly metrics = { batches: 0, requests: 0, failures: 0, resumed: 0 };
 
   constructor(private readonly opts: IntentResolverOptions) {}
 
@@ -49,15 +79,16 @@ export class IntentResolver {
   enqueue(update: LockUpdate, spans: readonly LockSpan[]): void {
     if (spans.length === 0) return;
     for (const q of resolveRequests(update, spans)) this.pending.push(q);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    (this.opts.schedule ?? ((fn) => void setImmediate(fn)))(() => this.flush());
+    this.schedule();
   }
 
-  /** Resolves now and waits (the caller needs the intents gone, e.g. a pusher). */
+  /** Resolves now and waits (the caller needs the intents gone, e.g. a pusher), following resume keys. */
   async resolveNow(update: LockUpdate, spans: readonly LockSpan[]): Promise<void> {
-    if (spans.length === 0) return;
-    await this.opts.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: resolveRequests(update, spans) });
+    let requests = resolveRequests(update, spans);
+    while (requests.length > 0) {
+      const res = await this.opts.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests });
+      requests = resumeRequests(requests, res);
+    }
   }
 
   /** Resolves when nothing is queued or in flight. */
@@ -66,18 +97,32 @@ export class IntentResolver {
     return new Promise((r) => this.idle.push(r));
   }
 
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    (this.opts.schedule ?? ((fn) => void setImmediate(fn)))(() => this.flush());
+  }
+
   private flush(): void {
     this.scheduled = false;
     const max = this.opts.maxBatch ?? 1000;
-    while (this.pending.length > 0) {
-      const part = this.pending.length <= max ? this.pending : this.pending.slice(0, max);
-      this.pending = this.pending.length <= max ? [] : this.pending.slice(max);
+    const maxInFlight = this.opts.maxInFlight ?? 8;
+    let next = 0;
+    while (next < this.pending.length && this.inflight < maxInFlight) {
+      let w = 0;
+      let end = next;
+      while (end < this.pending.length && (end === next || w + weight(this.pending[end] as Request) <= max)) w += weight(this.pending[end++] as Request);
+      const part = this.pending.slice(next, end);
+      next = end;
       this.inflight++;
       void this.sendWithRetry(part).finally(() => {
         this.inflight--;
+        // A finished batch makes room for the next ones.
+        if (this.pending.length > 0) this.schedule();
         this.maybeIdle();
       });
     }
+    this.pending = next === 0 ? this.pending : this.pending.slice(next);
     this.maybeIdle();
   }
 
@@ -93,8 +138,12 @@ export class IntentResolver {
     for (let i = 0; i < attempts; i++) {
       try {
         this.metrics.batches++;
-        await this.opts.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests });
+        const res = await this.opts.sender.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests });
         this.metrics.requests += requests.length;
+        for (const q of resumeRequests(requests, res)) {
+          this.metrics.resumed++;
+          this.pending.push(q);
+        }
         return;
       } catch {
         this.metrics.failures++;

@@ -2,6 +2,9 @@
  * EndTxn: commits or aborts the transaction (CockroachDB's EndTxn).
  *
  *   abort            → ABORTED record; local intents resolved in this batch
+ *                      (at most END_TXN_LOCAL_RESOLVE_MAX_KEYS of them, here and
+ *                      below: the rest stay in the record's lock spans, which
+ *                      the coordinator resolves asynchronously)
  *   commit, no in-flight write outside this batch (1PC when every lock span is on this range)
  *                    → COMMITTED, local intents resolved in this batch; with
  *                      no record before, no record is written at all (1PC:
