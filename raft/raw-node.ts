@@ -271,6 +271,49 @@ export class RawNode {
     return rd;
   }
 
+  /**
+   * Whether takeCommittedEntries(maxIndex) would hand out anything. Cheap.
+   */
+  hasCommittedEntriesUpTo(maxIndex: number): boolean {
+    const log = this.raft.raftLog;
+    return !log.hasNextOrInProgressSnapshot() && log.applying < Math.min(log.committed, maxIndex);
+  }
+
+  /**
+   * Committed entries with index ≤ maxIndex not yet handed out, taken while a
+   * Ready may be outstanding: an owner whose Ready write is in flight applies
+   * the commits that arrive meanwhile (its followers' acks) without waiting
+   * for that write. The owner guarantees that
+   *   - the entries are durable in its own log (maxIndex ≤ its durable last
+   *     index): the leader counts its own entries at append time, so only
+   *     then does the commit stand on a quorum of durable copies;
+   *   - it applies them after every entry handed out before (by ready() or
+   *     an earlier call), and then calls appliedEntries(ents).
+   * Never returns entries past a pending snapshot.
+   */
+  takeCommittedEntries(maxIndex: number): Entry[] {
+    if (!this.hasCommittedEntriesUpTo(maxIndex)) return [];
+    const log = this.raft.raftLog;
+    const ents = log.nextCommittedEnts();
+    let n = 0;
+    while (n < ents.length && (ents[n] as Entry).index <= maxIndex) n++;
+    if (n === 0) return [];
+    const out = n === ents.length ? ents : ents.slice(0, n);
+    log.acceptApplying((out[n - 1] as Entry).index);
+    return out;
+  }
+
+  /** Entries handed out by takeCommittedEntries were applied. */
+  appliedEntries(ents: readonly Entry[]): void {
+    if (ents.length === 0) return;
+    const r = this.raft;
+    let size = 0;
+    for (let k = 0; k < ents.length; k++) size += (ents[k] as Entry).data.length;
+    r.reduceUncommittedSize(size);
+    const last = (ents[ents.length - 1] as Entry).index;
+    if (last >= r.raftLog.applied) r.appliedTo(last);
+  }
+
   /** The owner finished persisting, sending and applying `rd`. */
   advance(rd: Ready): void {
     assert(this.outstanding, 'raft: advance() without an outstanding Ready');
@@ -288,7 +331,8 @@ export class RawNode {
     }
     if (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) r.raftLog.stableSnapTo(rd.snapshot.metadata.index);
     const applied = ce.length > 0 ? (ce[ce.length - 1] as Entry).index : rd.snapshot !== null ? rd.snapshot.metadata.index : 0;
-    if (applied > 0) r.appliedTo(applied);
+    // Entries taken by takeCommittedEntries may already have been applied past this Ready's.
+    if (applied > 0 && applied >= r.raftLog.applied) r.appliedTo(applied);
   }
 
   basicStatus(): BasicStatus {

@@ -22,6 +22,20 @@
  *   5. advance() each replica; a replica whose leader changed re-proposes
  *      its pending commands.
  *
+ * Commits during the sync (the fast apply pass): while step 2's synced
+ * write is in flight, followers' acks keep arriving and advance leaders'
+ * commit indexes. Those commits do not wait for the round to end: a pass
+ * takes each such replica's committed entries that are durable HERE
+ * (RawNode.takeCommittedEntries capped at the storage's durable last index —
+ * the leader counts its own entries at append time, so only its durable
+ * copy makes the commit stand on a quorum of durable copies), applies them
+ * in one unsynced batch and answers their clients. A write then waits for
+ * the followers' sync and the leader's, in parallel, not for one more
+ * round. Passes run one at a time, only in rounds that may apply early
+ * (step 1b's conditions), never for a replica with entries of this round
+ * still to apply (step 3), and the next round starts after the pass's
+ * write, so every replica applies in log order.
+ *
  * Inputs come from outside: tick() (the server's timer every
  * settings.tickIntervalMs, or a test's manual stepping — no timers here),
  * Raft message batches and snapshot chunks from src/rpc, batches from
@@ -120,6 +134,8 @@ export interface StoreMetrics {
   /** RPCs that carried snapshot data (a snapshot streams in several). */
   snapshotChunksSent: number;
   snapshotsApplied: number;
+  /** Fast apply passes: commits applied while a round's sync was in flight. */
+  fastApplies: number;
 }
 
 interface PendingSnapshot {
@@ -157,6 +173,7 @@ export class Store implements StoreContext {
     snapshotsSent: 0,
     snapshotChunksSent: 0,
     snapshotsApplied: 0,
+    fastApplies: 0,
   };
   private readonly replicas = new Map<number, Replica>();
   private readonly transport: RpcTransport;
@@ -188,6 +205,15 @@ export class Store implements StoreContext {
   /** Ticks since an uninitialized placeholder last heard from its range (rangeId → ticks). */
   private readonly placeholderIdle = new Map<number, number>();
   private readonly schedule: (fn: () => void) => void;
+  /**
+   * While a round's synced write is in flight and fast apply passes may run:
+   * the replicas that may not take part (entries of the round still to apply).
+   */
+  private syncing: Set<Replica> | null = null;
+  /** The current round's early applies, finished before any fast pass finishes its own (log order). */
+  private earlyDone: Promise<void> | null = null;
+  private fastApply: Promise<void> | null = null;
+  private fastScheduled = false;
 
   private constructor(opts: StoreOptions, ident: StoreIdent) {
     this.ident = ident;
@@ -241,6 +267,13 @@ export class Store implements StoreContext {
 
   enqueueReady(r: Replica): void {
     this.dirty.add(r);
+    if (this.syncing !== null && !this.fastScheduled && this.fastApply === null) {
+      this.fastScheduled = true;
+      this.schedule(() => {
+        this.fastScheduled = false;
+        this.startFastApply();
+      });
+    }
     if (this.scheduled || this.loop !== null || this.stopped) return;
     this.scheduled = true;
     this.schedule(() => {
@@ -425,7 +458,7 @@ export class Store implements StoreContext {
     if (this.stopped) return;
     this.stopped = true;
     for (const r of this.replicas.values()) r.stop();
-    while (this.loop !== null) await this.loop;
+    while (this.loop !== null || this.fastApply !== null) await (this.loop ?? this.fastApply);
   }
 
   // ---- incoming Raft traffic -----------------------------------------------------------
@@ -528,6 +561,8 @@ export class Store implements StoreContext {
 
   private async runLoop(): Promise<void> {
     while (this.dirty.size > 0 && !this.stopped) {
+      // A fast apply pass still writing: its entries precede whatever the next Ready hands out.
+      if (this.fastApply !== null) await this.fastApply;
       const rounds: { r: Replica; rd: Ready }[] = [];
       for (const r of this.dirty) {
         if (!r.stopped && r.raw.hasReady()) rounds.push({ r, rd: r.raw.ready() });
@@ -605,11 +640,27 @@ export class Store implements StoreContext {
       this.flush(early);
     }
     const persisted = wb.isEmpty() ? null : this.engine.write(wb, { sync });
-    if (!early.isEmpty()) await this.engine.write(early, { sync: false });
-    for (const { r, fx } of earlyApplies) r.finishApply(fx, () => this.engine.snapshot());
-    if (persisted !== null) {
-      await persisted;
-      if (sync) this.metrics.syncs++;
+    // NB: LevelDB queues a write behind one in flight, so this one completes after the fsync; its commands'
+    // clients were answered when they were staged (Replica: acknowledgement at commit).
+    const earlyWritten = early.isEmpty() ? null : this.engine.write(early, { sync: false });
+    const earlyDone = (async () => {
+      if (earlyWritten !== null) await earlyWritten;
+      for (const { r, fx } of earlyApplies) r.finishApply(fx, () => this.engine.snapshot());
+    })();
+    if (persisted !== null && earlyOk && sync) {
+      this.syncing = new Set(late.map((l) => l.r));
+      this.earlyDone = earlyDone;
+      if (this.dirty.size > 0) this.startFastApply();
+    }
+    try {
+      await earlyDone;
+      if (persisted !== null) {
+        await persisted;
+        if (sync) this.metrics.syncs++;
+      }
+    } finally {
+      this.syncing = null;
+      this.earlyDone = null;
     }
     for (const { r, rd } of rounds) {
       const descKey = descKeys.get(r);
@@ -641,6 +692,50 @@ export class Store implements StoreContext {
       r.raw.advance(rd);
       if (rd.softState !== null && !r.stopped) r.onLeaderChange();
       if (r.raw.hasReady()) this.dirty.add(r);
+    }
+  }
+
+  /**
+   * The fast apply pass (see the header): applies the commits that arrived
+   * during the current round's sync, for the replicas allowed to.
+   */
+  private startFastApply(): void {
+    const barred = this.syncing;
+    const before = this.earlyDone;
+    if (barred === null || this.fastApply !== null || this.stopped) return;
+    const takers: Replica[] = [];
+    for (const r of this.dirty) {
+      if (!r.stopped && r.initialized && !barred.has(r) && r.raw.hasCommittedEntriesUpTo(r.storage.lastIndex())) takers.push(r);
+    }
+    if (takers.length === 0) return;
+    this.fastApply = this.runFastApply(takers, before)
+      .catch((e: unknown) => {
+        this.log.error({ err: (e as Error).message }, 'kv: fast apply failed');
+        throw e;
+      })
+      .finally(() => {
+        this.fastApply = null;
+        // Commits that arrived during this pass, while the sync is still in flight.
+        if (this.syncing !== null) this.startFastApply();
+      });
+  }
+
+  private async runFastApply(takers: readonly Replica[], before: Promise<void> | null): Promise<void> {
+    this.metrics.fastApplies++;
+    let b = this.engine.newBatch();
+    const applies: { r: Replica; fx: ApplyEffects; ents: Entry[] }[] = [];
+    for (const r of takers) {
+      const ents = r.raw.takeCommittedEntries(r.storage.lastIndex());
+      if (ents.length === 0) continue;
+      const fx = newApplyEffects();
+      b = await this.stageApplyAt(b, r, ents, fx);
+      applies.push({ r, fx, ents });
+    }
+    if (!b.isEmpty()) await this.engine.write(b, { sync: false });
+    if (before !== null) await before;
+    for (const { r, fx, ents } of applies) {
+      r.finishApply(fx, () => this.engine.snapshot());
+      r.raw.appliedEntries(ents);
     }
   }
 

@@ -1,0 +1,145 @@
+/**
+ * The replicated write path's acknowledgement rules (issue 4), on a 3-node
+ * in-process cluster whose engines write like LevelDB: in submission order,
+ * a write queued behind a synced one completing after it. Each node's
+ * synced writes can be held at a gate (a slow fsync we control).
+ *
+ *   - No acknowledgement before a quorum has the write durably: with both
+ *     followers' syncs held, a put durable on the leader alone stays
+ *     unanswered (Raft §5.3: committed = stored on a majority).
+ *   - Acknowledgement at commit (replica.ts) + the Store's fast apply pass:
+ *     a put whose followers' acks arrive while the leader's NEXT fsync is in
+ *     flight is answered right then — not after that fsync, not after its
+ *     own apply batch (which queues behind it) is written.
+ *   - Its latches are held until it applies: a read of the key through the
+ *     leaseholder answers the new value.
+ */
+import { describe, it, expect } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import type { Engine, WriteBatch, WriteOptions } from '../../storage/engine.js';
+
+const startCluster = autoCloseClusters();
+const key = (s: string): Buffer => Buffer.from(`\x90ack-${s}`, 'latin1');
+
+/** An engine's writes in submission order; synced ones wait while the gate is closed. */
+interface SyncGate {
+  close(): void;
+  open(): void;
+  /** A synced write is waiting at the closed gate. */
+  readonly holding: boolean;
+}
+
+function gateSyncs(e: Engine): SyncGate {
+  const write = e.write.bind(e);
+  let queue: Promise<unknown> = Promise.resolve();
+  let closed = false;
+  let holding = false;
+  let release: (() => void) | null = null;
+  const opened = (): Promise<void> =>
+    new Promise<void>((r) => {
+      release = r;
+    });
+  e.write = (b: WriteBatch, o?: WriteOptions): Promise<void> => {
+    const p = queue.then(async () => {
+      while (o?.sync === true && closed) {
+        holding = true;
+        await opened();
+      }
+      holding = false;
+      return write(b, o);
+    });
+    queue = p.catch(() => undefined);
+    return p;
+  };
+  return {
+    close: () => void (closed = true),
+    open: () => {
+      closed = false;
+      (release as (() => void) | null)?.();
+    },
+    get holding() {
+      return holding;
+    },
+  };
+}
+
+/** A promise whose outcome can be looked at without awaiting it. */
+function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error: unknown } {
+  const t = { promise: p, settled: false, error: undefined as unknown };
+  p.then(
+    () => void (t.settled = true),
+    (e: unknown) => {
+      t.settled = true;
+      t.error = e;
+    },
+  );
+  return t;
+}
+
+async function steadyCluster(): Promise<{ c: TestCluster; lh: number; followers: number[]; gates: SyncGate[] }> {
+  const c = await startCluster({ nodes: 3 });
+  c.startTicker();
+  await c.client(0).put(key('warm'), Buffer.from('w'));
+  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 10_000, 'leader and leaseholder together');
+  const lh = c.leaseholder();
+  const followers = [0, 1, 2].filter((i) => i !== lh);
+  const gates = [0, 1, 2].map((i) => gateSyncs(c.node(i).engine));
+  return { c, lh, followers, gates };
+}
+
+describe('replicated write acknowledgement', () => {
+  it('answers a put once a quorum holds it durably, while the leader is still syncing its next round', async () => {
+    const { c, lh, followers, gates } = await steadyCluster();
+    const leader = () => c.store(lh).replica(1)!;
+    const kv = c.client(lh);
+    try {
+      // Followers cannot sync: A becomes durable on the leader only.
+      for (const f of followers) gates[f]!.close();
+      const last0 = leader().storage.lastIndex();
+      const a = track(kv.put(key('a'), Buffer.from('a')));
+      await c.waitFor(() => leader().storage.lastIndex() > last0, 10_000, 'A durable on the leader');
+      await c.waitFor(() => followers.every((f) => gates[f]!.holding), 10_000, "the followers' syncs of A held");
+      expect(a.settled).toBe(false);
+
+      // The leader's next fsync (B's round) is held; then the followers persist A and acknowledge it.
+      gates[lh]!.close();
+      const b = track(kv.put(key('b'), Buffer.from('b')));
+      await c.waitFor(() => gates[lh]!.holding, 10_000, "the leader's sync of B held");
+      for (const f of followers) gates[f]!.open();
+      await c.waitFor(() => a.settled, 10_000, 'A answered while the leader syncs B');
+      expect(a.error).toBeUndefined();
+      expect(gates[lh]!.holding).toBe(true);
+
+      // A's apply batch is queued behind the held sync: a read of A waits for A's latches and then sees it.
+      const read = kv.get(key('a'));
+      gates[lh]!.open();
+      await b.promise;
+      expect((await read)?.toString()).toBe('a');
+      expect((await kv.get(key('b')))?.toString()).toBe('b');
+      // Every replica applies both.
+      await c.waitFor(() => [0, 1, 2].every((i) => c.store(i).replica(1)!.applied.raftAppliedIndex >= leader().applied.raftAppliedIndex), 10_000, 'replicas applied');
+      expect(c.store(lh).metrics.fastApplies).toBeGreaterThan(0);
+    } finally {
+      for (const g of gates) g.open(); // a failed wait must not leave a store's loop stuck at a closed gate
+    }
+  });
+
+  it('answers nothing while only the leader holds a write durably, and answers once one follower does', async () => {
+    const { c, lh, followers, gates } = await steadyCluster();
+    const kv = c.client(lh);
+    try {
+      for (const f of followers) gates[f]!.close();
+      const writes = Array.from({ length: 8 }, (_, i) => track(kv.put(key(`q${i}`), Buffer.from(`v${i}`))));
+      await c.waitFor(() => followers.every((f) => gates[f]!.holding), 10_000, "the followers' syncs held");
+      // Let the leader run rounds (ticks, heartbeats) with the writes durable on it alone.
+      const rounds = c.store(lh).metrics.readyRounds;
+      await c.waitFor(() => c.store(lh).metrics.readyRounds >= rounds + 2, 10_000, 'leader rounds');
+      expect(writes.filter((w) => w.settled)).toEqual([]);
+      gates[followers[0] as number]!.open();
+      await Promise.all(writes.map((w) => w.promise));
+      for (let i = 0; i < writes.length; i++) expect((await kv.get(key(`q${i}`)))?.toString()).toBe(`v${i}`);
+    } finally {
+      for (const g of gates) g.open();
+    }
+  });
+});
