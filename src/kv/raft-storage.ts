@@ -55,6 +55,48 @@ export function raftLogEngineKey(rangeId: number, index: number): Buffer {
   return encodeMvccKey(raftLogKey(rangeId, index));
 }
 
+const TWO_POW_32 = 4294967296;
+
+/**
+ * raftLogEngineKey(rangeId, index) from the range's escaped key prefix
+ * (everything before the index, computed once per replica): the log writes
+ * one key per entry and truncation deletes one per entry, so the hot path
+ * only escapes the index's 8 bytes (mvcc-key.ts: 0x00 → 0x00 0xFF) and
+ * appends the terminator 0x00 0x01. Checked against raftLogEngineKey
+ * (test/kv/raft-storage.test.ts).
+ */
+export function raftLogEngineKeyFrom(prefix: Buffer, index: number): Buffer {
+  const hi = Math.floor(index / TWO_POW_32);
+  const lo = index - hi * TWO_POW_32;
+  let zeros = 0;
+  for (let k = 24; k >= 0; k -= 8) {
+    if (((hi >>> k) & 0xff) === 0) zeros++;
+    if (((lo >>> k) & 0xff) === 0) zeros++;
+  }
+  const out = Buffer.allocUnsafe(prefix.length + 8 + zeros + 2);
+  let o = prefix.copy(out, 0);
+  for (let k = 24; k >= 0; k -= 8) {
+    const b = (hi >>> k) & 0xff;
+    out[o++] = b;
+    if (b === 0) out[o++] = 0xff;
+  }
+  for (let k = 24; k >= 0; k -= 8) {
+    const b = (lo >>> k) & 0xff;
+    out[o++] = b;
+    if (b === 0) out[o++] = 0xff;
+  }
+  out[o++] = 0x00;
+  out[o] = 0x01;
+  return out;
+}
+
+/** The escaped engine-key prefix of a range's Raft log entries (for raftLogEngineKeyFrom). */
+export function raftLogEnginePrefix(rangeId: number): Buffer {
+  // Index 0 encodes as 8 zero bytes, each escaped to 0x00 0xFF, then the 2-byte terminator.
+  const k = raftLogEngineKey(rangeId, 0);
+  return Buffer.from(k.subarray(0, k.length - 18));
+}
+
 export class ReplicaRaftStorage implements Storage {
   hardState: HardState;
   truncated: TruncatedState;
@@ -67,6 +109,8 @@ export class ReplicaRaftStorage implements Storage {
   appliedTerm = 0;
   /** Bytes of entry data cached (for the truncation queue). */
   private bytes = 0;
+  /** raftLogEnginePrefix(rangeId). */
+  private readonly logPrefix: Buffer;
 
   private constructor(
     readonly rangeId: number,
@@ -79,6 +123,7 @@ export class ReplicaRaftStorage implements Storage {
     this.truncated = truncated;
     this.ents = ents;
     this.confState = confState;
+    this.logPrefix = raftLogEnginePrefix(rangeId);
     for (const e of ents) this.bytes += e.data.length;
   }
 
@@ -169,9 +214,9 @@ export class ReplicaRaftStorage implements Storage {
     const newLast = first + entries.length - 1;
     for (const e of entries) {
       if (e.index <= this.truncated.index) continue;
-      batch.put(raftLogEngineKey(this.rangeId, e.index), encodeRaftEntry(e));
+      batch.put(raftLogEngineKeyFrom(this.logPrefix, e.index), encodeRaftEntry(e));
     }
-    for (let i = newLast + 1; i <= this.lastIndex(); i++) batch.delete(raftLogEngineKey(this.rangeId, i));
+    for (let i = newLast + 1; i <= this.lastIndex(); i++) batch.delete(raftLogEngineKeyFrom(this.logPrefix, i));
   }
 
   /** After the batch of stageAppend is durable. */
@@ -206,7 +251,7 @@ export class ReplicaRaftStorage implements Storage {
   stageTruncation(batch: Writer, ts: TruncatedState): void {
     if (ts.index <= this.truncated.index) return;
     const hi = Math.min(ts.index, this.lastIndex());
-    for (let i = this.truncated.index + 1; i <= hi; i++) batch.delete(raftLogEngineKey(this.rangeId, i));
+    for (let i = this.truncated.index + 1; i <= hi; i++) batch.delete(raftLogEngineKeyFrom(this.logPrefix, i));
     batch.put(encodeMvccKey(raftTruncatedStateKey(this.rangeId)), encodeTruncatedState(ts));
   }
 
@@ -220,7 +265,7 @@ export class ReplicaRaftStorage implements Storage {
 
   /** A snapshot at (index, term) replaces the whole log. */
   stageSnapshot(batch: Writer, index: number, term: number): void {
-    for (let i = this.truncated.index + 1; i <= this.lastIndex(); i++) batch.delete(raftLogEngineKey(this.rangeId, i));
+    for (let i = this.truncated.index + 1; i <= this.lastIndex(); i++) batch.delete(raftLogEngineKeyFrom(this.logPrefix, i));
     batch.put(encodeMvccKey(raftTruncatedStateKey(this.rangeId)), encodeTruncatedState({ index, term }));
   }
 

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { MemoryStorage } from '../../raft/storage.js';
 import { EMPTY_CONF_STATE, EntryType, type Entry, type Storage } from '../../raft/types.js';
 import { MemoryEngine } from '../../storage/memory-engine.js';
-import { ReplicaRaftStorage } from '../../src/kv/raft-storage.js';
+import { ReplicaRaftStorage, raftLogEngineKey, raftLogEngineKeyFrom, raftLogEnginePrefix } from '../../src/kv/raft-storage.js';
 
 type Op = { kind: 'append'; back: number; n: number; term: number } | { kind: 'truncate'; back: number } | { kind: 'hs'; term: number; commit: number };
 
@@ -85,6 +85,19 @@ describe('ReplicaRaftStorage', () => {
         expect(reloaded.initialState().hardState).toEqual(mem.initialState().hardState);
       }),
       { numRuns: 150 },
+    );
+  });
+});
+
+describe('raftLogEngineKeyFrom (the hot-path log key)', () => {
+  it('equals raftLogEngineKey for any range and index (zero bytes escaped, 32-bit boundaries)', () => {
+    const edges = [0, 1, 255, 256, 65_535, 65_536, 2 ** 24, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 40, Number.MAX_SAFE_INTEGER];
+    const index = fc.oneof(fc.constantFrom(...edges), fc.nat(), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), index, (rangeId, i) => {
+        expect(raftLogEngineKeyFrom(raftLogEnginePrefix(rangeId), i).equals(raftLogEngineKey(rangeId, i))).toBe(true);
+      }),
+      { numRuns: 2000 },
     );
   });
 });
