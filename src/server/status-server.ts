@@ -60,8 +60,11 @@ type OpResult =
   | { ok: false; code: string; message: string; ambiguous: boolean };
 
 function hex(s: unknown, what: string): Buffer {
-  if (typeof s !== 'string' || !/^([0-9a-fA-F]{2})*$/.test(s)) throw new ServerError('server.bad_request', `server: ${what} must be a hex string`);
-  return Buffer.from(s, 'hex');
+  // Buffer.from stops at the first pair that is not hex: a full-length result is exactly /^([0-9a-fA-F]{2})*$/
+  // (without running that regex over a 2 KB value on every put).
+  const b = typeof s === 'string' ? Buffer.from(s, 'hex') : null;
+  if (b === null || b.length * 2 !== (s as string).length) throw new ServerError('server.bad_request', `server: ${what} must be a hex string`);
+  return b;
 }
 
 function readBody(req: IncomingMessage): Promise<unknown> {
@@ -147,13 +150,16 @@ export class StatusServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://x');
+    const raw = req.url ?? '/';
+    const q = raw.indexOf('?');
+    // Only a query string needs the URL parser (~5 µs a request on the admin KV path otherwise).
+    const url = q < 0 && raw.startsWith('/') ? null : new URL(raw, 'http://x');
     const n = this.node;
-    const route = `${req.method ?? 'GET'} ${url.pathname}`;
+    const route = `${req.method ?? 'GET'} ${url === null ? raw : url.pathname}`;
     switch (route) {
       case 'GET /health': {
         const base = { nodeId: n.rpc.nodeId, state: n.state, clockHealthy: n.clockHealthy };
-        if (url.searchParams.get('ready') === '1' && !n.ready) {
+        if (url?.searchParams.get('ready') === '1' && !n.ready) {
           const reason = n.notServingReason() ?? (n.liveness?.selfLive !== true ? 'server: liveness heartbeat has not succeeded yet' : 'server: SQL is not mounted yet');
           send(res, 503, { status: 'not ready', reason, ...base });
           return;
