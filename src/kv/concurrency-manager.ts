@@ -155,6 +155,8 @@ export class ReplicaConcurrency {
   /** Latches and the lock table, sequenced together (concurrency/concurrency-manager.ts). */
   readonly manager: ConcurrencyManager;
   private readonly waiters = new Map<string, Map<string, Waiter>>();
+  /** Point reads served on Replica's fast path (unsequenced), since creation. */
+  fastPointReads = 0;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly pushDelayMs: number;
   /** Planted-bug switch for the randomized test: skip the timestamp-cache push of writes. */
@@ -234,6 +236,29 @@ export class ReplicaConcurrency {
       lockSpans,
     });
     return { guard, spans, discoveries: 0 };
+  }
+
+  /**
+   * The point-read fast path (Replica.serveReadsFast): whether a plain read
+   * of the user key `key` may evaluate at once, unsequenced — no write latch,
+   * held or queued, and no lock-table entry covers it, which is exactly when
+   * sequence() would neither wait nor leave anything behind. Valid only in the
+   * caller's synchronous step: it evaluates and calls recordPointRead before
+   * yielding, so nothing can latch or lock the key in between.
+   */
+  pointReadUnblocked(key: Buffer): boolean {
+    return !this.manager.latches.writeLatchedAt(key) && !this.manager.lockTable.hasLockAt(key);
+  }
+
+  /** Whether checkRequestTimestamp(ts) would return at once (no wait for the clock, no error). */
+  timestampServableNow(ts: Timestamp, now: Timestamp): boolean {
+    return ts.wall - now.wall <= MAX_FUTURE_OFFSETS * this.clock.maxOffsetMicros;
+  }
+
+  /** A fast-path point read at `ts` enters the timestamp cache, as finish() records a sequenced one. */
+  recordPointRead(key: Buffer, ts: Timestamp, txnId: string | undefined): void {
+    this.fastPointReads++;
+    this.tscache.add({ key, endKey: null }, ts, txnId);
   }
 
   /**

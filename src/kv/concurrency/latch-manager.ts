@@ -152,6 +152,17 @@ export class LatchManager {
     return g;
   }
 
+  /**
+   * Whether a latch-free read of the point `key` would conflict with a write
+   * latch (held or still waiting) — what acquire() of a read span without a
+   * timestamp would wait for. For a read served within one synchronous step
+   * (Replica's point-read fast path): it inserts nothing, so it is only
+   * valid until the caller yields.
+   */
+  writeLatchedAt(key: Buffer): boolean {
+    return this.writes.size > 0 && this.writes.any(key, null);
+  }
+
   metrics(): LatchMetrics {
     return {
       held: this.heldCount,

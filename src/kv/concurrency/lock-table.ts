@@ -309,6 +309,16 @@ export class LockTable {
   }
 
   /**
+   * Whether the table tracks anything at the point `key` (a holder, or
+   * requests queued there). When it does not, scanAndEnqueue of a read of
+   * that key would queue nowhere and not wait: the point-read fast path
+   * (Replica) then skips the guard.
+   */
+  hasLockAt(key: Buffer): boolean {
+    return this.locks.size > 0 && this.locks.any(key, null);
+  }
+
+  /**
    * acquireLock unless another transaction holds the key's lock (the table
    * learned of it after this request evaluated — e.g. a discovered intent):
    * then nothing changes and it returns false. For the request path, where a

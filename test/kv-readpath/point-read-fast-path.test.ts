@@ -1,0 +1,151 @@
+/**
+ * Replica's point-read fast path (replica.ts serveReadsFast, issue 6): a
+ * batch of plain gets is served in one synchronous step, without latches or
+ * a lock-table guard, only when nothing could make the sequenced path wait —
+ * and it stays linearizable:
+ *   (a) a plain get is served on the fast path and enters the timestamp
+ *       cache (a later write below it is pushed above it);
+ *   (b) a get of a key under a write's latch (its proposal held back from
+ *       Raft) is not served until the write applies, and sees it;
+ *   (c) a get of a key the lock table holds a lock on (another
+ *       transaction's intent) waits for that transaction and sees its
+ *       commit; a get of another key meanwhile takes the fast path;
+ *   (d) a locking get (FOR UPDATE) never takes it;
+ *   (e) a get of a key under another transaction's unreplicated lock (FOR
+ *       UPDATE: no intent in the data, only the lock table knows) waits for
+ *       that transaction.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import { startTxnCluster, tkey, batch, str } from '../kv-txn/support.js';
+import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
+import type { DistSender } from '../../src/kv/dist-sender.js';
+import type { GetResponse } from '../../src/kv/api.js';
+import { decodeBatchRepr } from '../../storage/engine.js';
+import { decodeMvccKey } from '../../storage/mvcc-key.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { ZERO_TIMESTAMP, tsLess, type Timestamp } from '../../src/util/hlc.js';
+
+const start = autoCloseClusters();
+
+afterEach(() => {
+  replicaTestingKnobs.proposalFilter = undefined;
+});
+
+/** The leaseholder's replica of the range holding `key`. */
+function leaseholderOf(c: TestCluster, key: Buffer): Replica {
+  for (let i = 0; i < c.size; i++) {
+    for (const r of c.store(i).allReplicas()) {
+      if (!r.initialized || compareBytes(r.desc.startKey, key) > 0 || compareBytes(key, r.desc.endKey) >= 0) continue;
+      if (r.ownsValidLease(c.node(i).clock.now())) return r;
+    }
+  }
+  throw new Error(`no leaseholder for ${key.toString('hex')}`);
+}
+
+async function get(ds: DistSender, key: Buffer, lock?: 'exclusive'): Promise<{ value: string | null; ts: Timestamp }> {
+  const res = await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [lock === undefined ? { kind: 'get', key } : { kind: 'get', key, lock }] });
+  return { value: str((res.responses[0] as GetResponse).value), ts: res.timestamp };
+}
+
+async function put(ds: DistSender, key: Buffer, value: string): Promise<void> {
+  await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'put', key, value: Buffer.from(value) }] });
+}
+
+/** Resolves true if `p` settles within `ms` (a bounded look at whether a request is still blocked). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('point-read fast path', () => {
+  it('(a) serves a plain get unsequenced and records it in the timestamp cache', async () => {
+    const { c, ds } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(1), 'one');
+    const r = leaseholderOf(c, tkey(1));
+    const before = r.concurrency.fastPointReads;
+    const got = await get(d, tkey(1));
+    expect(got.value).toBe('one');
+    expect(r.concurrency.fastPointReads).toBe(before + 1);
+    // The read holds against later writers: the cache covers the key at the read's timestamp.
+    const max = r.concurrency.tscache.getMax({ key: tkey(1), endKey: null }).ts;
+    expect(tsLess(max, got.ts)).toBe(false);
+    // Nothing is left behind: no latches, no lock-table entries.
+    expect(r.concurrency.activeRequests).toBe(0);
+    expect(r.concurrency.lockTable.hasLockAt(tkey(1))).toBe(false);
+  });
+
+  it('(b) a get under a write latch waits for the write to apply and sees it', async () => {
+    const { c, ds } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(2), 'old');
+    const r = leaseholderOf(c, tkey(2));
+    // Hold the write's proposal back from Raft: its latches stay held.
+    let held = true;
+    replicaTestingKnobs.proposalFilter = (rep, cmd) =>
+      held && rep === r && !cmd.isLeaseRequest && decodeBatchRepr(cmd.repr).some((op) => decodeMvccKey(op.key).key.equals(tkey(2))) ? 'hold' : undefined;
+    const w = put(d, tkey(2), 'new');
+    await c.waitFor(() => r.concurrency.latches.writeLatchedAt(tkey(2)), 5_000, "the held write latch");
+    expect(r.concurrency.latches.writeLatchedAt(tkey(2))).toBe(true);
+    const fast0 = r.concurrency.fastPointReads;
+    const g = get(d, tkey(2));
+    expect(await settlesWithin(g, 150)).toBe(false);
+    expect(r.concurrency.fastPointReads).toBe(fast0);
+    held = false; // the next re-proposal goes to Raft
+    await w;
+    expect((await g).value).toBe('new');
+  });
+
+  it('(c) a get of a locked key waits for the lock holder; other keys stay fast', async () => {
+    const { c, ds, dbs } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(3), 'before');
+    await put(d, tkey(4), 'other');
+    const txn = dbs[0]!.newTxn();
+    await txn.run(batch((b) => b.put(tkey(3), Buffer.from('after'))));
+    const r = leaseholderOf(c, tkey(3));
+    // The intent's lock reaches the lock table when the write applies on the leaseholder.
+    await c.waitFor(() => r.concurrency.lockTable.hasLockAt(tkey(3)), 5_000, "the intent's lock");
+    expect(r.concurrency.lockTable.hasLockAt(tkey(3))).toBe(true);
+    const fast0 = r.concurrency.fastPointReads;
+    const g = get(d, tkey(3));
+    expect(await settlesWithin(g, 150)).toBe(false);
+    expect((await get(d, tkey(4))).value).toBe('other');
+    expect(r.concurrency.fastPointReads).toBe(fast0 + 1);
+    await txn.commit();
+    expect((await g).value).toBe('after');
+  });
+
+  it('(d) a locking get never takes the fast path', async () => {
+    const { c, ds } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(5), 'x');
+    const r = leaseholderOf(c, tkey(5));
+    const fast0 = r.concurrency.fastPointReads;
+    expect((await get(d, tkey(5), 'exclusive')).value).toBe('x');
+    expect(r.concurrency.fastPointReads).toBe(fast0);
+  });
+
+  it('(e) a get of a key locked FOR UPDATE (no intent) waits for the lock holder', async () => {
+    const { c, ds, dbs } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(6), 'v1');
+    const txn = dbs[0]!.newTxn();
+    await txn.run(batch((b) => b.get(tkey(6), 'exclusive')));
+    const r = leaseholderOf(c, tkey(6));
+    expect(r.concurrency.lockTable.hasLockAt(tkey(6))).toBe(true);
+    const fast0 = r.concurrency.fastPointReads;
+    const g = get(d, tkey(6));
+    expect(await settlesWithin(g, 150)).toBe(false);
+    await txn.run(batch((b) => b.put(tkey(6), Buffer.from('v2'))));
+    await txn.commit();
+    expect((await g).value).toBe('v2');
+    expect(r.concurrency.fastPointReads).toBe(fast0);
+  });
+});
