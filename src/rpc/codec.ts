@@ -23,6 +23,10 @@
  *     timestamp [uvarint wall µs][uvarint logical]     HLC (src/util/hlc.ts)
  *
  * Invariants:
+ *   - range checks on the writing side build their message only once a check
+ *     failed (`if (!ok) assert(false, …)`): a template literal passed to
+ *     assert() is formatted on every call — every 16-digit wall time of
+ *     every timestamp encoded;
  *   - a BufReader never reads outside [start, end): any read past the end, a
  *     varint longer than 8 bytes or above 2^53-1, a non-0/1 bool, all throw
  *     RpcCodecError (code `rpc.codec`) — it never returns garbage;
@@ -91,7 +95,7 @@ export class BufWriter {
   }
 
   u16(v: number): void {
-    assert(v >= 0 && v <= 0xffff && Number.isInteger(v), `rpc: u16 out of range: ${v}`);
+    if (!(v >= 0 && v <= 0xffff && Number.isInteger(v))) assert(false, `rpc: u16 out of range: ${v}`);
     this.ensure(2);
     this.buf[this.pos++] = v >>> 8;
     this.buf[this.pos++] = v & 0xff;
@@ -105,7 +109,7 @@ export class BufWriter {
 
   /** A u64 from a safe non-negative integer; see u64Big for the full range. */
   u64(v: number): void {
-    assert(v >= 0 && Number.isSafeInteger(v), `rpc: u64 out of range: ${v}`);
+    if (!(v >= 0 && Number.isSafeInteger(v))) assert(false, `rpc: u64 out of range: ${v}`);
     this.ensure(8);
     this.buf.writeUInt32BE(Math.floor(v / TWO_POW_32), this.pos);
     this.buf.writeUInt32BE(v >>> 0, this.pos + 4);
@@ -130,7 +134,7 @@ export class BufWriter {
       this.buf[this.pos++] = v;
       return;
     }
-    assert(v >= 0 && Number.isSafeInteger(v), `rpc: uvarint out of range: ${v}`);
+    if (!(v >= 0 && Number.isSafeInteger(v))) assert(false, `rpc: uvarint out of range: ${v}`);
     this.ensure(8);
     const buf = this.buf;
     let pos = this.pos;
@@ -154,7 +158,7 @@ export class BufWriter {
 
   /** Zig-zag signed varint for integers of magnitude below 2^52. */
   varint(v: number): void {
-    assert(Number.isInteger(v) && v < MAX_ZIGZAG_MAGNITUDE && v >= -MAX_ZIGZAG_MAGNITUDE, `rpc: varint out of range: ${v}`);
+    if (!(Number.isInteger(v) && v < MAX_ZIGZAG_MAGNITUDE && v >= -MAX_ZIGZAG_MAGNITUDE)) assert(false, `rpc: varint out of range: ${v}`);
     this.uvarint(v >= 0 ? v * 2 : -v * 2 - 1);
   }
 

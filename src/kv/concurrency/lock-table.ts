@@ -291,7 +291,7 @@ export class LockTable {
     const h = l.holder;
     if (h === null) l.holder = { txn, durability };
     else {
-      assert(sameTxn(h.txn, txn), `lock-table: ${formatKey(key)} acquired while held by another transaction`);
+      if (!sameTxn(h.txn, txn)) assert(false, `lock-table: ${formatKey(key)} acquired while held by another transaction`);
       if (txn.epoch > h.txn.epoch) h.txn = txn;
       else if (txn.epoch === h.txn.epoch && compareTimestamps(txn.writeTimestamp, h.txn.writeTimestamp) > 0) h.txn = txn;
       if (durability === 'replicated') h.durability = 'replicated';
