@@ -146,21 +146,31 @@ export class PartitionNemesis implements Nemesis {
    * holder when the transfer fails, a random node when no holder is known.
    */
   private async leaseToFirstNode(ctx: NemesisContext, evidence: string[]): Promise<number> {
-    const ranges = (await clusterRanges(ctx.target.nodes.filter((m) => ctx.target.pid(m.id - 1) !== undefined)))?.filter((r) => r.leaseholder !== undefined) ?? [];
-    const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
-    if (hot === undefined) {
-      const i = pickNodes(ctx.prng, ctx.target.nodes.length, 1)[0]!;
-      evidence.push(`leaseholder unknown: n${i + 1} picked at random`);
-      return i;
-    }
-    if (hot.leaseholder === 1) {
-      evidence.push(`n1 holds r${hot.rangeId}'s lease`);
-    } else {
+    // The transfer is retried (up to ~5 s, reading the holder again each time): right after start-up or a
+    // lease change the named holder may refuse it (`kv.not_lease_holder` naming itself while its lease is not
+    // yet usable), and a window whose victim is not n1 does not put the n1-reads workloads on the stale path.
+    for (let attempt = 1; ; attempt++) {
+      const ranges = (await clusterRanges(ctx.target.nodes.filter((m) => ctx.target.pid(m.id - 1) !== undefined)))?.filter((r) => r.leaseholder !== undefined) ?? [];
+      const hot = ranges.sort((a, b) => b.rangeId - a.rangeId)[0];
+      if (hot === undefined) {
+        const i = pickNodes(ctx.prng, ctx.target.nodes.length, 1)[0]!;
+        evidence.push(`leaseholder unknown: n${i + 1} picked at random`);
+        return i;
+      }
+      if (hot.leaseholder === 1) {
+        evidence.push(`n1 holds r${hot.rangeId}'s lease`);
+        break;
+      }
       try {
         await adminPost(ctx.target.nodes[hot.leaseholder! - 1]!.httpUrl!, '/_admin/transfer-lease', { rangeId: hot.rangeId, toNodeId: 1 });
-        evidence.push(`r${hot.rangeId} lease moved n${hot.leaseholder} → n1`);
+        evidence.push(`r${hot.rangeId} lease moved n${hot.leaseholder} → n1${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+        break;
       } catch (e) {
-        evidence.push(`r${hot.rangeId} lease stays on n${hot.leaseholder} (transfer failed: ${e instanceof Error ? e.message : String(e)})`);
+        if (attempt < 10) {
+          await new Promise((r) => setTimeout(r, 500));
+          continue;
+        }
+        evidence.push(`r${hot.rangeId} lease stays on n${hot.leaseholder} (transfer failed ${attempt} times: ${e instanceof Error ? e.message : String(e)})`);
         return hot.leaseholder! - 1;
       }
     }

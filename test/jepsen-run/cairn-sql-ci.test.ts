@@ -3,7 +3,9 @@
 //   - append (Elle list-append, serializable transactions) and register (CAS register over
 //     SQL, linearizability) for 30 s each under kill + partition — both must be valid;
 //   - bank (transfers, constant total) under clock skew below the max offset — valid;
-//   - one canary: a build with CAIRN_CANARY=skip-timestamp-cache must be caught.
+//   - canaries: builds with CAIRN_CANARY=skip-timestamp-cache (append, lease transfers),
+//     skip-uncertainty-restart (register-handoff, 5 nodes, n1's clock ahead) and
+//     expired-lease-reads (kv-register-n1-reads, leaseholder cut off) must be caught.
 // Every run is a whole `npm run jepsen` run (runJepsen); the test files of this folder run
 // one after another inside a file, so the clusters never overlap here.
 import { rmSync } from 'node:fs';
@@ -63,5 +65,25 @@ describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
     expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(false);
     const types = r.checks.results['elle-append']?.anomalyTypes ?? [];
     expect(types.some((t) => /^G-single|^G2|^G1|^G0|lost-update/.test(t)), types.join(', ')).toBe(true);
+  }, 210_000);
+
+  // register-handoff on 5 nodes: a write through n1, whose clock runs 0.6× the max offset ahead, then a read
+  // through each other node as soon as the write is acknowledged. Without the uncertainty restart the reads of the
+  // gateways that heard nothing from n1 since the write began are served below it: stale. RESULTS.md: caught in
+  // every 60 s run (hundreds of stale reads each), the correct build valid in the same runs; 20 s is plenty.
+  it('canary skip-uncertainty-restart, register-handoff for 20 s with n1 ahead: caught (stale reads)', async () => {
+    const r = await run({ workload: 'register-handoff', nemesis: 'clock-writer', nodes: 5, concurrency: 5, timeSec: 20, seed: 1, faultIntervalMs: 1000, faultDurationMs: 30_000, canary: 'skip-uncertainty-restart' }, false);
+    expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(false);
+    expect(r.checks.results['linearizable(register)']?.anomalyTypes).toContain('nonlinearizable');
+  }, 150_000);
+
+  // kv-register-n1-reads under partition-leaseholder (the newest range's lease moved to n1, then n1 cut off for
+  // 2× the 3 s lease + 12 s; n1's clients only read): the majority takes the range over and writes, n1 keeps
+  // answering reads from its expired lease. RESULTS.md: caught in 5 of 5 runs of 60 s (40 s missed once: its
+  // first transfer to n1 was refused, now retried, and the second cut was cut short by the end of the run).
+  it('canary expired-lease-reads, kv-register-n1-reads for 60 s, leaseholder cut off: caught (stale reads)', async () => {
+    const r = await run({ workload: 'kv-register-n1-reads', nemesis: 'partition-leaseholder', concurrency: 9, timeSec: 60, seed: 1, faultIntervalMs: 3000, nodeArgs: ['--lease-duration=3s'], opTimeoutMs: 15_000, canary: 'expired-lease-reads' }, false);
+    expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(false);
+    expect(r.checks.results['linearizable(register)']?.anomalyTypes).toContain('nonlinearizable');
   }, 210_000);
 });
