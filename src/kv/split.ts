@@ -4,12 +4,14 @@
  * (batcheval/cmd-admin-split.ts → split-trigger.ts), then make meta2 agree.
  *
  *   adminSplit(db, key)
- *     1. newRangeId ← cput-increment of RANGE_ID_GENERATOR_KEY   (an id lost
- *        to a failure later is simply never used)
+ *     1. newRangeId ← a block of ids reserved by a cput-increment of
+ *        RANGE_ID_GENERATOR_KEY, handed out one per split (an id lost to a
+ *        failure later, or never handed out, is simply never used)
  *     2. AdminSplit{key, newRangeId} to the range holding key — ONE Raft
  *        command, atomic on every replica (split-trigger.ts); when the range
  *        holds meta2 (the first range) its meta2 records are in that command
- *     3. fixMeta2(left), fixMeta2(right) — for other ranges the meta2 records
+ *     3. both meta2 records in one batch (fixSplitMeta2; fixMeta2 of each
+ *        half when a condition fails) — for other ranges the meta2 records
  *        live in the first range, another Raft group: written afterwards.
  *
  * Kill safety: a kill before 2 leaves nothing; 2 is atomic on each store;
@@ -37,7 +39,7 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP, type Timestamp } from '../util/hlc.js';
-import { RANGE_ID_GENERATOR_KEY, meta2Key, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
+import { RANGE_ID_GENERATOR_KEY, decodeMeta2Key, meta2Key, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
 import { RangeKeyMismatchError, type AdminSplitRequest, type AdminSplitResponse, type GetResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from './api.js';
@@ -60,12 +62,32 @@ function u64Bytes(n: number): Buffer {
   return b;
 }
 
-/** Allocates a new range id (the generator holds the last one handed out). */
+/**
+ * Range ids are reserved RANGE_ID_BLOCK at a time per Sender (one node's
+ * DistSender): the conditional increment is a Raft write on the first range,
+ * which also holds meta2 and which every split and lookup already queues on,
+ * and concurrent splits contended on it (condition failures, retries). Ids of
+ * a block a node never hands out (it restarts, two blocks were reserved at
+ * once) are simply never used, like ids lost to a failed split.
+ */
+const RANGE_ID_BLOCK = 8;
+const reservedIds = new WeakMap<Sender, { next: number; end: number }>();
+
+/** Allocates a new range id (the generator holds the last one reserved). */
 export async function allocateRangeId(db: Sender): Promise<number> {
+  const block = reservedIds.get(db);
+  if (block !== undefined && block.next < block.end) return block.next++;
+  const last = await reserveRangeIds(db, RANGE_ID_BLOCK);
+  reservedIds.set(db, { next: last - RANGE_ID_BLOCK + 2, end: last + 1 });
+  return last - RANGE_ID_BLOCK + 1;
+}
+
+/** Moves the generator `n` ids up; returns the last id reserved (the caller owns last-n+1 … last). */
+async function reserveRangeIds(db: Sender, n: number): Promise<number> {
   const [g] = await send(db, [{ kind: 'get', key: RANGE_ID_GENERATOR_KEY }]);
   let cur = (g as GetResponse).value;
   for (;;) {
-    const next = u64(cur) + 1;
+    const next = u64(cur) + n;
     try {
       await send(db, [{ kind: 'cput', key: RANGE_ID_GENERATOR_KEY, value: u64Bytes(next), expected: cur, allowIfDoesNotExist: false }]);
       return next;
@@ -89,16 +111,24 @@ export async function allocateRangeId(db: Sender): Promise<number> {
  */
 export async function fixMeta2(db: Sender, desc: RangeDescriptor, guess?: Buffer | null): Promise<boolean> {
   // The record and the inner records are disjoint keys: both at once.
-  const [record, inner] = await Promise.all([fixMeta2Record(db, desc, guess), clearInnerMeta2(db, desc)]);
+  const [record, inner] = await Promise.all([fixMeta2Record(db, desc, guess), clearInnerMeta2(db, [desc])]);
   return record || inner;
 }
 
-/** Deletes meta2 records of older generations ending strictly inside desc. */
-async function clearInnerMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+/**
+ * Deletes meta2 records of older generations ending strictly inside one of
+ * `descs` (adjacent, in key order: one scan for them all; the records at
+ * their own ends are not inner).
+ */
+async function clearInnerMeta2(db: Sender, descs: readonly RangeDescriptor[]): Promise<boolean> {
   let changed = false;
-  const [s] = await send(db, [{ kind: 'scan', key: meta2LookupKey(desc.startKey), endKey: meta2Key(desc.endKey), maxKeys: 0 }]);
+  const first = descs[0] as RangeDescriptor;
+  const last = descs[descs.length - 1] as RangeDescriptor;
+  const [s] = await send(db, [{ kind: 'scan', key: meta2LookupKey(first.startKey), endKey: meta2Key(last.endKey), maxKeys: 0 }]);
   for (const row of (s as ScanResponse).rows) {
-    if (decodeRangeDescriptor(row.value).generation >= desc.generation) continue;
+    const end = decodeMeta2Key(row.key);
+    const holder = descs.find((d) => compareBytes(d.startKey, end) < 0 && compareBytes(end, d.endKey) < 0);
+    if (holder === undefined || decodeRangeDescriptor(row.value).generation >= holder.generation) continue;
     try {
       await send(db, [{ kind: 'cput', key: row.key, value: null, expected: row.value, allowIfDoesNotExist: false }]);
       changed = true;
@@ -170,6 +200,29 @@ const transientBackoffMs = (attempt: number): number => Math.min(1_000, 50 * att
 
 function isTransient(e: unknown): boolean {
   return e instanceof CairnError && !e.ambiguous && TRANSIENT_RANGE_ERRORS.has(e.code);
+}
+
+/**
+ * A split's two meta2 records in ONE batch — one Raft command on the first
+ * range, which holds meta2 — each conditioned on what the split leaves there
+ * (nothing at the split key; the pre-split descriptor at the range's end),
+ * then one scan for older records inside either half. A condition failing (a
+ * concurrent split or repair wrote there first; the first range's own split,
+ * whose command wrote meta2 already): the general fixMeta2 of each half.
+ */
+async function fixSplitMeta2(db: Sender, left: RangeDescriptor, right: RangeDescriptor): Promise<void> {
+  const before: RangeDescriptor = { ...left, endKey: right.endKey, generation: left.generation - 1 };
+  try {
+    await send(db, [
+      { kind: 'cput', key: meta2Key(left.endKey), value: encodeRangeDescriptor(left), expected: null, allowIfDoesNotExist: false },
+      { kind: 'cput', key: meta2Key(right.endKey), value: encodeRangeDescriptor(right), expected: encodeRangeDescriptor(before), allowIfDoesNotExist: false },
+    ]);
+  } catch (e) {
+    if (!(e instanceof ConditionFailedError)) throw e;
+    await Promise.all([fixMeta2(db, left), fixMeta2(db, right)]);
+    return;
+  }
+  await clearInnerMeta2(db, [left, right]);
 }
 
 /**
@@ -248,13 +301,9 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
     }
   }
   await hooks.afterSplit?.(res);
-  // The two records (and the stale ones each clears) are disjoint: fixed at
-  // once, each first conditioned on what a split leaves there (nothing at the
-  // split key; the pre-split descriptor at the range's end).
-  const before: RangeDescriptor = { ...res.left, endKey: res.right.endKey, generation: res.left.generation - 1 };
   // Recovered from an ambiguous attempt: the records may be anything by now — read them.
-  const fixes = recovered ? [fixMeta2(db, res.left), fixMeta2(db, res.right)] : [fixMeta2(db, res.left, null), fixMeta2(db, res.right, encodeRangeDescriptor(before))];
-  await Promise.all(fixes).catch(async (e: unknown) => {
+  const fix = recovered ? Promise.all([fixMeta2(db, res.left), fixMeta2(db, res.right)]) : fixSplitMeta2(db, res.left, res.right);
+  await fix.catch(async (e: unknown) => {
     // fixMeta2 is idempotent: after an ambiguous or transient failure (r1's
     // lease moving) it is simply run again from a fresh read, bounded.
     for (let attempt = 1; ; attempt++) {
