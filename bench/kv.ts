@@ -6,13 +6,16 @@
  *
  *   node dist/bench/kv.js [--clients 64] [--duration 10s] [--keys 10000]
  *        [--value-size 1024] [--skip-etcd] [--out bench/results]
- *   node dist/bench/kv.js --in-process 1|3 [--runs 3] [--ops 10000]
+ *   node dist/bench/kv.js --in-process 1|3 [--op get|put] [--engine memory|level] [--runs 3] [--ops 10000]
  *
  * --in-process N: the KV request path alone, without HTTP/JSON: an
  * in-process cluster of N nodes (test/support/test-cluster.ts, memory
  * engines, in-process RPC with its codec), `--clients` concurrent point
- * gets through one DistSender; prints the process CPU (client and servers)
- * per get for each run and the median. Profile it with node --cpu-prof.
+ * gets (or replicated 1 KB puts, `--op put`; `--engine level` for LevelDB
+ * stores with real fsyncs) through one DistSender; prints the process CPU
+ * (client, servers and LevelDB's threads) per operation for each run and the
+ * median, with the put path's counters (Ready rounds and synced writes per
+ * put, fast apply passes). Profile it with node --cpu-prof.
  *
  * Both systems are driven the same way: one HTTP request per operation with
  * a JSON body, clients spread over the members/nodes (client i on i % 3).
@@ -46,6 +49,8 @@ interface Opts {
   skipEtcd?: boolean;
   out: string;
   inProcess?: number;
+  op: 'get' | 'put';
+  engine: 'memory' | 'level';
   runs: number;
   ops: number;
 }
@@ -127,9 +132,9 @@ async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: 
   return { put: await phase('put'), get: await phase('get') };
 }
 
-/** --in-process: CPU per point get on the KV request path (see the header). */
-async function inProcessGets(o: Opts, nodes: number): Promise<void> {
-  const c = await TestCluster.start({ nodes });
+/** --in-process: CPU per point get (or put) on the KV request path (see the header). */
+async function inProcessOps(o: Opts, nodes: number): Promise<void> {
+  const c = await TestCluster.start({ nodes, engine: o.engine });
   try {
     c.startTicker();
     const rpc = c.node(0).rpc;
@@ -138,25 +143,44 @@ async function inProcessGets(o: Opts, nodes: number): Promise<void> {
     const value = Buffer.alloc(o.valueSize, 0x61);
     const key = (k: number): Buffer => Buffer.from(`\x90bench${String(k).padStart(8, '0')}`, 'latin1');
     for (let b = 0; b < o.keys; b += 200) await kv.batch(Array.from({ length: Math.min(200, o.keys - b) }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value })));
+    const counters = (): { rounds: number; syncs: number; fast: number } => {
+      const m = { rounds: 0, syncs: 0, fast: 0 };
+      for (let i = 0; i < nodes; i++) {
+        const s = c.store(i).metrics;
+        m.rounds += s.readyRounds;
+        m.syncs += s.syncs;
+        m.fast += s.fastApplies;
+      }
+      return m;
+    };
     const run = async (total: number): Promise<number> => {
       let next = 0;
+      const m0 = counters();
       const t0 = process.cpuUsage();
+      const w0 = performance.now();
       await Promise.all(
         Array.from({ length: o.clients }, async () => {
           while (next < total) {
             const i = next++;
-            if ((await kv.get(key(i % o.keys))) === null) throw new Error('bench: get found no value');
+            if (o.op === 'put') await kv.put(key(i % o.keys), value);
+            else if ((await kv.get(key(i % o.keys))) === null) throw new Error('bench: get found no value');
           }
         }),
       );
       const d = process.cpuUsage(t0);
+      const sec = (performance.now() - w0) / 1000;
+      const m1 = counters();
+      if (o.op === 'put') {
+        const per = (x: number): string => (x / total).toFixed(2);
+        process.stdout.write(`  ${Math.round(total / sec)} puts/s; per put (all nodes): ${per(m1.rounds - m0.rounds)} Ready rounds, ${per(m1.syncs - m0.syncs)} synced writes; fast apply passes ${Math.round((m1.fast - m0.fast) / sec)}/s\n`);
+      }
       return (d.user + d.system) / total;
     };
     await run(Math.min(o.ops, 3000)); // warm-up: caches, leases, JIT
     const xs: number[] = [];
     for (let i = 0; i < o.runs; i++) xs.push(await run(o.ops));
     const sorted = [...xs].sort((a, b) => a - b);
-    process.stdout.write(`in-process ${nodes} node(s), ${o.clients} clients, ${o.ops} gets/run: CPU per get (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
+    process.stdout.write(`in-process ${nodes} node(s), ${o.engine} engines, ${o.clients} clients, ${o.ops} ${o.op}s/run: CPU per ${o.op} (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
   } finally {
     await c.close();
   }
@@ -171,12 +195,16 @@ async function main(): Promise<void> {
     .option('--skip-etcd', 'measure only Cairn')
     .option('--out <dir>', 'results directory', 'bench/results')
     .option('--in-process <nodes>', 'measure the KV request path in one process (1 or 3 nodes)', (v) => Number(v))
+    .option('--op <op>', 'in-process: get or put', 'get')
+    .option('--engine <engine>', 'in-process: memory or level stores', 'memory')
     .option('--runs <n>', 'in-process: measured runs (median printed)', (v) => Number(v), 3)
-    .option('--ops <n>', 'in-process: gets per run', (v) => Number(v), 10_000)
+    .option('--ops <n>', 'in-process: operations per run', (v) => Number(v), 10_000)
     .parse()
     .opts<Opts>();
   if (o.inProcess !== undefined) {
-    await inProcessGets({ ...o, keys: Math.min(o.keys, 2000) }, o.inProcess);
+    if (o.op !== 'get' && o.op !== 'put') throw new Error(`bench: --op must be get or put, not ${String(o.op)}`);
+    if (o.engine !== 'memory' && o.engine !== 'level') throw new Error(`bench: --engine must be memory or level, not ${String(o.engine)}`);
+    await inProcessOps({ ...o, keys: Math.min(o.keys, 2000) }, o.inProcess);
     return;
   }
   const value = Buffer.alloc(o.valueSize, 0x61);
