@@ -82,7 +82,7 @@ export function newMergeQueue(store: () => Store | null, ds: DistSender, setting
         if (s === null) return;
         const r = rightOf(s, l);
         if (r === undefined) return;
-        if (isFrozen(r)) await completeMerge(ds, l.desc.startKey, r.desc);
+        if (isFrozen(r)) await completeMerge(ds, l.desc.startKey, r.desc, {}, l.desc);
         else await adminMerge(ds, l.desc.startKey);
       },
     },

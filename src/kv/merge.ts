@@ -3,7 +3,8 @@
  * driver, reduced; its three phases kept):
  *
  *   adminMerge(ds, leftKey)
- *     0. Fresh descriptors of L and R from meta2; refused when they are not
+ *     0. Fresh descriptors of L and R from meta2 (one scan of two records:
+ *        freshPair); refused when they are not
  *        colocated (kv.merge_not_colocated) — nothing frozen.
  *     1. Subsume the right neighbour R (batcheval/cmd-subsume.ts): one Raft
  *        command on R that makes its lease nobody's, durably — R is frozen,
@@ -25,8 +26,10 @@
  *        same engine batch as L's applied index. The ranges must be
  *        colocated (same stores, all voters); meta2 is written in that command
  *        when L holds it (the first range).
- *     4. fixMeta2(merged) (split.ts): the merged record, and the deletion of
- *        L's old record, for ranges whose meta2 lives elsewhere.
+ *     4. The merged record, and the deletion of L's old record, for ranges
+ *        whose meta2 lives elsewhere: one batch conditioned on the records
+ *        read in 0 (split.ts fixMergeMeta2), fixMeta2(merged) when either
+ *        changed meanwhile.
  *
  * Kill safety: before 1 nothing happened; 1 and 3 are atomic on each store. A
  * driver that dies after 1 leaves R frozen: the merge queue on L's
@@ -47,12 +50,13 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP } from '../util/hlc.js';
-import { KEY_MAX } from '../../storage/keys.js';
+import { KEY_MAX, META2_MAX, meta2LookupKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
-import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request } from './api.js';
+import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request, ScanResponse } from './api.js';
+import { decodeRangeDescriptor } from './api-codec.js';
 import type { DistSender } from './dist-sender.js';
 import { FROZEN_REPLICA_ID } from './merge-trigger.js';
-import { fixMeta2 } from './split.js';
+import { fixMergeMeta2, fixMeta2 } from './split.js';
 import { colocated } from './batcheval/cmd-admin-merge.js';
 
 export interface MergeHooks {
@@ -78,28 +82,48 @@ async function freshLookup(ds: DistSender, key: Buffer): Promise<RangeDescriptor
   return ds.cache.lookup(key);
 }
 
+/**
+ * The range holding `key` and its right neighbour (null: it is the last),
+ * afresh from meta2 in one scan of two records; a gap (meta2 lagging a
+ * split) falls back to a lookup of each.
+ */
+async function freshPair(ds: DistSender, key: Buffer): Promise<[RangeDescriptor, RangeDescriptor | null]> {
+  const res = await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'scan', key: meta2LookupKey(key), endKey: META2_MAX, maxKeys: 2 }] });
+  const [l, r] = (res.responses[0] as ScanResponse).rows.map((row) => decodeRangeDescriptor(row.value));
+  const left = l !== undefined && compareBytes(l.startKey, key) <= 0 ? l : await freshLookup(ds, key);
+  ds.cache.insert(left);
+  if (compareBytes(left.endKey, KEY_MAX) >= 0) return [left, null];
+  const right = r !== undefined && compareBytes(r.startKey, left.endKey) === 0 ? r : await freshLookup(ds, left.endKey);
+  ds.cache.insert(right);
+  return [left, right];
+}
+
 /** Merges the range holding `leftKey` with its right neighbour; null when it is the last range. */
 export async function adminMerge(ds: DistSender, leftKey: Buffer, hooks: MergeHooks = {}): Promise<RangeDescriptor | null> {
-  const left = await freshLookup(ds, leftKey);
-  if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
+  const [left, rightNow] = await freshPair(ds, leftKey);
+  if (rightNow === null) return null;
   // Refuse before freezing: a frozen right range that cannot merge would stay frozen (its
   // nobody-lease admits no requests). AdminMerge checks again atomically on the left range.
-  const rightNow = await freshLookup(ds, left.endKey);
   if (!colocated(left, rightNow)) throw new CairnError('kv.merge_not_colocated', `kv: r${left.rangeId} and r${rightNow.rangeId} are not on the same stores`);
   await hooks.beforeFreeze?.(left, rightNow);
   // Subsume checks colocation again, atomically with the freeze (cmd-subsume.ts): a replica
   // change since the check above is refused there (kv.merge_replicas_changed), not frozen.
   const { desc: right } = await sendOne(ds, { kind: 'subsume', key: left.endKey, left });
   await hooks.afterFreeze?.(right);
-  return completeMerge(ds, left.startKey, right, hooks);
+  return completeMerge(ds, left.startKey, right, hooks, left);
 }
 
-/** Steps 2–4 for a right range already frozen (see the header). */
-export async function completeMerge(ds: DistSender, leftStart: Buffer, right: RangeDescriptor, hooks: MergeHooks = {}): Promise<RangeDescriptor> {
+/**
+ * Steps 2–4 for a right range already frozen (see the header). With `left`
+ * (the left range as the caller read it), meta2 is changed in one batch
+ * conditioned on both records (split.ts fixMergeMeta2), else fixMeta2.
+ */
+export async function completeMerge(ds: DistSender, leftStart: Buffer, right: RangeDescriptor, hooks: MergeHooks = {}, left?: RangeDescriptor): Promise<RangeDescriptor> {
   await waitFrozen(ds, right, hooks);
   const { desc: merged } = await sendOne(ds, { kind: 'adminMerge', key: leftStart, right });
   await hooks.afterMerge?.(merged);
-  await fixMeta2(ds, merged);
+  if (left !== undefined && left.rangeId === merged.rangeId && compareBytes(left.endKey, right.startKey) === 0) await fixMergeMeta2(ds, left, right, merged);
+  else await fixMeta2(ds, merged);
   return merged;
 }
 
@@ -140,9 +164,8 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
     try {
       if (ambiguous && frozen === null) {
         // The freeze may have applied: look before freezing anything again.
-        const left = await freshLookup(ds, leftKey);
-        if (compareBytes(left.endKey, KEY_MAX) >= 0) return null;
-        const right = await freshLookup(ds, left.endKey);
+        const [, right] = await freshPair(ds, leftKey);
+        if (right === null) return null;
         if (await isFrozenRange(ds, right)) frozen = right;
       }
       ambiguous = false;

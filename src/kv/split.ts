@@ -226,6 +226,27 @@ async function fixSplitMeta2(db: Sender, left: RangeDescriptor, right: RangeDesc
 }
 
 /**
+ * A merge's meta2 change in ONE batch (merge.ts): the merged record over the
+ * right's, and the left's record deleted, each conditioned on the
+ * descriptor the merge driver read; then one scan for older records inside
+ * the merged range. A condition failing (meta2 lagged behind either range,
+ * or the merged range holds meta2 and its command wrote it): fixMeta2.
+ */
+export async function fixMergeMeta2(db: Sender, left: RangeDescriptor, right: RangeDescriptor, merged: RangeDescriptor): Promise<void> {
+  try {
+    await send(db, [
+      { kind: 'cput', key: meta2Key(right.endKey), value: encodeRangeDescriptor(merged), expected: encodeRangeDescriptor(right), allowIfDoesNotExist: false },
+      { kind: 'cput', key: meta2Key(left.endKey), value: null, expected: encodeRangeDescriptor(left), allowIfDoesNotExist: false },
+    ]);
+  } catch (e) {
+    if (!(e instanceof ConditionFailedError)) throw e;
+    await fixMeta2(db, merged);
+    return;
+  }
+  await clearInnerMeta2(db, [merged]);
+}
+
+/**
  * After an ambiguous attempt, the answer to a retry that says a range now
  * starts or ends at `key` (kv.already_split; a RangeKeyMismatch carrying a
  * descriptor that ends at `key`): did OUR attempt split there? The right half
