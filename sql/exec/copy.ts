@@ -4,11 +4,15 @@
  * COPY FROM streams: CopyData payloads are parsed as they arrive (records may
  * span payloads; UTF-8 sequences split across payloads are reassembled), and
  * every BATCH_ROWS rows (or BATCH_BYTES of input) are inserted with one KV
- * batch (mutation.ts insertRows: primary cputs + index entries). All batches
- * run in the statement's one transaction — as in PostgreSQL, a failed COPY
+ * batch (mutation.ts insertRows: primary cputs + index entries), the next
+ * batch being parsed while the previous one is in flight (one KV call at a
+ * time, KVTxn's rule: an error waits for the call in flight before it is
+ * thrown). All batches run in the statement's one transaction — as in PostgreSQL, a failed COPY
  * leaves nothing behind, and a COPY inside BEGIN … COMMIT commits with it.
  * The cost is that the transaction's write set grows with the import (the KV
- * layer holds its intents until commit). COPY is never retried
+ * layer holds its intents until commit; its coordinator condenses the lock
+ * and refresh footprints past their budgets, src/kv/client/lock-footprint.ts,
+ * and the intents are resolved in pages after the commit). COPY is never retried
  * transparently: its input is consumed (a 40001 reaches the client).
  *
  * Text format: one line per row, fields split by the delimiter (tab), `\N`
@@ -315,13 +319,31 @@ export async function copyFrom(table: TableEntry, columns: readonly string[], o:
     for (let i = 0; i < cols.length; i++) if (given[i] === 0) row[i] = (defaults[i] as (r: readonly Datum[], e: typeof ctx.env) => Datum)([], ctx.env);
     return row;
   };
+  // The batch in flight (at most one): parsing goes on meanwhile. Its failure is kept (never an unhandled rejection)
+  // and thrown by the next settle().
+  let inflight: Promise<void> | null = null;
+  let failure: { readonly e: unknown } | null = null;
+  const settle = async (): Promise<void> => {
+    const p = inflight;
+    inflight = null;
+    if (p !== null) await p;
+    if (failure !== null) throw failure.e;
+  };
   const flush = async (): Promise<void> => {
+    await settle();
     if (pending.length === 0) return;
     ctx.checkCancel();
-    await insertRows(table, pending, ctx);
-    count += pending.length;
+    const rows = pending;
     pending = [];
     pendingBytes = 0;
+    inflight = insertRows(table, rows, ctx).then(
+      () => {
+        count += rows.length;
+      },
+      (e: unknown) => {
+        failure = { e };
+      },
+    );
   };
   const recs: (string | null)[][] = [];
   const take = async (): Promise<void> => {
@@ -353,8 +375,11 @@ export async function copyFrom(table: TableEntry, columns: readonly string[], o:
     parser.finish(recs);
     await take();
     await flush();
+    await settle();
     return count;
   } catch (e) {
+    // No KV call may be left running when the statement fails (the session then rolls the transaction back).
+    await settle().catch(() => undefined);
     if (!inputFailed) {
       try {
         for (;;) if ((await it.next()).done === true) break;

@@ -17,8 +17,9 @@
  * resolved in commands of about maxBatch intents, a bounded number of them
  * in flight, instead of one command per key or one giant command.
  *
- * Failures are retried (with the injected sleep) up to `attempts` times and
- * then dropped: an unresolved intent is never a correctness problem, since
+ * Failures are retried (with the injected sleep, backing off from 50 ms
+ * doubling to 1 s: a leaseholder busy with a bulk import times calls out)
+ * up to `attempts` times and then dropped: an unresolved intent is never a correctness problem, since
  * the next reader that meets it pushes its transaction and resolves it.
  * Ownership: one per TxnDB (node); time through the injected schedule/sleep.
  */
@@ -36,7 +37,7 @@ export interface IntentResolverOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Keys' worth of requests per batch (default 1000). */
   readonly maxBatch?: number;
-  /** Batches in flight at most (default 8). */
+  /** Batches in flight at most (default 4). */
   readonly maxInFlight?: number;
   readonly attempts?: number;
 }
@@ -106,7 +107,7 @@ export class IntentResolver {
   private flush(): void {
     this.scheduled = false;
     const max = this.opts.maxBatch ?? 1000;
-    const maxInFlight = this.opts.maxInFlight ?? 8;
+    const maxInFlight = this.opts.maxInFlight ?? 4;
     let next = 0;
     while (next < this.pending.length && this.inflight < maxInFlight) {
       let w = 0;
@@ -134,7 +135,7 @@ export class IntentResolver {
   }
 
   private async sendWithRetry(requests: Request[]): Promise<void> {
-    const attempts = this.opts.attempts ?? 5;
+    const attempts = this.opts.attempts ?? 8;
     for (let i = 0; i < attempts; i++) {
       try {
         this.metrics.batches++;
@@ -147,7 +148,7 @@ export class IntentResolver {
         return;
       } catch {
         this.metrics.failures++;
-        await (this.opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))))(20 * (i + 1));
+        await (this.opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))))(Math.min(1000, 50 * 2 ** i));
       }
     }
   }
