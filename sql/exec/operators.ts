@@ -40,8 +40,12 @@ export interface RowIter {
 const NO_ROW: readonly Datum[] = [];
 const FIRST_CHUNK = 128;
 const MAX_CHUNK = 8192;
-/** The chunk of a scan whose consumer reads every row (ScanNode.readsAll); targetBytes still caps it. */
-const DRAIN_CHUNK = 65536;
+/**
+ * The first chunk of a scan whose consumer reads every row (ScanNode.readsAll),
+ * growing as usual to MAX_CHUNK. Not larger: one 65,536-row answer cost more
+ * CPU (garbage collection of the whole answer at once) than three round trips.
+ */
+const DRAIN_CHUNK = 1024;
 const TARGET_BYTES = 4 << 20;
 
 export function open(node: PlanNode, ctx: ExecCtx): RowIter {
@@ -377,7 +381,7 @@ class ProjectIter implements RowIter {
   async next(): Promise<Row[] | null> {
     const b = await this.input.next();
     if (b === null) return null;
-    return projectRows(this.node.exprs, b, this.ctx.env);
+    return this.node.identity === true ? b : projectRows(this.node.exprs, b, this.ctx.env);
   }
 }
 

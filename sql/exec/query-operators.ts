@@ -293,6 +293,10 @@ class AggregateIter implements RowIter {
       return { keys, states: node.aggs.map((a) => newAggState(a, mem)) };
     };
     let single = nk === 0 ? newGroup([]) : undefined;
+    // Keys are evaluated into one scratch array; a new group copies it.
+    const scratch: Row = new Array(nk);
+    const key0 = node.groupKeys[0];
+    const type0 = node.groupTypes[0] as SqlType;
     for (;;) {
       const b = await this.input.next();
       if (b === null) break;
@@ -300,11 +304,16 @@ class AggregateIter implements RowIter {
       for (const row of b) {
         let g = single;
         if (g === undefined) {
-          const keys: Row = new Array(nk);
-          for (let i = 0; i < nk; i++) keys[i] = (node.groupKeys[i] as EvalFn)(row, env);
-          const k = nk === 1 ? (datumKey(keys[0] as Datum, node.groupTypes[0] as SqlType) ?? '\u0000null') : rowKey(keys, node.groupTypes);
+          let k: string | number;
+          if (nk === 1) {
+            scratch[0] = (key0 as EvalFn)(row, env);
+            k = datumKey(scratch[0] as Datum, type0) ?? '\u0000null';
+          } else {
+            for (let i = 0; i < nk; i++) scratch[i] = (node.groupKeys[i] as EvalFn)(row, env);
+            k = rowKey(scratch, node.groupTypes);
+          }
           g = groups.get(k);
-          if (g === undefined) groups.set(k, (g = newGroup(keys)));
+          if (g === undefined) groups.set(k, (g = newGroup(scratch.slice())));
         }
         const states = g.states;
         for (let i = 0; i < states.length; i++) (states[i] as ReturnType<typeof newAggState>).add(row, env);

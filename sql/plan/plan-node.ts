@@ -124,6 +124,12 @@ export interface ProjectNode {
   readonly exprs: readonly EvalFn[];
   readonly text: readonly string[];
   readonly columns: readonly ScopeColumn[];
+  /**
+   * The projection hands back each input row unchanged (`SELECT *` over a
+   * scan's fresh rows, no hidden column): the executor passes the batch
+   * through instead of copying every row.
+   */
+  readonly identity?: boolean | undefined;
 }
 
 /** Output column of a statement: name and type (RowDescription). */

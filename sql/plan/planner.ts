@@ -353,6 +353,26 @@ export function outputName(t: SelectTarget): string {
 }
 
 /** Compiles a SELECT list / RETURNING list over `scope`. */
+/** A select list that is one unqualified `*`. */
+function isStarOnly(targets: readonly SelectTarget[]): boolean {
+  const e = targets.length === 1 ? targets[0]?.expr : undefined;
+  return e !== undefined && e.kind === 'ColumnRef' && e.star && e.names.length === 0;
+}
+
+/** Whether the rows a node yields are arrays it made for this query alone (a scan's, through filter / sort / limit), so passing them on unchanged is safe. */
+function ownsRows(n: PlanNode): boolean {
+  switch (n.kind) {
+    case 'scan':
+      return true;
+    case 'filter':
+    case 'sort':
+    case 'limit':
+      return ownsRows(n.input);
+    default:
+      return false;
+  }
+}
+
 function compileTargets(c: ExprCompiler, scope: Scope, targets: readonly SelectTarget[], table: TableEntry | undefined): { exprs: EvalFn[]; cols: ResultColumn[]; text: string[] } {
   const exprs: EvalFn[] = [];
   const cols: ResultColumn[] = [];
@@ -555,7 +575,8 @@ export function planSelect(ctx: PlanContext, s: SelectStatement): QueryPlan {
     }
     node = { kind: 'limit', input: node, limit, offset, columns: scope.columns };
   }
-  const project: ProjectNode = { kind: 'project', input: node, exprs: proj.exprs, text: proj.text, columns: proj.cols.map((c) => ({ name: c.name, table: undefined, type: c.type, hidden: false })) };
+  const identity = isStarOnly(targets) && scope.columns.every((c) => !c.hidden) && node.columns.length === scope.columns.length && proj.exprs.length === scope.columns.length && ownsRows(node);
+  const project: ProjectNode = { kind: 'project', input: node, exprs: proj.exprs, text: proj.text, columns: proj.cols.map((c) => ({ name: c.name, table: undefined, type: c.type, hidden: false })), identity };
   return { root: project, result: proj.cols, tag: 'SELECT', schemaVersion: ctx.snapshot.version, writes: false };
 }
 
