@@ -182,6 +182,12 @@ function secondsField(f: Field, sec: number, usec: number): FieldValue | undefin
   }
 }
 
+/** hours / minutes / seconds / µs of a µs count, each with its sign (C's truncation; interval2itm). */
+function splitMicros(us: number): { hour: number; minute: number; sec: number; usec: number } {
+  const rest = us % 3_600_000_000;
+  return { hour: cdiv(us, 3_600_000_000), minute: cdiv(rest, 60_000_000), sec: cdiv(rest % 60_000_000, USECS_PER_SEC), usec: rest % USECS_PER_SEC };
+}
+
 /** A field of a local timestamp (µs since 2000-01-01, finite). */
 function timestampField(f: Field, local: number, utc: number, zoneOffsetSec: number): FieldValue {
   const days = Math.floor(local / USECS_PER_DAY);
@@ -189,10 +195,7 @@ function timestampField(f: Field, local: number, utc: number, zoneOffsetSec: num
   const { year, month, day } = civilFromDays(days);
   const cal = calendarField(f, year, month, day);
   if (cal !== undefined) return int(cal);
-  const hour = Math.floor(tod / 3_600_000_000);
-  const minute = Math.floor((tod % 3_600_000_000) / 60_000_000);
-  const sec = Math.floor((tod % 60_000_000) / USECS_PER_SEC);
-  const usec = tod % USECS_PER_SEC;
+  const { hour, minute, sec, usec } = splitMicros(tod);
   const s = secondsField(f, sec, usec);
   if (s !== undefined) return s;
   switch (f) {
@@ -233,11 +236,7 @@ function dateField(f: Field, days: number): FieldValue | null {
 function intervalField(f: Field, iv: Interval): FieldValue {
   const years = cdiv(iv.months, 12);
   const months = iv.months % 12;
-  const hour = cdiv(iv.micros, 3_600_000_000);
-  const rest = iv.micros % 3_600_000_000;
-  const minute = cdiv(rest, 60_000_000);
-  const sec = cdiv(rest % 60_000_000, USECS_PER_SEC);
-  const usec = rest % USECS_PER_SEC;
+  const { hour, minute, sec, usec } = splitMicros(iv.micros);
   const s = secondsField(f, sec, usec);
   if (s !== undefined) return s;
   switch (f) {
