@@ -51,7 +51,8 @@ const TARGET_BYTES = 4 << 20;
 export function open(node: PlanNode, ctx: ExecCtx): RowIter {
   switch (node.kind) {
     case 'scan':
-      return node.spans.kind === 'points' ? new PointScan(node, ctx) : new RangeScan(node, ctx);
+      if (node.spans.kind === 'points') return new PointScan(node, ctx);
+      return isUniqueIndexPoint(node) ? new UniqueIndexPointScan(node, ctx) : new RangeScan(node, ctx);
     case 'values':
       return new ValuesIter(node, ctx);
     case 'filter':
@@ -161,6 +162,55 @@ class PointScan implements RowIter {
   }
 }
 
+/**
+ * Equality on every key column of a unique secondary index, nothing else
+ * bounding or locking the scan: each prefix matches at most one entry — the
+ * short form (index-codec.ts), whose key is exactly the encoded prefix, since
+ * NULL prefixes are dropped and a long-form entry has a NULL key column.
+ */
+function isUniqueIndexPoint(node: ScanNode): boolean {
+  const ix = node.index;
+  if (ix === undefined || !ix.codec.index.unique || node.lock !== 'none' || node.spans.kind !== 'range') return false;
+  const { lo, hi, prefixes } = node.spans;
+  const n = ix.codec.index.keyColumnIds.length;
+  return lo === undefined && hi === undefined && prefixes.length > 0 && prefixes.every((p) => p.length === n);
+}
+
+/**
+ * A unique-index lookup (isUniqueIndexPoint) read with one get per prefix
+ * instead of a scan: the leaseholder's point-read path (replica.ts) serves
+ * gets, and a get needs no span arithmetic; the index join follows as for
+ * a scan. Same rows, same order as RangeScan over the same spans.
+ */
+class UniqueIndexPointScan implements RowIter {
+  private done = false;
+  constructor(
+    private readonly node: ScanNode,
+    private readonly ctx: ExecCtx,
+  ) {}
+
+  async next(): Promise<Row[] | null> {
+    if (this.done) return null;
+    this.done = true;
+    const { node, ctx } = this;
+    const spans = new RangeScan(node, ctx).spansToRead();
+    if (spans.length === 0) return null;
+    const b = new KVBatch();
+    for (const s of spans) b.get(s.start);
+    ctx.checkCancel();
+    const res = await ctx.txn.run(b);
+    let rows: Row[] = [];
+    for (let i = 0; i < spans.length; i++) {
+      const r = res[i];
+      if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, (spans[i] as { start: Buffer }).start, r.value));
+    }
+    const l = node.limit?.(NO_ROW, ctx.env);
+    if (l !== undefined && l !== null && rows.length > Number(l)) rows = rows.slice(0, Number(l));
+    if (node.index?.join === true) rows = await indexJoin(node, ctx, rows);
+    return rows;
+  }
+}
+
 class RangeScan implements RowIter {
   /** The spans still to read, in the order they are read; [0] is current. */
   private spans: { start: Buffer; end: Buffer }[] | undefined;
@@ -172,6 +222,11 @@ class RangeScan implements RowIter {
     private readonly ctx: ExecCtx,
   ) {
     this.chunk = node.readsAll === true ? DRAIN_CHUNK : FIRST_CHUNK;
+  }
+
+  /** The spans this scan reads, in reading order (UniqueIndexPointScan reads their starts). */
+  spansToRead(): { start: Buffer; end: Buffer }[] {
+    return this.init();
   }
 
   /** Evaluates the span bounds: one [start, end) per prefix, sorted, empty ones dropped. */
