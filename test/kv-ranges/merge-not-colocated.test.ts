@@ -16,33 +16,20 @@
  * refused by Subsume itself, which checks the left's store set under R's
  * latches (test/kv-ranges/merge-replica-change-race.test.ts).
  */
-import { describe, it, expect, afterEach } from 'vitest';
-import { TestCluster } from '../support/test-cluster.js';
-import { adminSplit } from '../../src/kv/split.js';
+import { describe, it, expect } from 'vitest';
+import { autoCloseClusters } from '../support/test-cluster.js';
 import { adminMerge } from '../../src/kv/merge.js';
 import { addVoter } from '../../src/kv/replica-change.js';
 import { CairnError } from '../../src/util/errors.js';
-import { distSender, getNow, key, putAt, val } from './support.js';
+import { expectRightServes, key, startSplitPair } from './support.js';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
+const start = autoCloseClusters();
 
 describe('merge of ranges that are not colocated', () => {
   it('refuses without freezing the right range: its keys stay readable and writable', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
-    c.startTicker();
-    await c.addNode();
-    const ds = distSender(c, 0, 2_000);
-    await putAt(ds, key(1), val(1));
-    await putAt(ds, key(100), val(100));
-    const split = await adminSplit(ds, key(50));
-    expect(split).not.toBeNull();
-    expect(await getNow(ds, key(100))).toEqual(val(100)); // R's lease
+    const { ds, right } = await startSplitPair(start);
     // Move R's replica on n1 to n4: L stays on n1,n2,n3, R is now on n2,n3,n4.
-    const moved = await addVoter(ds, split!.right, { nodeId: 4, storeId: 4 }, { nodeId: 1, storeId: 1 });
+    const moved = await addVoter(ds, right, { nodeId: 4, storeId: 4 }, { nodeId: 1, storeId: 1 });
     expect(moved.replicas.map((r) => r.nodeId).sort()).toEqual([2, 3, 4]);
     let err: unknown = null;
     try {
@@ -53,18 +40,6 @@ describe('merge of ranges that are not colocated', () => {
     expect(err).toBeInstanceOf(CairnError);
     expect((err as CairnError).code).toBe('kv.merge_not_colocated');
     // R must still serve: a read and a write of one of its keys within a few seconds.
-    const deadline = Date.now() + 8_000;
-    let lastErr: unknown = null;
-    for (;;) {
-      try {
-        await putAt(ds, key(101), val(101));
-        expect(await getNow(ds, key(100))).toEqual(val(100));
-        return;
-      } catch (e) {
-        lastErr = e;
-      }
-      if (Date.now() > deadline) throw lastErr;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await expectRightServes(ds, 101);
   }, 60_000);
 });

@@ -18,36 +18,17 @@
  *   - L asked to move after the freeze: refused (kv.merge_in_progress); the
  *     merge completes and the merged range serves every key.
  */
-import { describe, it, expect, afterEach } from 'vitest';
-import { TestCluster } from '../support/test-cluster.js';
-import { adminSplit } from '../../src/kv/split.js';
+import { describe, it, expect } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { adminMerge, adminMergeWithRetry } from '../../src/kv/merge.js';
 import { addVoter } from '../../src/kv/replica-change.js';
 import { FROZEN_REPLICA_ID } from '../../src/kv/merge-trigger.js';
 import type { RangeDescriptor } from '../../src/kv/api.js';
-import type { DistSender } from '../../src/kv/dist-sender.js';
 import { CairnError } from '../../src/util/errors.js';
-import { descriptors, distSender, getNow, key, putAt, val } from './support.js';
+import { descriptors, expectRightServes, getNow, key, startSplitPair, val } from './support.js';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = null;
-});
-
-/** Three nodes and a fourth without replicas; [.., key(50)) = L and [key(50), ..) = R on n1–n3, each with a value. */
-async function setup(): Promise<{ c: TestCluster; ds: DistSender; left: RangeDescriptor; right: RangeDescriptor }> {
-  const c = (cluster = await TestCluster.start({ nodes: 3 }));
-  c.startTicker();
-  await c.addNode();
-  const ds = distSender(c, 0, 2_000);
-  await putAt(ds, key(1), val(1));
-  await putAt(ds, key(100), val(100));
-  const split = await adminSplit(ds, key(50));
-  expect(split).not.toBeNull();
-  expect(await getNow(ds, key(100))).toEqual(val(100)); // R has a lease
-  return { c, ds, left: split!.left, right: split!.right };
-}
+const start = autoCloseClusters();
+const setup = (): ReturnType<typeof startSplitPair> => startSplitPair(start);
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
@@ -56,22 +37,6 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
   } catch (e) {
     if (e instanceof CairnError) return e.code;
     throw e;
-  }
-}
-
-/** A read and a write of R's keys succeed within a few seconds (R is not frozen). */
-async function expectServes(ds: DistSender, i: number): Promise<void> {
-  const deadline = Date.now() + 8_000;
-  for (;;) {
-    try {
-      await putAt(ds, key(i), val(i));
-      expect(await getNow(ds, key(100))).toEqual(val(100));
-      expect(await getNow(ds, key(i))).toEqual(val(i));
-      return;
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-    }
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -92,10 +57,10 @@ describe('merge racing a replica change', () => {
     );
     expect(nodesOf(moved!)).toEqual([2, 3, 4]);
     expect(code).toBe('kv.merge_replicas_changed');
-    await expectServes(ds, 101);
+    await expectRightServes(ds, 101);
     // The retrying driver decides from a fresh lookup: not colocated, final.
     expect(await codeOf(adminMergeWithRetry(ds, key(1), { sleep: async () => undefined }))).toBe('kv.merge_not_colocated');
-    await expectServes(ds, 102);
+    await expectRightServes(ds, 102);
     expect(descriptors(c).some((d) => d.rangeId === right.rangeId)).toBe(true);
   }, 60_000);
 
@@ -116,7 +81,7 @@ describe('merge racing a replica change', () => {
       }),
     );
     expect(code).toBe('kv.merge_replicas_changed');
-    await expectServes(ds, 101);
+    await expectRightServes(ds, 101);
     expect(current(c, right.rangeId)).toBeDefined();
   }, 60_000);
 
@@ -136,7 +101,7 @@ describe('merge racing a replica change', () => {
     expect(merged?.rangeId).toBe(left.rangeId);
     expect(nodesOf(merged!)).toEqual([1, 2, 3]);
     expect(descriptors(c).some((d) => d.rangeId === right.rangeId)).toBe(false);
-    await expectServes(ds, 103);
+    await expectRightServes(ds, 103);
     expect(await getNow(ds, key(1))).toEqual(val(1));
   }, 60_000);
 });

@@ -5,7 +5,8 @@ import { compareBytes } from '../../storage/encoding/bytes.js';
 import { RpcNodeDialer, KvClient } from '../../src/kv/kv-client.js';
 import { DistSender } from '../../src/kv/dist-sender.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from '../../src/kv/api-codec.js';
-import type { RangeDescriptor } from '../../src/kv/api.js';
+import type { AdminSplitResponse, RangeDescriptor } from '../../src/kv/api.js';
+import { adminSplit } from '../../src/kv/split.js';
 import { ZERO_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import type { TestCluster } from '../support/test-cluster.js';
 
@@ -124,4 +125,38 @@ export async function checkConsistency(c: TestCluster, kv: KvClient, checksumBas
     for (const { r } of members(c, d)) expect(r.desc).toEqual(d);
   }
   return descs;
+}
+
+/**
+ * The merge race tests' layout: three nodes plus a fourth without replicas,
+ * the span split at key(50) — L = [.., key(50)), R = [key(50), ..), both on
+ * n1–n3 — with key(1) and key(100) written and R's lease acquired.
+ */
+export async function startSplitPair(start: (opts: { nodes: number }) => Promise<TestCluster>): Promise<{ c: TestCluster; ds: DistSender; left: RangeDescriptor; right: RangeDescriptor }> {
+  const c = await start({ nodes: 3 });
+  c.startTicker();
+  await c.addNode();
+  const ds = distSender(c, 0, 2_000);
+  await putAt(ds, key(1), val(1));
+  await putAt(ds, key(100), val(100));
+  const split = await adminSplit(ds, key(50));
+  expect(split).not.toBeNull();
+  expect(await getNow(ds, key(100))).toEqual(val(100));
+  return { c, ds, left: (split as AdminSplitResponse).left, right: (split as AdminSplitResponse).right };
+}
+
+/** R of startSplitPair still serves (not frozen): key(i) written and read, key(100) read, within a few seconds. */
+export async function expectRightServes(ds: DistSender, i: number): Promise<void> {
+  const deadline = Date.now() + 8_000;
+  for (;;) {
+    try {
+      await putAt(ds, key(i), val(i));
+      expect(await getNow(ds, key(100))).toEqual(val(100));
+      expect(await getNow(ds, key(i))).toEqual(val(i));
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
