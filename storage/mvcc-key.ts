@@ -58,13 +58,28 @@ export function encodeMvccKey(key: Buffer, ts?: Timestamp): Buffer {
   const base = escapedLength(key) + 2;
   const out = Buffer.allocUnsafe(ts === undefined ? base : base + SUFFIX_LEN);
   const o = writeEscaped(key, out);
-  if (ts !== undefined) {
-    const hi = Math.floor(ts.wall / TWO_POW_32);
-    const lo = ts.wall - hi * TWO_POW_32;
-    out.writeUInt32BE(~hi >>> 0, o);
-    out.writeUInt32BE(~lo >>> 0, o + 4);
-    out.writeUInt32BE(~ts.logical >>> 0, o + 8);
-  }
+  if (ts !== undefined) writeTsSuffix(out, o, ts);
+  return out;
+}
+
+function writeTsSuffix(out: Buffer, o: number, ts: Timestamp): void {
+  const hi = Math.floor(ts.wall / TWO_POW_32);
+  const lo = ts.wall - hi * TWO_POW_32;
+  out.writeUInt32BE(~hi >>> 0, o);
+  out.writeUInt32BE(~lo >>> 0, o + 4);
+  out.writeUInt32BE(~ts.logical >>> 0, o + 8);
+}
+
+/**
+ * The version key at `ts` of the user key whose metadata key is `metaKey`
+ * (= encodeMvccKey(key)): equal to encodeMvccKey(key, ts), built by copying
+ * the already escaped prefix instead of escaping the user key again (the
+ * write path has the metadata key in hand for every version it writes).
+ */
+export function mvccVersionKey(metaKey: Buffer, ts: Timestamp): Buffer {
+  const out = Buffer.allocUnsafe(metaKey.length + SUFFIX_LEN);
+  metaKey.copy(out, 0);
+  writeTsSuffix(out, metaKey.length, ts);
   return out;
 }
 

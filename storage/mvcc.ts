@@ -75,7 +75,7 @@ import { assert } from '../src/util/assert.js';
 import { CairnError, CorruptionError } from '../src/util/errors.js';
 import { formatTimestamp, tsEqual, tsLess, tsLessEq, tsMax, tsNext, type Timestamp } from '../src/util/hlc.js';
 import type { Entry, ReadWriter, Reader, WriteBatch } from './engine.js';
-import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccKeyTs, mvccUserKey } from './mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyHistoryEnd, mvccKeyPrefixLen, mvccKeyTs, mvccUserKey, mvccVersionKey } from './mvcc-key.js';
 import { addHeadStats, type MvccStats } from './mvcc-stats.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, prettyEngineKey, prettyKey, versionLen, type CommittedVersion, type Head, type HeadVersion, type HistoryEntry, type HistoryTail, type IntentWrite, type TxnMeta } from './mvcc-value.js';
 
@@ -179,11 +179,11 @@ interface Plan {
 function applyPlan(rw: ReadWriter, key: Buffer, metaKey: Buffer, old: Head | null, plan: Plan, stats?: MvccStats): void {
   if (plan.putVersions !== undefined) {
     for (const v of plan.putVersions) {
-      const vk = encodeMvccKey(key, v.ts);
+      const vk = mvccVersionKey(metaKey, v.ts);
       rw.put(vk, encodeVersion(vk, v.value));
     }
   }
-  if (plan.deleteVersions !== undefined) for (const t of plan.deleteVersions) rw.delete(encodeMvccKey(key, t));
+  if (plan.deleteVersions !== undefined) for (const t of plan.deleteVersions) rw.delete(mvccVersionKey(metaKey, t));
   if (plan.head === null) rw.delete(metaKey);
   else rw.put(metaKey, encodeHead(metaKey, plan.head));
   if (stats !== undefined) {
@@ -266,23 +266,38 @@ export function setHistoryIndexLimit(n: number): void {
   historyIndexLimit = n;
 }
 
-/** Caps an index of older versions, folding the overflow into the tail summary. */
-function capHistory(history: readonly HistoryEntry[], tail: HistoryTail | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
-  if (history.length <= historyIndexLimit) return { history, tail };
+/** `tail` with the versions history[from..] folded into it (null when nothing is folded into a null tail). */
+function foldIntoTail(history: readonly HistoryEntry[], from: number, tail: HistoryTail | null): HistoryTail | null {
+  if (from >= history.length) return tail;
   let count = tail?.count ?? 0;
   let valBytes = tail?.valBytes ?? 0;
-  for (let i = historyIndexLimit; i < history.length; i++) {
+  for (let i = from; i < history.length; i++) {
     count++;
     valBytes += Math.max(0, (history[i] as HistoryEntry).len);
   }
-  return { history: history.slice(0, historyIndexLimit), tail: { count, valBytes } };
+  return { count, valBytes };
 }
 
-/** The history after displacing committed version `c` (if any) into it. */
+/** Caps an index of older versions, folding the overflow into the tail summary. */
+function capHistory(history: readonly HistoryEntry[], tail: HistoryTail | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
+  if (history.length <= historyIndexLimit) return { history, tail };
+  return { history: history.slice(0, historyIndexLimit), tail: foldIntoTail(history, historyIndexLimit, tail) };
+}
+
+/**
+ * The history after displacing committed version `c` (if any) into it: one
+ * new index array, already capped (a hot key's head sits at the cap, and the
+ * overwrite path built the uncapped index and then sliced it).
+ */
 function pushHistory(head: Head | null, c: HeadVersion | null): { history: readonly HistoryEntry[]; tail: HistoryTail | null } {
   const history = head?.history ?? [];
   const tail = head?.tail ?? null;
-  return c === null ? { history, tail } : capHistory([historyEntry(c), ...history], tail);
+  if (c === null) return { history, tail };
+  const keep = Math.min(history.length, historyIndexLimit - 1);
+  const out = new Array<HistoryEntry>(keep + 1);
+  out[0] = historyEntry(c);
+  for (let i = 0; i < keep; i++) out[i + 1] = history[i] as HistoryEntry;
+  return { history: out, tail: foldIntoTail(history, keep, tail) };
 }
 
 /**

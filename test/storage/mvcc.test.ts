@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { WriteBatch, type EngineIterator, type IterOptions, type Reader } from '../../storage/engine.js';
-import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen, mvccKeyTs } from '../../storage/mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen, mvccKeyTs, mvccVersionKey } from '../../storage/mvcc-key.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, type Head } from '../../storage/mvcc-value.js';
 import {
   HistoryNotIndexedError,
@@ -354,6 +354,16 @@ describe('binary user keys', () => {
         const ek = encodeMvccKey(k, t);
         expect(mvccKeyTs(ek, mvccKeyPrefixLen(ek))).toEqual(decodeMvccKey(ek).ts);
       }),
+    );
+  });
+
+  it('mvccVersionKey built from the metadata key equals encodeMvccKey(key, ts), edges of wall and logical included (property)', () => {
+    const edgeTs = fc.record({ wall: fc.constantFrom(0, 1, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1), logical: fc.constantFrom(0, 1, 2 ** 31, 2 ** 32 - 1) });
+    fc.assert(
+      fc.property(bytesArb(12), fc.oneof(tsArb, edgeTs), (k, t) => {
+        expect(mvccVersionKey(encodeMvccKey(k), t).equals(encodeMvccKey(k, t))).toBe(true);
+      }),
+      { numRuns: 2000 },
     );
   });
 
