@@ -12,9 +12,11 @@
  *   - missing-account / unexpected-account — when `accounts` is given, a read lacking one
  *                          or naming another;
  *   - negative-balance  — unless `allowNegative`;
- *   - final-disagreement — the final reads (ok reads invoked after every transfer
- *                          completed) differ, although nothing could change in between.
- *                          Skipped when any transfer is indeterminate (it may apply late);
+ *   - final-disagreement — the final reads differ, although nothing could change in
+ *                          between: the reads invoked with value 'final' (the runner's, after
+ *                          the clients stopped and the cluster healed), or, when none is
+ *                          marked, the ok reads invoked after every transfer completed —
+ *                          then skipped when any transfer is indeterminate (it may apply late);
  *   - lost-transfer     — with `initial` balances given and no indeterminate transfer:
  *                          a final read differs from initial + every ok transfer (an
  *                          acknowledged transfer vanished, or a failed one applied).
@@ -57,9 +59,14 @@ export function checkBank(history: History, opts: BankOptions): CheckResult {
       if (extra.length > 0) log.add('unexpected-account', { ...where, extra });
     }
   }
+  // Final reads: those the runner marks as such (invoked with value 'final', after the clients stopped and the
+  // cluster healed), else the reads after the last transfer ended. NB: an indeterminate transfer never "ends"
+  // (it may apply at any later point), so without the mark a single info transfer — every run with faults has
+  // some — left no final read and the agreement check silently never ran.
+  const marked = reads.filter((r) => r.invoke.value === 'final');
   const lastTransferEnd = transfers.reduce((m, t) => Math.max(m, t.completeIndex), -1);
-  const finals = reads.filter((r) => r.invokeIndex > lastTransferEnd);
-  if (lastTransferEnd !== Infinity) {
+  const finals = marked.length > 0 ? marked : reads.filter((r) => r.invokeIndex > lastTransferEnd);
+  if (marked.length > 0 || lastTransferEnd !== Infinity) {
     for (const r of finals.slice(1)) {
       if (!sameBalances(r.value as Balances, finals[0]!.value as Balances)) {
         log.add('final-disagreement', { first: finals[0]!.value, later: r.value, index: r.invokeIndex });

@@ -68,9 +68,10 @@ export const bankWorkload: Workload = {
       return op.value;
     });
   },
+  // Marked 'final' for the checker: run after healing, when every transfer's outcome is settled.
   finalOps: () => [
-    { f: 'read', value: null },
-    { f: 'read', value: null },
+    { f: 'read', value: 'final' },
+    { f: 'read', value: 'final' },
   ],
   checkers() {
     const initial: Record<string, number> = {};

@@ -47,6 +47,16 @@ describe('bank', () => {
     expect(checkBank(h, opts).anomalyTypes).toEqual(['final-disagreement']);
   });
 
+  // Found in the 300 s bank x pause run: with any indeterminate transfer (every faulty run has some) no read
+  // counted as final, and final reads that disagreed passed. The runner's final reads are marked 'final'.
+  it('flags marked final reads that disagree even when a transfer is indeterminate', () => {
+    const h = base().op(0, 'ok', 'read', 'final', { a: 40, b: 60 }).op(0, 'ok', 'read', 'final', { a: 45, b: 55 }).build();
+    expect(checkBank(h, opts).anomalyTypes).toEqual(['final-disagreement']);
+    const agree = base().op(0, 'ok', 'read', 'final', { a: 45, b: 55 }).op(0, 'ok', 'read', 'final', { a: 45, b: 55 }).build();
+    expect(checkBank(agree, opts).valid).toBe(true);
+    expect(checkBank(agree, opts).stats['finalReads']).toBe(2);
+  });
+
   it('flags an acknowledged transfer missing from the final balances', () => {
     const h = () =>
       new HistoryBuilder()
