@@ -149,17 +149,22 @@ class PointScan implements RowIter {
       if (node.reverse) keys.reverse();
     }
     if (keys.length === 0) return null;
-    const b = new KVBatch();
-    for (const k of keys) b.get(k, node.lock);
-    ctx.checkCancel();
-    const res = await ctx.txn.run(b);
-    const rows: Row[] = [];
-    for (let i = 0; i < keys.length; i++) {
-      const r = res[i];
-      if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, keys[i] as Buffer, r.value));
-    }
-    return rows;
+    return getRows(node, ctx, keys);
   }
+}
+
+/** The rows at `keys` (primary or unique-index entries), read with one batch of gets, in key order; absent keys give none. */
+async function getRows(node: ScanNode, ctx: ExecCtx, keys: readonly Buffer[]): Promise<Row[]> {
+  const b = new KVBatch();
+  for (const k of keys) b.get(k, node.lock);
+  ctx.checkCancel();
+  const res = await ctx.txn.run(b);
+  const rows: Row[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const r = res[i];
+    if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, keys[i] as Buffer, r.value));
+  }
+  return rows;
 }
 
 /**
@@ -195,15 +200,7 @@ class UniqueIndexPointScan implements RowIter {
     const { node, ctx } = this;
     const spans = new RangeScan(node, ctx).spansToRead();
     if (spans.length === 0) return null;
-    const b = new KVBatch();
-    for (const s of spans) b.get(s.start);
-    ctx.checkCancel();
-    const res = await ctx.txn.run(b);
-    let rows: Row[] = [];
-    for (let i = 0; i < spans.length; i++) {
-      const r = res[i];
-      if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, (spans[i] as { start: Buffer }).start, r.value));
-    }
+    let rows = await getRows(node, ctx, spans.map((s) => s.start));
     const l = node.limit?.(NO_ROW, ctx.env);
     if (l !== undefined && l !== null && rows.length > Number(l)) rows = rows.slice(0, Number(l));
     if (node.index?.join === true) rows = await indexJoin(node, ctx, rows);
