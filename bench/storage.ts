@@ -83,6 +83,40 @@
  * two entries per put or reads before each put. Reaching it needs overwrites
  * that neither read the head from disk nor rewrite the value: out-of-line
  * values plus an in-memory cache of heads covering the written keys.
+ *
+ * Session of 11:30-12:35 UTC (issue 2: "halve the overwrite cost"), load
+ * average 33-47 throughout (seven other sessions). One full run at 1,000,000
+ * keys, --seconds 2, before any change (load 33; a run took ~13 minutes, so
+ * runs 2-3 were abandoned), ops/s:
+ *   load 0.56, point get 0.72, scan 0.27, fresh puts 0.69,
+ *   put overwrites             raw 3,293   mvcc   787   0.24
+ *   floor: 2 entries per put   raw 7,975   raw2 5,189   0.65
+ *   floor: getSync before put  raw 2,454   read 615     0.25
+ *   pipelined 0.18, + prefetch 0.20, get after 1.01, scan after 0.69.
+ * Overwrites (0.24) sit on the read-before-write floor (0.25) again: at this
+ * load the wall-clock gap to blind raw puts is the head read, not the MVCC
+ * code. Where the overwrite's main-thread CPU goes (CPU profile of 30,000
+ * overwrites in synced-off batches of 100 over 100,000 loaded keys, one
+ * process, load ~35): the native getSync of the head 38 % (of which 33 %
+ * inside LevelDB: table lookup, block read, decompression), the native
+ * batch submission 18 % (classic-level's batch_do copying two ~1 KB entries
+ * per put into a leveldb::WriteBatch), idle/GC 22 %, and all MVCC JavaScript
+ * together ~15 % (applyPlan 8.6 — encodeHead 4.9, encodeVersion 1.4,
+ * batch index 2.0 —, decodeHead with checksum verification 3.2, key
+ * encoding 1.4). So the "~29 µs of JavaScript per overwrite" read from the
+ * CPU table above is mostly native work on the JS thread; cutting the MVCC
+ * JavaScript to zero would save ~15 % of the main thread and nothing of the
+ * ~50 µs of background (compaction) CPU. This session's JS cuts (version
+ * keys from the head's key; one capped history array) are below the noise
+ * of an in-process A/B at load 40-47 (two interleaved runs of 20,000
+ * evaluations each: 52.0 vs 55.0 and 31.5 vs 31.0 µs CPU per op, before vs
+ * after — the load moves the figure by 20 µs between runs).
+ * The CockroachDB layout (every version at its own key, no head) was not
+ * adopted: a point read would need an iterator seek (~135 µs to create one
+ * here, against ~10 µs for a getSync), which would put point gets far below
+ * 0.5; the out-of-line mode above already is that layout plus a small head
+ * (the value written once), and it is one flag away (--inline-limit 0) for
+ * the comparison once the machine is quiet enough to repeat it.
  */
 import { Level } from 'level';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
