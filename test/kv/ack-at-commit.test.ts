@@ -13,6 +13,11 @@
  *     own apply batch (which queues behind it) is written.
  *   - Its latches are held until it applies: a read of the key through the
  *     leaseholder answers the new value.
+ *
+ * Elections take 300 ticks and leases 10 s here: while the followers' loops
+ * are held no heartbeat answer reaches the leader, and with the defaults a
+ * slow machine let the leader step down (check-quorum, 10 ticks) or its
+ * 1 s lease lapse before the held phase ended.
  */
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
@@ -77,10 +82,10 @@ function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error
 }
 
 async function steadyCluster(): Promise<{ c: TestCluster; lh: number; followers: number[]; gates: SyncGate[] }> {
-  const c = await startCluster({ nodes: 3 });
+  const c = await startCluster({ nodes: 3, settings: { electionTicks: 300, leaseDurationMicros: 10_000_000 } });
   c.startTicker();
   await c.client(0).put(key('warm'), Buffer.from('w'));
-  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 10_000, 'leader and leaseholder together');
+  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
   const lh = c.leaseholder();
   const followers = [0, 1, 2].filter((i) => i !== lh);
   const gates = [0, 1, 2].map((i) => gateSyncs(c.node(i).engine));
