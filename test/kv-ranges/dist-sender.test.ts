@@ -84,6 +84,9 @@ describe('DistSender over ≥ 200 ranges', () => {
     expect((await stale.scan(SPAN_START, SPAN_END)).length).toBe(100); // warm its cache
     // Move every range's lease to another node.
     for (const d of descriptors(c)) {
+      // A read acquires the lease again if it lapsed meanwhile (idle expiration-based leases do; under load the
+      // moves before this one can outlast it): polling alone waited for nobody (timed out at load ~40).
+      await getNow(ds, d.startKey.length === 0 ? key(0) : d.startKey);
       await c.waitFor(() => c.leaseholder(d.rangeId) >= 0, 10_000, `a lease on r${d.rangeId}`);
       const lh = c.leaseholder(d.rangeId);
       const target = d.replicas.find((r) => r.nodeId !== lh + 1)!;
