@@ -35,9 +35,9 @@ describe('jepsen-style CI runs on a 3-node Cairn cluster', () => {
   it('register, 30 s of kill + partition: linearizable, faults bit', async () => {
     const r = await run({ ...base, nemesis: 'kill,partition', timeSec: 30, seed: 9 });
     expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(true);
-    expect(r.faults.length).toBeGreaterThanOrEqual(3);
+    expect(r.faults.length, r.summary).toBeGreaterThanOrEqual(3);
     expect(r.faults.every((f) => f.bit), JSON.stringify(r.faults, null, 1)).toBe(true);
-    expect(r.counts.ok).toBeGreaterThan(100);
+    expect(r.counts.ok, r.summary).toBeGreaterThan(100);
     expect(missingFiles(r.dir).filter((f) => f !== 'node1.log')).toEqual([]);
     expect(existsSync(join(r.dir, 'node3.log'))).toBe(true);
     expect(readResults(r.dir)['faultsThatBit']).toBe(r.faults.length);

@@ -42,20 +42,20 @@ describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
     expectValid(r);
     // A kill of every node leaves SQL unmounted for the rest of the run (RESULTS.md), so
     // the oks come from before it; this only proves the workload ran.
-    expect(r.counts.ok).toBeGreaterThan(20);
+    expect(r.counts.ok, r.summary).toBeGreaterThan(20);
   }, 180_000);
 
   it('register over SQL, 30 s of kill + partition: linearizable', async () => {
     const r = await run({ workload: 'register', nemesis: 'kill,partition', timeSec: 30, seed: 9 }, true);
     expectValid(r);
-    expect(r.counts.ok).toBeGreaterThan(100);
+    expect(r.counts.ok, r.summary).toBeGreaterThan(100);
   }, 180_000);
 
   it('bank, 20 s of clock skew at 0.4× and 0.8× the max offset: total conserved', async () => {
     const r = await run({ workload: 'bank', nemesis: 'clock-safe', timeSec: 20, seed: 5 }, true);
     expectValid(r);
     expect(r.faults.every((f) => f.evidence.some((e) => /clock offset set to -?\d+ ms/.test(e)))).toBe(true);
-    expect(r.counts.ok).toBeGreaterThan(50);
+    expect(r.counts.ok, r.summary).toBeGreaterThan(50);
   }, 150_000);
 
   // The bound: a canary must be caught "within a 60-second run". At 20 s append
