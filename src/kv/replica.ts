@@ -48,6 +48,16 @@
  * applies was never acknowledged as durable: the coordinator's QueryIntent
  * finds its intents missing.
  *
+ * Acknowledgement at commit (CockroachDB's early acknowledgement of
+ * committed entries): any other write without replicated side effects is
+ * answered as soon as its entry is staged for application and passes the
+ * apply checks (lease, MLI) — the entry is committed and durable on a
+ * quorum, the checks are deterministic, so every replica will apply it —
+ * not after the apply batch is written (with LevelDB that write queues
+ * behind the Store's next fsync). Its latches, like async consensus's, are
+ * held until it applies, when the lock table and timestamp cache learn it:
+ * nothing can read the range's engine under it before the write is there.
+ *
  * Testing knobs (replicaTestingKnobs, CockroachDB's TestingProposalFilter /
  * TestingApplyFilter): a proposal filter that holds a command back from Raft
  * or loses it, and an apply hook. Unset in production.
@@ -145,6 +155,8 @@ interface Proposal {
   readonly timestamp: Timestamp;
   readonly resolve: (r: BatchResponse) => void;
   readonly reject: (e: Error) => void;
+  /** Acknowledgement at commit (see the header): called when the command is staged for application and passes. */
+  committed?: (r: BatchResponse) => void;
 }
 
 /** Deferred effects of one round's applies, run once the apply batch is durable. */
@@ -175,6 +187,11 @@ export function confStateOf(desc: RangeDescriptor): ConfState {
 }
 
 const UNSUPPORTED_FROM_CLIENT = new Set(['requestLease', 'transferLease']);
+
+/** A command whose application changes nothing but the engine and the stats (no lease, truncation, checksum, trigger). */
+function noSideEffects(se: SideEffectsBuilder): boolean {
+  return se.newLease === undefined && se.truncatedState === undefined && se.checksumId === undefined && se.trigger === undefined;
+}
 
 /** The requests a batch served with async consensus may hold (api.ts BatchHeader.asyncConsensus). */
 const ASYNC_CONSENSUS_KINDS: ReadonlySet<string> = new Set(['put', 'cput', 'delete', 'queryIntent']);
@@ -387,13 +404,14 @@ export class Replica {
     const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) };
     await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
     const sg = await this.concurrency.sequence(h0, reqs, (q, out) => lookupCommand(q.kind).declareKeys(h0, q, this.desc, out));
-    // Async consensus: the request finishes (latches released) when its command applies, after the answer.
+    // Async consensus, acknowledgement at commit: the request finishes (latches released) when its command applies, after the answer.
     let applying: Promise<unknown> | null = null;
-    const async = isWrite && canUseAsyncConsensus(ba, reqs) ? (p: Promise<unknown>) => void (applying = p) : undefined;
+    const async = isWrite ? (p: Promise<unknown>) => void (applying = p) : undefined;
+    const asyncConsensus = async !== undefined && canUseAsyncConsensus(ba, reqs);
     try {
       for (;;) {
         try {
-          return await this.evaluateSequenced(ba, h0, reqs, sg.spans, isWrite, staleReads, async);
+          return await this.evaluateSequenced(ba, h0, reqs, sg.spans, isWrite, staleReads, async, asyncConsensus);
         } catch (e) {
           // An intent the lock table did not know: wait for it in its queue (latches released), then evaluate again.
           if (!(e instanceof WriteIntentError) || !(await this.concurrency.handleWriteIntentError(sg, e.intents))) throw e;
@@ -461,6 +479,7 @@ export class Replica {
     isWrite: boolean,
     staleReads: boolean,
     async?: (applying: Promise<unknown>) => void,
+    asyncConsensus = false,
   ): Promise<BatchResponse> {
     if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     const now = this.ctx.clock.now();
@@ -485,10 +504,20 @@ export class Replica {
       this.concurrency.finish(h, reqs, spans, res.responses as Response[]);
       this.concurrency.onApplied(h, reqs, res.responses);
     };
-    // Async consensus: answered once proposed; the lock table and the timestamp cache learn the batch when it applies (under its latches).
-    const early = async === undefined ? undefined : (p: Promise<BatchResponse>): void => async(p.then(applied));
-    const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) => this.evaluateAndPropose(hh, reqs, lease.sequence, undefined, early));
-    if (early === undefined) applied(res);
+    // Answered once proposed (async consensus) or once committed: the lock table and the timestamp cache learn
+    // the batch when it applies (under its latches).
+    let deferred = false;
+    const early =
+      async === undefined
+        ? undefined
+        : (p: Promise<BatchResponse>): void => {
+            deferred = true;
+            async(p.then(applied));
+          };
+    const res = await this.concurrency.retryNonTxnWriteTooOld(h, (hh) =>
+      this.evaluateAndPropose(hh, reqs, lease.sequence, undefined, asyncConsensus ? early : undefined, asyncConsensus ? undefined : early),
+    );
+    if (!deferred) applied(res);
     return res;
   }
 
@@ -520,6 +549,7 @@ export class Replica {
     leaseSeq: number,
     prevLease: Lease | null | undefined,
     async?: (applying: Promise<BatchResponse>) => void,
+    onCommit?: (applying: Promise<BatchResponse>) => void,
   ): Promise<BatchResponse> {
     const batch = this.ctx.engine.newBatch();
     const stats = emptyStats();
@@ -538,9 +568,10 @@ export class Replica {
       stats,
       sideEffects: se,
     };
+    let p: Proposal | undefined;
     const applying = new Promise<BatchResponse>((resolve, reject) => {
       const data = encodeRaftCommand(cmd);
-      const p: Proposal = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
+      p = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
       try {
         if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.raw.propose(data);
       } catch (e) {
@@ -556,9 +587,19 @@ export class Replica {
       // Canary ack-before-quorum: answer the write now, before Raft commits and applies it.
       if (canary.ackBeforeQuorum && !isLeaseRequest) resolve({ now: this.ctx.clock.now(), timestamp: h.timestamp, responses });
     });
-    if (async === undefined || !this.proposals.has(cmd.cmdId)) return applying;
-    async(applying);
-    return { now: this.ctx.clock.now(), timestamp: h.timestamp, responses };
+    if (!this.proposals.has(cmd.cmdId)) return applying;
+    if (async !== undefined) {
+      async(applying);
+      return { now: this.ctx.clock.now(), timestamp: h.timestamp, responses };
+    }
+    if (onCommit === undefined || isLeaseRequest || !noSideEffects(se)) return applying;
+    const proposal = p as Proposal;
+    const committed = new Promise<BatchResponse>((resolve, reject) => {
+      proposal.committed = resolve;
+      applying.then(resolve, reject);
+    });
+    onCommit(applying);
+    return committed;
   }
 
   private assignMaxLeaseIndex(): number {
@@ -829,6 +870,8 @@ export class Replica {
     if (p !== undefined) {
       this.proposals.delete(cmd.cmdId);
       fx.done.push({ p, error: null });
+      // Acknowledgement at commit: committed, durable on a quorum and past the apply checks (see the header).
+      p.committed?.({ now: this.ctx.clock.now(), timestamp: p.timestamp, responses: p.responses });
     }
   }
 
