@@ -2,17 +2,15 @@
  * The server processes one bench target started, and the temporary
  * directory they live in: their pids (running ones), and stop(), which
  * SIGKILLs what still runs, waits for the exits and removes the directory
- * (kept with CAIRN_KEEP_TEST_DIRS=1); idempotent. A process-exit hook kills
- * the members of every group if the bench dies before calling stop().
+ * (kept with CAIRN_KEEP_TEST_DIRS=1); idempotent. The members of every group
+ * are killed if the bench's process ends (exit or signal) before stop()
+ * (test/support/child-reaper.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { waitForExit } from '../../src/cli/node-process.js';
+import { reap, spare } from '../../test/support/child-reaper.js';
 
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of live) c.kill('SIGKILL');
-});
 
 export class ChildGroup {
   private readonly children: ChildProcess[] = [];
@@ -22,7 +20,7 @@ export class ChildGroup {
 
   add(child: ChildProcess): void {
     this.children.push(child);
-    live.add(child);
+    reap(child);
   }
 
   running(i: number): boolean {
@@ -48,7 +46,7 @@ export class ChildGroup {
     }
     for (let i = 0; i < this.children.length; i++) if (this.running(i)) this.children[i]?.kill('SIGKILL');
     await Promise.all(this.children.map((c) => (c.pid === undefined ? true : waitForExit(c.pid, 10_000))));
-    for (const c of this.children) live.delete(c);
+    for (const c of this.children) spare(c);
     if (process.env['CAIRN_KEEP_TEST_DIRS'] !== '1') rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -13,8 +13,8 @@
  *
  * Nodes are 0-based indexes here (node i is usually n(i+1)). Every process is
  * killed in close(), which tests call in afterEach/afterAll so nothing
- * outlives a failed test; a process-exit hook kills stragglers if the runner
- * itself is torn down. CAIRN_KEEP_TEST_DIRS=1 keeps the directories.
+ * outlives a failed test; child-reaper.ts kills stragglers if the runner
+ * itself is torn down (exit or signal). CAIRN_KEEP_TEST_DIRS=1 keeps the directories.
  *
  * Raw KV operations of multi-process tests go through the node's admin HTTP
  * endpoint (/_admin/kv, src/server/status-server.ts), which routes each
@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { requestInit } from '../../src/server/admin-client.js';
 import type { RangeChecksums } from '../../src/server/node.js';
 import { httpRequest, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
+import { reap, spare } from './child-reaper.js';
 
 /** The repository root, from the source (test/support/) or from its compiled copy (dist/test/support/). */
 function repoRoot(): string {
@@ -64,10 +65,6 @@ export type AdminOp =
   | { readonly op: 'get'; readonly key: string }
   | { readonly op: 'scan'; readonly key: string; readonly endKey: string; readonly maxKeys?: number };
 
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of live) c.kill('SIGKILL');
-});
 
 /**
  * Ports nobody listens on right now, drawn at random from 10000–30999: below
@@ -110,7 +107,7 @@ export function runCliAsync(args: readonly string[], timeoutMs = 30_000): Promis
 export function runScriptAsync(script: string, args: readonly string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
     const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    live.add(child);
+    reap(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -118,7 +115,7 @@ export function runScriptAsync(script: string, args: readonly string[], timeoutM
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('close', (status) => {
       clearTimeout(timer);
-      live.delete(child);
+      spare(child);
       resolveRun({ status, stdout, stderr });
     });
   });
@@ -230,7 +227,7 @@ export class ProcessCluster {
   private spawn(n: ProcessNode): void {
     mkdirSync(n.spec.store, { recursive: true });
     const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...n.env } });
-    live.add(child);
+    reap(child);
     n.child = child;
     n.exitCode = null;
     let out = '';
@@ -244,7 +241,7 @@ export class ProcessCluster {
     child.stderr?.on('data', append);
     child.on('exit', (code, signal) => {
       n.exitCode = code ?? (signal === null ? -1 : 128);
-      live.delete(child);
+      spare(child);
     });
   }
 
