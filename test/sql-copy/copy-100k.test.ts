@@ -108,12 +108,16 @@ describe('COPY of 100,000 rows on a 3-node cluster', () => {
     // psql, one session: the COPY with its data inline (a bad row at FAIL_AT), then statements after the error.
     let input = 'COPY ycsb_fail FROM STDIN;\n';
     for (let j = 0; j < FAIL_AT + 1000; j++) input += j === FAIL_AT ? `${key(j)}\tonly two fields\n` : line(j);
-    input += '\\.\nSELECT 1 AS one;\nSELECT count(*) AS n FROM ycsb_fail;\nSELECT ycsb_key FROM ycsb_fail LIMIT 1;\n';
+    input += '\\.\nSELECT 1 AS one;\nSELECT ycsb_key FROM ycsb_fail WHERE ycsb_key = \'' + key(0) + '\';\n';
     const r = await psql((server as TestSqlServer).url, ['-A', '-t', '-v', 'VERBOSITY=verbose'], input);
     expect(r.err).toMatch(/ERROR:\s+22P04: missing data for column "field1"/);
-    // The session went on: 1, then a count of 0, then no row.
-    expect(r.out.trim().split('\n')).toEqual(['1', '0']);
-    // And through the other connection, the table is empty and takes a COPY again.
+    // The session went on: 1, then no row for key 0.
+    expect(r.out.trim().split('\n')).toEqual(['1']);
+    // Through the other connection, once the aborted intents are resolved (a scan racing the resolution resolves
+    // each one it meets as a discovered lock: correct, slow), the table is empty and takes a COPY again.
+    await (gateway as TxnDB).resolver.drain();
+    const [{ n }] = (await db.unsafe('SELECT count(*) AS n FROM ycsb_fail')) as unknown as [{ n: string }];
+    expect(Number(n)).toBe(0);
     await copyRows(db, 'ycsb_fail', 10);
     const [{ m }] = (await db.unsafe('SELECT count(*) AS m FROM ycsb_fail')) as unknown as [{ m: string }];
     expect(Number(m)).toBe(10);
