@@ -12,7 +12,7 @@
  *   group-by       GROUP BY over the 10,000 rows         (100 groups)
  *   copy           COPY FROM STDIN of 100,000 YCSB-shaped rows (one stream; rows/s)
  *
- *   node dist/bench/sql.js [--conns 64] [--duration 5s] [--rows 10000]
+ *   node dist/bench/sql.js [--conns 64] [--duration 5s] [--warmup 2s] [--rows 10000]
  *        [--copy-rows 100000] [--skip-postgres] [--cairn-only]
  *        [--only join-10,group-by,copy] [--out bench/results]
  *
@@ -35,6 +35,8 @@ import { mdTable, ratio } from './support/report.js';
 interface Opts {
   conns: number;
   duration: number;
+  /** Unrecorded run of each statement before it is measured (ms). */
+  warmup: number;
   rows: number;
   copyRows: number;
   cairnOnly?: boolean;
@@ -112,8 +114,13 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<Stat
       const code = (e as { code?: string }).code;
       return code === '0A000' ? { unsupported: (e as Error).message } : { failed: `${code ?? ''} ${(e as Error).message}` };
     }
+    // seqBase keeps the warm-up's fresh keys (insert-10col: client × 10^8 + seq) apart from the measured run's.
+    const run = (ms: number, seqBase: number): Promise<LoopResult> =>
+      closedLoop(o.conns, ms, (c, seq) => (clients[c] as pg.Client).query({ name: s.name, text: s.text, values: s.args(c, seqBase + seq, o.rows) }));
+    // Unrecorded warm-up (as `cockroach workload --ramp`): JIT, range caches, lease placement settling.
+    if (o.warmup > 0) await run(o.warmup, 50_000_000);
     const m = cpuMeter(t.pids);
-    const r = await closedLoop(o.conns, o.duration, (c, seq) => (clients[c] as pg.Client).query({ name: s.name, text: s.text, values: s.args(c, seq, o.rows) }));
+    const r = await run(o.duration, 0);
     return { ...r, serverCpuSec: m.stop().serverCpuSec };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
@@ -183,6 +190,7 @@ async function main(): Promise<void> {
   const o = new Command('bench-sql')
     .option('--conns <n>', 'connections', (v) => Number(v), 64)
     .option('--duration <d>', 'per statement', parseDuration, 5_000)
+    .option('--warmup <d>', 'unrecorded run of each statement before its measurement', parseDuration, 2_000)
     .option('--rows <n>', 'rows in bench_rows', (v) => Number(v), 10_000)
     .option('--copy-rows <n>', 'rows to COPY', (v) => Number(v), 100_000)
     .option('--cairn-only', 'skip PostgreSQL')
@@ -213,7 +221,7 @@ async function main(): Promise<void> {
     names.map((n) => [n, ...cell(results['cairn']?.[n]), ...cell(results['postgres']?.[n]), ratio(ops(results['cairn']?.[n]), ops(results['postgres']?.[n]))]),
   );
   const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  const meta = { date, conns: o.conns, durationMs: o.duration, rows: o.rows, copyRows: o.copyRows, node: process.version, cairn: '3 nodes, replication factor 3', postgres: 'PostgreSQL 15, synchronous_commit=on' };
+  const meta = { date, conns: o.conns, durationMs: o.duration, warmupMs: o.warmup, rows: o.rows, copyRows: o.copyRows, node: process.version, cairn: '3 nodes, replication factor 3', postgres: 'PostgreSQL 15, synchronous_commit=on' };
   mkdirSync(o.out, { recursive: true });
   const base = join(o.out, `sql-${date}`);
   writeFileSync(`${base}.json`, JSON.stringify({ meta, results }, null, 2) + '\n');
