@@ -47,6 +47,9 @@ describe('an AdminSplit whose answer is lost', () => {
         return res;
       },
     };
+    // r1 serves first (a Raft leader and a lease): the DistSender below never backs off, so
+    // on a fresh cluster it would spend its attempts on 'leaseholder unknown' (clean-clone CI).
+    await putAt(distSender(c), key(5), val(5));
     const ds = new DistSender(dialer, { nodes: () => [1, 2, 3], now: () => c.node(0).clock.now(), sleep: async () => undefined });
     // [.., key(10)) r1 | [key(10), key(100)) | [key(100), ..): the range split below keeps its meta2 record in r1.
     await adminSplit(ds, key(10));
