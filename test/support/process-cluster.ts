@@ -22,7 +22,7 @@
  * transactions) is served over pgwire on each node's spec.sqlPort.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -71,14 +71,52 @@ export type AdminOp =
  * the kernel's ephemeral range (32768+), so an outgoing connection of some
  * process cannot take one between this check and the node's bind. Other
  * in-process tests bind port 0 (ephemeral), so they never collide either.
- * Each is bound and released here; a rare collision with another test file
- * drawing the same port is retried by ProcessCluster.start.
+ *
+ * Each port is also reserved for this process in PORT_DIR (a file named by
+ * the port holding our pid, created exclusively) until releasePorts: a node
+ * that a test stopped for a while (kill, then restart on the same ports) does
+ * not listen, and without the reservation another test file's cluster could
+ * draw its ports meanwhile — the restart then found its port taken and the
+ * node exited (clean-clone CI: "node … exited before it was ready" in
+ * test/kv-txn-multiproc/recovery). A reservation whose pid is gone is stale
+ * and taken over.
  */
+const PORT_DIR = join(tmpdir(), 'cairn-test-ports');
+
+function reservePort(port: number): boolean {
+  mkdirSync(PORT_DIR, { recursive: true });
+  const file = join(PORT_DIR, String(port));
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch {
+    const owner = Number(readFileSync(file, 'utf8'));
+    if (owner === process.pid || pidAlive(owner)) return false;
+    writeFileSync(file, String(process.pid)); // stale: its process is gone
+    return true;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Ends this process's reservations of `ports` (freePorts). */
+export function releasePorts(ports: readonly number[]): void {
+  for (const p of ports) rmSync(join(PORT_DIR, String(p)), { force: true });
+}
+
 export async function freePorts(n: number): Promise<number[]> {
   const out: number[] = [];
   while (out.length < n) {
     const port = 10_000 + Math.floor(Math.random() * 21_000);
-    if (out.includes(port)) continue;
+    if (out.includes(port) || !reservePort(port)) continue;
     const s = createServer();
     const ok = await new Promise<boolean>((res) => {
       s.once('error', () => res(false));
@@ -87,6 +125,8 @@ export async function freePorts(n: number): Promise<number[]> {
     if (ok) {
       out.push(port);
       await new Promise((r) => s.close(r));
+    } else {
+      releasePorts([port]);
     }
   }
   return out;
@@ -280,7 +320,11 @@ export class ProcessCluster {
     const n = this.node(i);
     if (n.running) await this.stop(i);
     this.spawn(n);
-    await waitForHealth('127.0.0.1', n.spec.httpPort, waitReady, this.readyTimeoutMs, () => n.running);
+    try {
+      await waitForHealth('127.0.0.1', n.spec.httpPort, waitReady, this.readyTimeoutMs, () => n.running);
+    } catch (e) {
+      throw new Error(`process-cluster: restart of n${i + 1} failed: ${(e as Error).message}\n${this.logs(i).slice(-2000)}`);
+    }
   }
 
   async http(i: number, path: string, method = 'GET', body?: unknown): Promise<{ status: number; body: string }> {
@@ -336,6 +380,7 @@ export class ProcessCluster {
   async close(): Promise<void> {
     for (const n of this.nodes) if (n.running) n.child?.kill('SIGKILL');
     for (const n of this.nodes) if (n.child !== null) await this.exited(n).catch(() => undefined);
+    releasePorts(this.nodes.flatMap((n) => [n.spec.rpcPort, n.spec.sqlPort, n.spec.httpPort]));
     if (process.env['CAIRN_KEEP_TEST_DIRS'] !== '1') rmSync(this.dir, { recursive: true, force: true });
   }
 }
