@@ -85,11 +85,15 @@ export function open(node: PlanNode, ctx: ExecCtx): RowIter {
 }
 
 function decodeRow(node: ScanNode, key: Buffer, value: Buffer): Row {
+  if (node.index === undefined) return decodePrimaryRow(node, key, value);
   const row: Row = new Array(node.columns.length).fill(null);
-  if (node.index !== undefined) {
-    node.index.codec.decodeEntry(key, value, row);
-    return row;
-  }
+  node.index.codec.decodeEntry(key, value, row);
+  return row;
+}
+
+/** A row of the table's primary index (what a scan of it, or an index join, reads). */
+function decodePrimaryRow(node: ScanNode, key: Buffer, value: Buffer): Row {
+  const row: Row = new Array(node.columns.length).fill(null);
   node.table.codec.decodeKey(key, row);
   node.table.codec.decodeValue(value, row, node.needed);
   return row;
@@ -102,21 +106,7 @@ function decodeRow(node: ScanNode, key: Buffer, value: Buffer): Row {
 async function indexJoin(node: ScanNode, ctx: ExecCtx, entries: Row[]): Promise<Row[]> {
   if (entries.length === 0) return entries;
   const codec = node.table.codec;
-  const b = new KVBatch();
-  const keys = entries.map((r) => codec.encodeKey(r));
-  for (const k of keys) b.get(k, node.lock);
-  ctx.checkCancel();
-  const res = await ctx.txn.run(b);
-  const out: Row[] = [];
-  for (let i = 0; i < keys.length; i++) {
-    const r = res[i];
-    if (r?.kind !== 'get' || r.value === null) continue;
-    const row: Row = new Array(node.columns.length).fill(null);
-    codec.decodeKey(keys[i] as Buffer, row);
-    codec.decodeValue(r.value, row, node.needed);
-    out.push(row);
-  }
-  return out;
+  return getRows(node, ctx, entries.map((r) => codec.encodeKey(r)), decodePrimaryRow);
 }
 
 class PointScan implements RowIter {
@@ -153,8 +143,8 @@ class PointScan implements RowIter {
   }
 }
 
-/** The rows at `keys` (primary or unique-index entries), read with one batch of gets, in key order; absent keys give none. */
-async function getRows(node: ScanNode, ctx: ExecCtx, keys: readonly Buffer[]): Promise<Row[]> {
+/** The rows at `keys` (primary or unique-index entries, or the primary rows of an index join), read with one batch of gets, in the keys' order; absent keys give none. */
+async function getRows(node: ScanNode, ctx: ExecCtx, keys: readonly Buffer[], decode = decodeRow): Promise<Row[]> {
   const b = new KVBatch();
   for (const k of keys) b.get(k, node.lock);
   ctx.checkCancel();
@@ -162,7 +152,7 @@ async function getRows(node: ScanNode, ctx: ExecCtx, keys: readonly Buffer[]): P
   const rows: Row[] = [];
   for (let i = 0; i < keys.length; i++) {
     const r = res[i];
-    if (r?.kind === 'get' && r.value !== null) rows.push(decodeRow(node, keys[i] as Buffer, r.value));
+    if (r?.kind === 'get' && r.value !== null) rows.push(decode(node, keys[i] as Buffer, r.value));
   }
   return rows;
 }
