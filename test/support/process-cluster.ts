@@ -90,15 +90,16 @@ function reservePort(port: number): boolean {
     writeFileSync(file, String(process.pid), { flag: 'wx' });
     return true;
   } catch {
-    const owner = Number(readFileSync(file, 'utf8'));
-    if (owner === process.pid || pidAlive(owner)) return false;
+    const owner = Number(readFileSync(file, 'utf8') || NaN);
+    // No pid yet: its owner created the file and is about to write it — not stale.
+    if (Number.isNaN(owner) || owner === process.pid || pidAlive(owner)) return false;
     writeFileSync(file, String(process.pid)); // stale: its process is gone
     return true;
   }
 }
 
 function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (!Number.isInteger(pid) || pid <= 0) return false; // a malformed file: stale
   try {
     process.kill(pid, 0);
     return true;
