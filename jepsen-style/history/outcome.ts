@@ -10,6 +10,8 @@
  *   SQLSTATE 40001 / 40P01 (serialization, deadlock)      fail — the txn was aborted
  *   SQLSTATE classes 22, 23, 42, 0A, 25 (data, constraint,
  *     syntax, unsupported, invalid txn state)             fail — rejected, nothing written
+ *   SQLSTATE 57P03 (cannot_connect_now: the node is
+ *     starting, SQL not mounted — no session exists)      fail
  *   CairnError with retryable = true                      fail
  *   connection errors (08xxx, ECONNRESET, EPIPE,
  *     ECONNREFUSED*, socket closed), timeouts, 57014
@@ -49,7 +51,7 @@ export function outcomeOfError(e: unknown, ctx: OutcomeContext = {}): 'fail' | '
   const state = sqlStateOf(e);
   if (state === undefined) return 'info';
   if (state === '40003') return 'info';
-  if (state === '40001' || state === '40P01') return 'fail';
+  if (state === '40001' || state === '40P01' || state === '57P03') return 'fail';
   if (DEFINITE_CLASSES.has(state.slice(0, 2))) return 'fail';
   return 'info';
 }

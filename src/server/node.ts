@@ -790,6 +790,11 @@ export class Node {
     });
   }
 
+  /** Not serving yet: joining or waiting for init (SQL refuses with 57P03, sql-server.ts). */
+  isStarting(): boolean {
+    return this.state === 'joining' || this.state === 'waiting-for-init';
+  }
+
   /** Null while serving; otherwise a one-line reason (SQL refuses sessions with it). */
   notServingReason(): string | null {
     if (this.state !== 'serving') return `server: node is not serving yet (${this.state})`;

@@ -7,10 +7,13 @@
  * it builds sql/server-entry.ts's SessionFactory over the node's KVDB (the
  * KV layer's TxnDB). Until it has mounted — the SQL layer bootstraps its
  * system descriptors through transactions, so the cluster must be
- * available — every connection's authentication gets a clear refusal
- * (SQLSTATE 0A000, "sql: the SQL layer is not mounted on this node yet"). A
- * node whose clock is out of bounds (DESIGN.md §6) refuses new sessions
- * (SQLSTATE 58000) rather than risk a stale read.
+ * available — every connection's authentication gets a clear, retryable
+ * refusal: SQLSTATE 57P03 cannot_connect_now, "sql: node is starting: the SQL
+ * layer is not mounted on this node yet", as PostgreSQL answers while it starts
+ * up (so is a node that is still joining or waiting for init). Clients take it
+ * as "no session, nothing done, try again / elsewhere". A node whose clock is
+ * out of bounds (DESIGN.md §6) refuses new sessions (SQLSTATE 58000) rather
+ * than risk a stale read.
  *
  * SQL's range statements (SPLIT AT, SHOW RANGES, SCATTER) use the KVDB's
  * admin (src/kv/client/kv-admin.ts, TxnDB.admin). Moving a lease must be
@@ -41,6 +44,16 @@ import { isLive, type LivenessRecord } from './liveness.js';
 export interface SqlServingState {
   /** Null while the node may serve; otherwise why it refuses. */
   notServingReason(): string | null;
+  /** True while the node has not started serving yet (joining, waiting for init): refusals are 57P03. */
+  isStarting?(): boolean;
+}
+
+/** PostgreSQL's cannot_connect_now: the server is starting up (retry later). */
+export const SQLSTATE_CANNOT_CONNECT_NOW = '57P03';
+
+/** The SQLSTATE of a refusal by a node that is not serving (see the header). */
+function notServingSqlState(state: SqlServingState): string {
+  return state.isStarting?.() === true ? SQLSTATE_CANNOT_CONNECT_NOW : '58000';
 }
 
 /** What the lease transferer needs of the node (Node has it). */
@@ -93,18 +106,18 @@ export function nodeLeaseTransferer(node: LeaseMover): LeaseTransferer {
   };
 }
 
-const NOT_MOUNTED = 'sql: the SQL layer is not mounted on this node yet (it mounts once the cluster can run transactions)';
+const NOT_MOUNTED = 'sql: node is starting: the SQL layer is not mounted on this node yet (it mounts once the cluster can run transactions)';
 
 /** The factory used until the SQL layer is mounted: refuses every session clearly. */
 export function unmountedSessionFactory(state: SqlServingState): SessionFactory {
   return {
     authMethod: async (): Promise<AuthMethod> => {
       const why = state.notServingReason();
-      if (why !== null) return { kind: 'reject', sqlState: '58000', message: why };
-      return { kind: 'reject', sqlState: '0A000', message: NOT_MOUNTED };
+      if (why !== null) return { kind: 'reject', sqlState: notServingSqlState(state), message: why };
+      return { kind: 'reject', sqlState: SQLSTATE_CANNOT_CONNECT_NOW, message: NOT_MOUNTED };
     },
     startSession: async () => {
-      throw new ServerError('server.sql_unavailable', NOT_MOUNTED, { sqlState: '0A000' });
+      throw new ServerError('server.sql_unavailable', NOT_MOUNTED, { sqlState: SQLSTATE_CANNOT_CONNECT_NOW, retryable: true });
     },
   };
 }
@@ -123,7 +136,7 @@ export async function mountSql(kvdb: KVDB | null, state: SqlServingState, opts: 
   return {
     authMethod: async (info) => {
       const why = state.notServingReason();
-      if (why !== null) return { kind: 'reject', sqlState: '58000', message: why };
+      if (why !== null) return { kind: 'reject', sqlState: notServingSqlState(state), message: why };
       return sql.factory.authMethod(info);
     },
     startSession: (info) => sql.factory.startSession(info),

@@ -210,6 +210,8 @@ describe('outcomeOfError (DESIGN.md §6: unknown outcome → info, always)', () 
     expect(outcomeOfError(pg('23505'))).toBe('fail');
     expect(outcomeOfError(pg('08006'))).toBe('info');
     expect(outcomeOfError(pg('57014'))).toBe('info');
+    expect(outcomeOfError(pg('57P03'))).toBe('fail'); // node starting: no session, nothing done
+    expect(outcomeOfError(pg('57P01'))).toBe('info');
     expect(outcomeOfError(pg('ECONNRESET'))).toBe('info');
     expect(outcomeOfError(new Error('timeout'))).toBe('info');
     expect(outcomeOfError(new AmbiguousResultError('commit'))).toBe('info');
