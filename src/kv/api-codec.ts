@@ -20,12 +20,26 @@
  *                n:uv (start:uv end:uv)×n                        (ignored seq ranges)
  *   stats      = 8 × varint (liveBytes liveCount keyBytes keyCount valBytes valCount intentBytes intentCount)
  *
- *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) opt(uncertaintyLimit:ts) flags:u8 n:uv request×n
- *                   (flags bit0: asyncConsensus — write pipelining, see api.ts; the other bits are zero.
- *                    Added in session 3: there is no wire version, so every node runs one build)
+ *   BatchRequest  = rangeId:uv replicaId:uv ts:ts opt(txn) opt(uncertaintyLimit:ts) flags:u8 [observed]
+ *                   n:uv request×n
+ *                   (flags bit0: asyncConsensus — write pipelining, see api.ts; bit1: the observed list
+ *                    follows; the other bits are zero. Added in sessions 3 and 4: there is no wire
+ *                    version, so every node runs one build)
+ *   observed      = n:uv (nodeId:uv ts:ts)×n        observed timestamps (uncertainty.ts), one per node
  *   (the transaction commands' request/response bodies: txn-codec.ts)
  *   request       = tag:u8 body   (tags: REQ_* below; bodies field by field)
- *   BatchResult   = 0:u8 now:ts ts:ts n:uv response×n    | 1:u8 error
+ *   BatchResult   = 0:u8 now:ts ts:ts observed n:uv response×n    | 1:u8 error
+ *
+ *   Design note (session 4, observed timestamps): a transactional batch carries the
+ *   transaction's observed timestamps in its header and its response carries the serving
+ *   node's reading taken on arrival (Store.send), so the leaseholder can narrow the
+ *   uncertainty limit to what it observed (uncertainty.ts). A request without them has
+ *   flags bit1 clear and costs nothing more; a response always spends one byte (n = 0 for
+ *   non-transactional batches), which keeps the result a single layout:
+ *
+ *     BatchRequest  … flags:u8 ─┬─ bit1 clear ─► n:uv request×n
+ *                               └─ bit1 set ───► nObs:uv ┌nodeId:uv┬wall:uv┬logical:uv┐×nObs  n:uv request×n
+ *     BatchResult   0:u8 now:ts ts:ts nObs:uv ┌nodeId:uv┬wall:uv┬logical:uv┐×nObs  n:uv response×n
  *   response      = tag:u8 body
  *   error         = tag:u8 body  (ERR_* below, each with the typed fields and the message text; unknown CairnErrors travel as
  *                   ERR_GENERIC code:str message:str retryable:bool ambiguous:bool sqlState:str)
@@ -87,6 +101,7 @@ import {
   type StoreIdent,
   type TruncatedState,
   type KeyValue,
+  type ObservedTimestamp,
 } from './api.js';
 
 const w = new BufWriter(1 << 16);
@@ -427,8 +442,28 @@ function readRequest(r: BufReader): Request {
   }
 }
 
-/** BatchRequest header flags (bit 0: header.asyncConsensus). */
+/** BatchRequest header flags (bit 0: header.asyncConsensus; bit 1: observed timestamps follow). */
 const BATCH_FLAG_ASYNC_CONSENSUS = 1;
+const BATCH_FLAG_OBSERVED = 2;
+
+function writeObserved(wr: BufWriter, obs: readonly ObservedTimestamp[] | undefined): void {
+  if (obs === undefined) {
+    wr.uvarint(0);
+    return;
+  }
+  wr.uvarint(obs.length);
+  for (const o of obs) {
+    wr.uvarint(o.nodeId);
+    wr.timestamp(o.timestamp);
+  }
+}
+
+function readObserved(r: BufReader): ObservedTimestamp[] {
+  const n = r.uvarint();
+  const out: ObservedTimestamp[] = [];
+  for (let i = 0; i < n; i++) out.push({ nodeId: r.uvarint(), timestamp: r.timestamp() });
+  return out;
+}
 
 export function encodeBatchRequest(ba: BatchRequest): Buffer {
   w.reset();
@@ -438,7 +473,9 @@ export function encodeBatchRequest(ba: BatchRequest): Buffer {
   w.timestamp(h.timestamp);
   writeOpt(w, h.txn, writeTxn);
   writeOpt(w, h.uncertaintyLimit, (x, t) => x.timestamp(t));
-  w.u8(h.asyncConsensus === true ? BATCH_FLAG_ASYNC_CONSENSUS : 0);
+  const observed = h.observedTimestamps !== undefined && h.observedTimestamps.length > 0;
+  w.u8((h.asyncConsensus === true ? BATCH_FLAG_ASYNC_CONSENSUS : 0) | (observed ? BATCH_FLAG_OBSERVED : 0));
+  if (observed) writeObserved(w, h.observedTimestamps);
   w.uvarint(ba.requests.length);
   for (const q of ba.requests) writeRequest(w, q);
   return finish();
@@ -452,7 +489,9 @@ export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
   const txn = readOpt(r, readTxn);
   const uncertaintyLimit = readOpt(r, (x) => x.timestamp());
   const flags = r.u8();
-  if ((flags & ~BATCH_FLAG_ASYNC_CONSENSUS) !== 0) bad(`batch header flags ${flags}`);
+  if ((flags & ~(BATCH_FLAG_ASYNC_CONSENSUS | BATCH_FLAG_OBSERVED)) !== 0) bad(`batch header flags ${flags}`);
+  const observedTimestamps = (flags & BATCH_FLAG_OBSERVED) !== 0 ? readObserved(r) : null;
+  if (observedTimestamps !== null && observedTimestamps.length === 0) bad('batch header: empty observed timestamps');
   const n = r.uvarint();
   const requests: Request[] = [];
   for (let i = 0; i < n; i++) requests.push(readRequest(r));
@@ -464,6 +503,7 @@ export function decodeBatchRequest(buf: Uint8Array): BatchRequest {
     ...(txn === null ? {} : { txn }),
     ...(uncertaintyLimit === null ? {} : { uncertaintyLimit }),
     ...((flags & BATCH_FLAG_ASYNC_CONSENSUS) !== 0 ? { asyncConsensus: true } : {}),
+    ...(observedTimestamps === null ? {} : { observedTimestamps }),
   };
   return { header, requests };
 }
@@ -574,6 +614,7 @@ export function encodeBatchResult(res: BatchResult): Buffer {
     w.u8(0);
     w.timestamp(res.response.now);
     w.timestamp(res.response.timestamp);
+    writeObserved(w, res.response.observedTimestamps);
     w.uvarint(res.response.responses.length);
     for (const p of res.response.responses) writeResponse(w, p);
   } else {
@@ -590,10 +631,11 @@ export function decodeBatchResult(buf: Uint8Array): BatchResult {
   if (status === 0) {
     const now = r.timestamp();
     const timestamp = r.timestamp();
+    const observedTimestamps = readObserved(r);
     const n = r.uvarint();
     const responses: Response[] = [];
     for (let i = 0; i < n; i++) responses.push(readResponse(r));
-    out = { ok: true, response: { now, timestamp, responses } };
+    out = { ok: true, response: observedTimestamps.length === 0 ? { now, timestamp, responses } : { now, timestamp, responses, observedTimestamps } };
   } else if (status === 1) {
     out = { ok: false, error: readError(r) };
   } else {

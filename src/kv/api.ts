@@ -396,6 +396,23 @@ export interface BatchHeader {
    * QueryIntent (client/txn-pipeliner.ts). See "Async consensus" above.
    */
   readonly asyncConsensus?: boolean;
+  /**
+   * The transaction's observed timestamps (uncertainty.ts): per node, the
+   * lowest clock reading a node returned to it. The serving node narrows the
+   * uncertainty limit with its own entry (and its arrival reading). Only
+   * transactional batches carry them.
+   */
+  readonly observedTimestamps?: readonly ObservedTimestamp[];
+}
+
+/**
+ * A node's HLC reading, taken when a transactional batch arrived there and
+ * before it was evaluated (CockroachDB's roachpb.ObservedTimestamp): every
+ * value that node's leaseholders write later carries a higher timestamp.
+ */
+export interface ObservedTimestamp {
+  readonly nodeId: number;
+  readonly timestamp: Timestamp;
 }
 
 export interface BatchRequest {
@@ -409,6 +426,8 @@ export interface BatchResponse {
   /** The timestamp reads and writes were evaluated at. */
   readonly timestamp: Timestamp;
   readonly responses: readonly Response[];
+  /** Transactional batches: the serving nodes' arrival readings (one per node; a batch the DistSender split may name several). */
+  readonly observedTimestamps?: readonly ObservedTimestamp[];
 }
 
 /** Does the request change replicated state (so the batch goes through Raft)? */

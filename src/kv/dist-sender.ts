@@ -74,6 +74,7 @@ import {
   type BatchRequest,
   type BatchResponse,
   type KeyValue,
+  type ObservedTimestamp,
   type RangeDescriptor,
   type ReplicaDescriptor,
   type Request,
@@ -86,6 +87,7 @@ import { abandonedCallError } from '../rpc/errors.js';
 import { FIRST_RANGE_ID } from './bootstrap.js';
 import type { NodeDialer, Sender } from './kv-client.js';
 import { RangeCache } from './range-cache.js';
+import { mergeObservedTimestamps, observedTimestampsOf } from './uncertainty.js';
 
 export interface DistSenderOptions {
   /** Node ids to try when nothing is known (to find the first range). */
@@ -301,7 +303,8 @@ export class DistSender implements Sender {
     // A part may have been evaluated above the header's timestamp (a write pushed by the timestamp cache): report the highest.
     let timestamp = header.timestamp;
     for (const r of results) if (compareTimestamps(r.timestamp, timestamp) > 0) timestamp = r.timestamp;
-    return { now: last.now, timestamp, responses };
+    const observedTimestamps = observedTimestampsOf(results);
+    return observedTimestamps === undefined ? { now: last.now, timestamp, responses } : { now: last.now, timestamp, responses, observedTimestamps };
   }
 
   /** Waits for every part; the first error wins, an ambiguous one over any other. */
@@ -348,6 +351,7 @@ export class DistSender implements Sender {
     const perRequest: Response[][] = reqs.map(() => []);
     let now = ba.header.timestamp;
     let evalTs = ba.header.timestamp;
+    let observedTimestamps: readonly ObservedTimestamp[] | undefined;
     let cur = reverse ? hi : lo;
     for (;;) {
       const desc = reverse ? await this.cache.lookup(cur, true) : await this.cache.lookup(cur);
@@ -362,6 +366,7 @@ export class DistSender implements Sender {
       if (part.requests.length > 0) {
         const res = await this.sendPart(desc, { header: ba.header, requests: part.requests }, attempt);
         now = res.now;
+        observedTimestamps = mergeObservedTimestamps(observedTimestamps, res.observedTimestamps);
         if (compareTimestamps(res.timestamp, evalTs) > 0) evalTs = res.timestamp;
         res.responses.forEach((r, j) => {
           const i = part.index[j] as number;
@@ -398,7 +403,7 @@ export class DistSender implements Sender {
     }
     // combine() wants parts in ascending range order; a reverse visit was descending.
     const responses = reqs.map((q, i) => done[i] ?? combine(q, reverse ? [...(perRequest[i] as Response[])].reverse() : (perRequest[i] as Response[])));
-    return { now, timestamp: evalTs, responses };
+    return observedTimestamps === undefined ? { now, timestamp: evalTs, responses } : { now, timestamp: evalTs, responses, observedTimestamps };
   }
 
   // ---- sending to one range ------------------------------------------------------------

@@ -115,6 +115,7 @@ import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } 
 import { ReplicaRaftStorage } from './raft-storage.js';
 import { computeRangeChecksum } from './replica-consistency.js';
 import { canary } from './canary.js';
+import { localUncertaintyLimit, observedTimestampOf } from './uncertainty.js';
 import type { KvSettings } from './settings.js';
 
 /** What a replica needs from its store. */
@@ -400,7 +401,7 @@ export class Replica {
     // Canary expired-lease-reads: a replica that held the lease keeps serving reads without checking it is still valid.
     const staleReads = canary.expiredLeaseReads && !isWrite && this.lease?.replica.replicaId === this.replicaId;
     if (!staleReads) await this.ensureLease();
-    const limit = canary.skipUncertaintyRestart ? undefined : ba.header.uncertaintyLimit;
+    const limit = canary.skipUncertaintyRestart ? undefined : this.uncertaintyLimitOf(ba.header);
     const h0: EvalHeader = { rangeId: this.rangeId, timestamp: ba.header.timestamp, ...(ba.header.txn === undefined ? {} : { txn: ba.header.txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) };
     await this.concurrency.checkRequestTimestamp(ba.header.timestamp, h0.txn !== undefined);
     const sg = await this.concurrency.sequence(h0, reqs, (q, out) => lookupCommand(q.kind).declareKeys(h0, q, this.desc, out));
@@ -453,7 +454,7 @@ export class Replica {
     if (!c.timestampServableNow(hts, now)) return null;
     const ts = hts.wall === 0 && hts.logical === 0 ? now : hts;
     const txn = ba.header.txn;
-    const limit = ba.header.uncertaintyLimit;
+    const limit = this.uncertaintyLimitOf(ba.header);
     const opts = readOptions({ rangeId: this.rangeId, timestamp: ts, ...(txn === undefined ? {} : { txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) });
     const responses: Response[] = [];
     try {
@@ -468,6 +469,13 @@ export class Replica {
     const own = txn === undefined ? undefined : txn.id.toString('hex');
     for (const q of reqs as readonly GetRequest[]) c.recordPointRead(q.key, ts, own);
     return { now: this.ctx.clock.now(), timestamp: ts, responses };
+  }
+
+  /** The uncertainty limit reads apply here: the global one narrowed by this node's observed timestamp (uncertainty.ts). */
+  private uncertaintyLimitOf(h: BatchHeader): Timestamp | undefined {
+    const global = h.uncertaintyLimit;
+    if (global === undefined || h.observedTimestamps === undefined) return global;
+    return localUncertaintyLimit(global, observedTimestampOf(h.observedTimestamps, this.ctx.ident.nodeId), this.lease?.start);
   }
 
   /** One evaluation of a sequenced batch (holding its latches, unblocked by the lock table). */

@@ -103,6 +103,7 @@ import { DEFAULT_KV_SETTINGS, type KvSettings } from './settings.js';
 import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
 import { clearReplicaData } from './replica-change.js';
 import { readRangeTombstone } from './range-tombstone.js';
+import { withObservedTimestamp } from './uncertainty.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -389,7 +390,14 @@ export class Store implements StoreContext {
     if (r === undefined || (ba.header.replicaId !== undefined && ba.header.replicaId !== 0 && ba.header.replicaId !== r.replicaId)) {
       return Promise.reject(new RangeNotFoundError(ba.header.rangeId, this.ident.storeId));
     }
-    return r.send(ba);
+    if (ba.header.txn === undefined) return r.send(ba);
+    // Observed timestamp (uncertainty.ts): this node's reading on arrival, before evaluation, narrows this batch's
+    // uncertainty limit here and goes back to the coordinator.
+    const nodeId = this.ident.nodeId;
+    const now = this.clock.now();
+    const observed = withObservedTimestamp(ba.header.observedTimestamps, nodeId, now);
+    const req = observed === ba.header.observedTimestamps ? ba : { header: { ...ba.header, observedTimestamps: observed }, requests: ba.requests };
+    return r.send(req).then((res) => ({ ...res, observedTimestamps: [{ nodeId, timestamp: now }] }));
   }
 
   /** Admin: moves the lease of rangeId (held here) to the replica targetReplicaId. */

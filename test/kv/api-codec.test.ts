@@ -30,8 +30,15 @@ const request: fc.Arbitrary<Request> = fc.oneof(
   fc.record({ kind: fc.constant('truncateLog' as const), index: fc.nat() }),
 );
 const txn = fc.record({ id: fc.uint8Array({ minLength: 16, maxLength: 16 }).map((a) => Buffer.from(a)), epoch: fc.nat(), writeTimestamp: ts, sequence: fc.nat(), key: buf });
+const observedTimestamps = fc.array(fc.record({ nodeId: id, timestamp: ts }), { minLength: 1, maxLength: 5 });
 const batch: fc.Arbitrary<BatchRequest> = fc.record({
-  header: fc.oneof(fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts }), fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts, txn })),
+  header: fc.oneof(
+    fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts }),
+    fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts, txn }),
+    // Observed timestamps (uncertainty.ts; flags bit 1), with and without async consensus (bit 0).
+    fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts, txn, uncertaintyLimit: ts, observedTimestamps }),
+    fc.record({ rangeId: id, replicaId: fc.nat(), timestamp: ts, txn, asyncConsensus: fc.constant(true), observedTimestamps }),
+  ),
   requests: fc.array(request, { maxLength: 6 }),
 });
 
@@ -71,6 +78,28 @@ describe('api-codec', () => {
     const enc = codec.encodeBatchResult({ ok: true, response: res });
     expect(codec.decodeBatchResult(enc)).toEqual({ ok: true, response: res });
     expectTruncationsRejected(enc, codec.decodeBatchResult);
+    // A transactional batch's response carries the serving node's observed timestamp (uncertainty.ts).
+    const withObs = { ...res, observedTimestamps: [{ nodeId: 3, timestamp: { wall: 7, logical: 2 } }] };
+    const enc2 = codec.encodeBatchResult({ ok: true, response: withObs });
+    expect(codec.decodeBatchResult(enc2)).toEqual({ ok: true, response: withObs });
+    expectTruncationsRejected(enc2, codec.decodeBatchResult);
+  });
+
+  it('golden bytes: a header with observed timestamps, and a response with one (design note in api-codec.ts)', () => {
+    const ba: BatchRequest = {
+      header: { rangeId: 2, replicaId: 0, timestamp: { wall: 9, logical: 0 }, uncertaintyLimit: { wall: 12, logical: 0 }, observedTimestamps: [{ nodeId: 1, timestamp: { wall: 10, logical: 1 } }, { nodeId: 3, timestamp: { wall: 11, logical: 0 } }] },
+      requests: [],
+    };
+    // rangeId replicaId ts(9,0) opt-txn:0 opt-limit:1 (12,0) flags:2 nObs:2 (1 (10,1)) (3 (11,0)) n:0
+    expect(codec.encodeBatchRequest(ba).toString('hex')).toBe('020009000001' + '0c00' + '02' + '02' + '010a01' + '030b00' + '00');
+    expect(codec.decodeBatchRequest(codec.encodeBatchRequest(ba))).toEqual(ba);
+    // An empty list is never encoded with the flag set: the decoder refuses it.
+    expect(() => codec.decodeBatchRequest(Buffer.from('020009000000' + '02' + '00' + '00', 'hex'))).toThrow(CairnError);
+    const res = { now: { wall: 5, logical: 0 }, timestamp: { wall: 4, logical: 0 }, responses: [], observedTimestamps: [{ nodeId: 2, timestamp: { wall: 3, logical: 0 } }] };
+    // ok:0 now(5,0) ts(4,0) nObs:1 (2 (3,0)) n:0
+    expect(codec.encodeBatchResult({ ok: true, response: res }).toString('hex')).toBe('00' + '0500' + '0400' + '01' + '020300' + '00');
+    // No observation: nObs 0, and the decoded response has no observedTimestamps field.
+    expect(codec.decodeBatchResult(Buffer.from('00' + '0500' + '0400' + '00' + '00', 'hex'))).toStrictEqual({ ok: true, response: { now: { wall: 5, logical: 0 }, timestamp: { wall: 4, logical: 0 }, responses: [] } });
   });
 
   it('round-trips KV errors with their hints and classification', () => {

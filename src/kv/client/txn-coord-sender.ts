@@ -7,7 +7,7 @@
  *                 segment whenever a key would be written twice: one sequence
  *                 number per segment)
  *              ─► seq-num allocator: txn.sequence = ++seq for a writing segment
- *              ─► send(ts = read ts = write ts, uncertaintyLimit, txn)
+ *              ─► send(ts = read ts = write ts, uncertaintyLimit, txn, observed timestamps)
  *                   WriteIntentError    → TxnPusher (push / wait / recover / resolve), resend
  *                   reads served higher (a locking read met a newer version and
  *                   the leaseholder read the batch above it): refresh the earlier
@@ -51,6 +51,13 @@
  *                missing → restart (AsyncWriteFailureError,
  *                RETRY_ASYNC_WRITE_FAILURE). Setting:
  *                kv.transaction.write_pipelining.* (settings.ts txnSettings).
+ *   uncertainty: the global limit read_ts + max_offset goes in every header
+ *                with the observed timestamps: per node, the first (lowest)
+ *                arrival reading a response reported (../uncertainty.ts);
+ *                the leaseholder narrows the limit to its node's entry (never
+ *                below its lease start). Entries never move up, and survive
+ *                restarts (epoch bumps and new ids after an abort: the SQL
+ *                transaction began before every one of them).
  *   read-only:   no record, no EndTxn; commit just stops.
  *   savepoints:  the sequence number; rollback adds (sp, now] to the
  *                ignored seqnum ranges, which reads, commits and resolution honour.
@@ -65,16 +72,18 @@
  * writes of a batch that failed without ending the epoch (a cput's
  * ConditionFailed beside a pipelined put on another range) are not
  * tracked as in flight, as in CockroachDB, so the commit does not prove
- * them; the uncertainty limit is read_ts + max_offset, not narrowed per
- * node by observed timestamps (the DistSender does not tell which node
- * served); targetBytes is applied on the returned rows.
+ * them; values carry no local timestamp, so the observed-timestamp
+ * narrowing has CockroachDB-before-22.2's gap for intents committed above
+ * their written timestamp (../uncertainty.ts); targetBytes is applied on the
+ * returned rows.
  *
  * Ownership: one per transaction; calls are never concurrent (KVTxn's rule).
  */
 import { AmbiguousResultError, CairnError } from '../../util/errors.js';
 import { ZERO_TIMESTAMP, tsLess, tsMax, tsNext, type Clock, type Timestamp } from '../../util/hlc.js';
 import { keyNext, ConditionFailedError, ReadWithinUncertaintyIntervalError, WriteIntentError, WriteTooOldError, type SeqRange, type Txn, type TxnMeta } from '../../../storage/mvcc.js';
-import type { BatchResponse, KeyValue, Request, Response, ScanResponse } from '../api.js';
+import type { BatchResponse, KeyValue, ObservedTimestamp, Request, Response, ScanResponse } from '../api.js';
+import { mergeObservedTimestamps } from '../uncertainty.js';
 import type { Sender } from '../kv-client.js';
 import { MAX_TXN_PRIORITY } from '../concurrency/push-policy.js';
 import { TransactionAbortedError, TxnRetryError, recordResponse, retryTimestampOf, type InFlightWrite, type LockSpan, type RetryReason, type TxnRecord, type TxnRecordResponse } from '../txn-api.js';
@@ -138,6 +147,8 @@ export class TxnCoordSender {
   private writeTs: Timestamp;
   private minTs: Timestamp;
   private uncertaintyLimit: Timestamp;
+  /** Per node, the first (lowest) reading it reported (../uncertainty.ts); kept across restarts. */
+  private observed: readonly ObservedTimestamp[] | undefined;
   private seq = 0;
   private anchor: Buffer | null = null;
   /** Lock and refresh footprints, condensed past their byte budgets (lock-footprint.ts). */
@@ -184,6 +195,10 @@ export class TxnCoordSender {
   fixCommitTimestamp(): Timestamp {
     this.commitTsFixed = true;
     return this.writeTs;
+  }
+  /** The observed timestamps recorded so far, per node (tests, logs). */
+  observedTimestamps(): readonly ObservedTimestamp[] {
+    return this.observed ?? [];
   }
   /** The transaction's id (tests, logs). */
   get txnId(): Buffer {
@@ -357,7 +372,8 @@ export class TxnCoordSender {
       let res: BatchResponse;
       try {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
-        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs), ...(pipelined ? { asyncConsensus: true } : {}) }, requests: all };
+        const observed = this.observed === undefined || this.fixed ? {} : { observedTimestamps: this.observed };
+        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs), ...(pipelined ? { asyncConsensus: true } : {}), ...observed }, requests: all };
         // Test-only (CAIRN_CRASH_POINT, src/kv/crash-point.ts): off in production, where `armed` is false.
         res = await (crashPoint.armed && end !== null ? sendAtCrashPoint(this.ctx.sender, ba) : this.ctx.sender.send(ba));
       } catch (e) {
@@ -378,6 +394,7 @@ export class TxnCoordSender {
         await this.handleError(e, writes || end !== null || locking.length > 0);
         continue;
       }
+      this.observed = mergeObservedTimestamps(this.observed, res.observedTimestamps);
       // The chained QueryIntents proved their writes; a pipelined segment's writes are in flight from now on.
       if (!provedNoted) this.pipeliner.onSuccess(chained.proved, pipelined ? reqs : null, this.seq);
       provedNoted = true;
@@ -515,7 +532,8 @@ export class TxnCoordSender {
     if (this.readSpans.size > 0) {
       const requests: Request[] = this.readSpans.spans().map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
       try {
-        await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
+        const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
+        this.observed = mergeObservedTimestamps(this.observed, res.observedTimestamps);
       } catch (e) {
         this.ctx.metrics.refreshFailures++;
         if (e instanceof CairnError && (e.code === 'kv.refresh_failed' || e instanceof WriteIntentError)) throw this.fail(new TxnRetryError(reason, e.message));

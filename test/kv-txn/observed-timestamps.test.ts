@@ -1,0 +1,222 @@
+/**
+ * Issue 5: the uncertainty limit `read_ts + max_offset`, narrowed per node by
+ * that node's observed timestamp (src/kv/uncertainty.ts; CockroachDB's
+ * kvserver/uncertainty). On a real 3-node cluster through the DistSender:
+ *
+ *   - a value written on node N after the transaction first talked to N, inside
+ *     the global window but above the observed timestamp, is ignored: no restart
+ *     (the same schedule restarts when the observed timestamps are stripped from
+ *     the headers, the coordinator's behaviour before this change);
+ *   - a value below the observed timestamp and above read_ts still restarts;
+ *   - the lease-start rule: after the lease moved to N (after the observation),
+ *     the limit is raised to the lease start and the restart still happens;
+ *   - observed timestamps survive a restart (epoch bump) and never move up.
+ *
+ * Layout: two ranges, A = [.., tkey(100)) with its lease on n2 and
+ * B = [tkey(100), ..) with its lease on n3; every transaction's gateway is n1,
+ * so no read is served by the gateway's own clock. System clocks, max offset 1 s
+ * (a wide window), leases of 6 s renewed by the ticker.
+ */
+import { describe, it, expect } from 'vitest';
+import { Prng } from '../../src/util/prng.js';
+import { formatTimestamp, tsLess, tsLessEq, type Timestamp } from '../../src/util/hlc.js';
+import { CairnError } from '../../src/util/errors.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
+import type { Sender } from '../../src/kv/kv-client.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
+import { observedTimestampOf } from '../../src/kv/uncertainty.js';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import { descriptors } from '../kv-ranges/support.js';
+import { startTxnCluster, tkey, batch, str, type TxnEnv } from './support.js';
+
+const start = autoCloseClusters();
+const MAX_OFFSET = 1_000_000;
+const K = tkey(1); // range A
+const K2 = tkey(2); // range A, never written
+const J = tkey(200); // range B
+const SPLIT = tkey(100);
+const N = 1; // node index of A's leaseholder (n2)
+const M = 2; // node index of B's leaseholder (n3)
+
+function rangeOf(c: TestCluster, k: Buffer): number {
+  const d = descriptors(c).find((x) => compareBytes(x.startKey, k) <= 0 && compareBytes(k, x.endKey) < 0);
+  if (d === undefined) throw new Error('no range');
+  return d.rangeId;
+}
+
+async function moveLease(c: TestCluster, k: Buffer, to: number): Promise<void> {
+  const rangeId = rangeOf(c, k);
+  const d = descriptors(c).find((x) => x.rangeId === rangeId);
+  const target = d?.replicas.find((r) => r.nodeId - 1 === to);
+  if (target === undefined) throw new Error(`no replica of r${rangeId} on n${to + 1}`);
+  await c.waitFor(() => c.leaseholder(rangeId) >= 0, 10_000, `a leaseholder of r${rangeId}`);
+  const lh = c.leaseholder(rangeId);
+  if (lh !== to) await c.store(lh).transferLease(rangeId, target.replicaId);
+  await c.waitFor(() => c.leaseholder(rangeId) === to, 10_000, `the lease of r${rangeId} on n${to + 1}`);
+}
+
+function leaseStart(c: TestCluster, k: Buffer, node: number): Timestamp {
+  const lease = c.store(node).replica(rangeOf(c, k))?.lease;
+  if (lease === undefined || lease === null) throw new Error('no lease');
+  return lease.start;
+}
+
+/** Waits until every node's clock is past ts (so a later write's timestamp is above it). */
+async function clocksPass(c: TestCluster, ts: Timestamp): Promise<void> {
+  await c.waitFor(() => [0, 1, 2].every((i) => c.node(i).clock.now().wall > ts.wall + 1000), 5_000, `clocks past ${formatTimestamp(ts)}`);
+}
+
+/** The coordinator's behaviour before observed timestamps: the same DistSender, headers without them. */
+function withoutObservedTimestamps(s: Sender): Sender {
+  return {
+    send(ba: BatchRequest): Promise<BatchResponse> {
+      if (ba.header.observedTimestamps === undefined) return s.send(ba);
+      const { observedTimestamps: _, ...header } = ba.header;
+      return s.send({ header, requests: ba.requests });
+    },
+  };
+}
+
+async function setup(): Promise<TxnEnv & { db: TxnDB }> {
+  const env = await startTxnCluster(start, { nodes: 3, maxOffsetMicros: MAX_OFFSET, splits: [SPLIT], settings: { leaseDurationMicros: 6_000_000 } });
+  await moveLease(env.c, K, N);
+  await moveLease(env.c, J, M);
+  return { ...env, db: env.dbs[0] as TxnDB };
+}
+
+/** Commits a write of `value` at every key through n1; returns its commit timestamp. */
+async function write(db: TxnDB, keys: readonly Buffer[], value: string): Promise<Timestamp> {
+  const w = db.newTxn();
+  await w.commitInBatch(batch((b) => keys.forEach((k) => b.put(k, Buffer.from(value)))));
+  return w.provisionalCommitTimestamp();
+}
+
+async function get(t: TxnCoordSender, k: Buffer): Promise<string | null> {
+  return str(((await t.run(batch((b) => b.get(k))))[0] as { value: Buffer | null }).value);
+}
+
+/** Runs fn against t, restarting on retryable errors; returns fn's result and the reasons of the restarts. */
+async function retrying<T>(t: TxnCoordSender, fn: () => Promise<T>): Promise<{ value: T; restarts: string[] }> {
+  const restarts: string[] = [];
+  for (;;) {
+    try {
+      return { value: await fn(), restarts };
+    } catch (e) {
+      if (!(e instanceof CairnError && e.retryable) || restarts.length > 5) throw e;
+      restarts.push(/RETRY_\w+/.exec(e.message)?.[0] ?? e.code);
+      await t.restart();
+    }
+  }
+}
+
+describe('observed timestamps narrow the uncertainty limit per node (issue 5)', () => {
+  it('a value written on N after the txn first talked to N, inside the global window, causes no restart (it did before)', async () => {
+    const env = await setup();
+    const { c } = env;
+    await write(env.db, [K], 'v0');
+    const nodeIdN = N + 1;
+    const outcome = async (db: TxnDB, value: string): Promise<{ first: string | null; second: string | null; restarts: string[]; observed: Timestamp | undefined; w: Timestamp; readTs: Timestamp }> => {
+      const t = db.newTxn();
+      const readTs = t.readTimestamp();
+      const first = await get(t, K); // T talks to N (A's leaseholder) for the first time
+      const observed = observedTimestampOf(t.observedTimestamps(), nodeIdN);
+      await clocksPass(c, observed ?? readTs);
+      const w = await write(env.db, [K], value); // written on N after T's observation
+      const r = await retrying(t, () => get(t, K));
+      await t.commit();
+      return { first, second: r.value, restarts: r.restarts, observed, w, readTs };
+    };
+
+    // Before (observed timestamps stripped from the headers): the value at w in (read_ts, read_ts + max offset]
+    // is uncertain; the refresh of K fails (K changed), so T restarts.
+    const before = new TxnDB({ sender: withoutObservedTimestamps(env.ds[0] as Sender), clock: c.node(0).clock, nodeId: 1, prng: new Prng(77) });
+    const b = await outcome(before, 'w-before');
+    expect(b.observed, 'recorded, though the stripped headers never carry it').toBeDefined();
+    expect(tsLess(b.readTs, b.w) && tsLessEq(b.w, { wall: b.readTs.wall + MAX_OFFSET, logical: 0 }), `w ${formatTimestamp(b.w)} inside T's window from ${formatTimestamp(b.readTs)}`).toBe(true);
+    expect(b.restarts).toEqual(['RETRY_UNCERTAINTY']);
+    expect(b.second).toBe('w-before'); // after the restart T reads above w
+    expect(before.metrics.restarts).toBe(1);
+
+    // After: T observed N before the write; w is above that reading, so N ignores it: T reads its snapshot, no restart.
+    const a = await outcome(env.db, 'w-after');
+    const obs = a.observed as Timestamp;
+    expect(obs, 'T recorded N’s reading').toBeDefined();
+    expect(tsLess(a.readTs, a.w) && tsLessEq(a.w, { wall: a.readTs.wall + MAX_OFFSET, logical: 0 })).toBe(true);
+    expect(tsLess(obs, a.w), `w ${formatTimestamp(a.w)} above the observed ${formatTimestamp(obs)}`).toBe(true);
+    expect(a.first).toBe('w-before');
+    expect(a.second).toBe('w-before');
+    expect(a.restarts).toEqual([]);
+    console.log(`restarts of the same schedule: ${before.metrics.restarts} without observed timestamps, ${a.restarts.length} with (read ${formatTimestamp(a.readTs)}, observed n${nodeIdN} ${formatTimestamp(obs)}, w ${formatTimestamp(a.w)})`);
+  }, 60_000);
+
+  it('a value below the observed timestamp and above read_ts still restarts', async () => {
+    const env = await setup();
+    const { c, db } = env;
+    await write(db, [K, J], 'v0');
+    const t = db.newTxn();
+    const readTs = t.readTimestamp();
+    expect(await get(t, J)).toBe('v0'); // T reads J on n3 (B)
+    await clocksPass(c, readTs);
+    const w = await write(db, [K, J], 'w'); // committed after T started, before T reaches n2
+    expect(await get(t, K2)).toBe(null); // T's first contact with n2: its reading is above w
+    const observed = observedTimestampOf(t.observedTimestamps(), N + 1) as Timestamp;
+    expect(tsLess(readTs, w) && tsLessEq(w, observed), `read ${formatTimestamp(readTs)} < w ${formatTimestamp(w)} ≤ observed ${formatTimestamp(observed)}`).toBe(true);
+    // K's value at w is in (read_ts, local limit]: uncertain; the refresh fails on J (changed): restart.
+    const r = await retrying(t, () => get(t, K));
+    expect(r.restarts).toEqual(['RETRY_UNCERTAINTY']);
+    expect(r.value).toBe('w');
+    await t.commit();
+  }, 60_000);
+
+  it('lease-start rule: a lease moved to N after the observation raises the limit to its start; the restart still happens', async () => {
+    const env = await setup();
+    const { c, db } = env;
+    await write(db, [J], 'v0');
+    const t = db.newTxn();
+    const readTs = t.readTimestamp();
+    expect(await get(t, K)).toBe(null); // observes n2
+    expect(await get(t, J)).toBe('v0'); // J on n3
+    const observed = observedTimestampOf(t.observedTimestamps(), N + 1) as Timestamp;
+    await clocksPass(c, observed);
+    const w = await write(db, [J], 'w'); // on n3, under B's lease there, above n2's reading
+    await moveLease(c, J, N); // B's lease moves to n2 after T's observation of n2
+    const start = leaseStart(c, J, N);
+    expect(tsLess(observed, w) && tsLessEq(w, start), `observed ${formatTimestamp(observed)} < w ${formatTimestamp(w)} ≤ lease start ${formatTimestamp(start)}`).toBe(true);
+    expect(tsLessEq(w, { wall: readTs.wall + MAX_OFFSET, logical: 0 })).toBe(true);
+    // n2's reading alone would hide w; the limit is raised to the lease start, so J's value at w is uncertain.
+    const r = await retrying(t, () => get(t, J));
+    expect(r.restarts).toEqual(['RETRY_UNCERTAINTY']);
+    expect(r.value).toBe('w');
+    await t.commit();
+  }, 60_000);
+
+  it('observed timestamps survive a restart (epoch bump) and never move up', async () => {
+    const env = await setup();
+    const { c, db } = env;
+    await write(db, [K], 'v0');
+    const t = db.newTxn();
+    expect(await get(t, K)).toBe('v0');
+    expect(await get(t, J)).toBe(null);
+    const first = t.observedTimestamps();
+    expect(first.map((o) => o.nodeId).sort()).toEqual([N + 1, M + 1]);
+    const observedN = observedTimestampOf(first, N + 1) as Timestamp;
+    await clocksPass(c, observedN);
+    await get(t, K2); // a later contact with n2 reports a higher reading: the first one is kept
+    expect(t.observedTimestamps()).toEqual(first);
+
+    await t.restart(); // epoch 1: the read timestamp moves to now
+    expect(db.metrics.restarts).toBe(1);
+    expect(t.observedTimestamps()).toEqual(first);
+    await clocksPass(c, t.readTimestamp());
+    const w = await write(db, [K], 'w'); // above the new read timestamp and above the kept reading of n2
+    expect(tsLess(t.readTimestamp(), w) && tsLess(observedN, w)).toBe(true);
+    // Kept: n2 narrows with the first epoch's reading, so w is ignored (a fresh reading would make it uncertain).
+    const refreshes = db.metrics.refreshes;
+    expect(await get(t, K)).toBe('v0');
+    expect(db.metrics.refreshes).toBe(refreshes);
+    await t.commit();
+    expect(db.metrics.restarts).toBe(1);
+  }, 60_000);
+});
