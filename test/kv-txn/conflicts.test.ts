@@ -15,7 +15,9 @@ import type { TxnRecordResponse } from '../../src/kv/txn-api.js';
 import { txnLiveness } from '../../src/kv/txn-record.js';
 import { NORMAL_PRIORITY } from '../../src/kv/client/txn-coord-sender.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { startTxnCluster, tkey, batch, str, type TxnEnv } from './support.js';
+import { startTxnCluster, tkey, batch, str, withoutObservedTimestamps, type TxnEnv } from './support.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import { Prng } from '../../src/util/prng.js';
 
 const start = autoCloseClusters();
 const savedExpiry = txnLiveness.expiryMicros;
@@ -194,7 +196,10 @@ describe('refresh, uncertainty, write-too-old', () => {
     const env = await startTxnCluster(start, { nodes: 1, maxOffsetMicros: 1_000_000, settings: { leaseDurationMicros: 6_000_000 } });
     const db = env.dbs[0] as NonNullable<TxnEnv['dbs'][0]>;
     const t = db.newTxn();
-    const t2 = db.newTxn();
+    // t2 applies the global limit (its observed timestamp of the one node would predate both writes and hide
+    // them: observed-timestamps.test.ts); t2 shares the cluster and the clock.
+    const global = new TxnDB({ sender: withoutObservedTimestamps(env.ds[0] as DistSender), clock: env.c.node(0).clock, nodeId: 1, prng: new Prng(5) });
+    const t2 = global.newTxn();
     await t2.run(batch((b) => b.get(tkey(3))));
     await put(env, tkey(3), 'later3');
     await put(env, tkey(1), 'later');

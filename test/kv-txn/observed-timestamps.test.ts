@@ -22,14 +22,13 @@ import { Prng } from '../../src/util/prng.js';
 import { formatTimestamp, tsLess, tsLessEq, type Timestamp } from '../../src/util/hlc.js';
 import { CairnError } from '../../src/util/errors.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
-import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 import type { Sender } from '../../src/kv/kv-client.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
 import { observedTimestampOf } from '../../src/kv/uncertainty.js';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { descriptors } from '../kv-ranges/support.js';
-import { startTxnCluster, tkey, batch, str, type TxnEnv } from './support.js';
+import { startTxnCluster, tkey, batch, str, withoutObservedTimestamps, type TxnEnv } from './support.js';
 
 const start = autoCloseClusters();
 const MAX_OFFSET = 1_000_000;
@@ -66,17 +65,6 @@ function leaseStart(c: TestCluster, k: Buffer, node: number): Timestamp {
 /** Waits until every node's clock is past ts (so a later write's timestamp is above it). */
 async function clocksPass(c: TestCluster, ts: Timestamp): Promise<void> {
   await c.waitFor(() => [0, 1, 2].every((i) => c.node(i).clock.now().wall > ts.wall + 1000), 5_000, `clocks past ${formatTimestamp(ts)}`);
-}
-
-/** The coordinator's behaviour before observed timestamps: the same DistSender, headers without them. */
-function withoutObservedTimestamps(s: Sender): Sender {
-  return {
-    send(ba: BatchRequest): Promise<BatchResponse> {
-      if (ba.header.observedTimestamps === undefined) return s.send(ba);
-      const { observedTimestamps: _, ...header } = ba.header;
-      return s.send({ header, requests: ba.requests });
-    },
-  };
 }
 
 async function setup(): Promise<TxnEnv & { db: TxnDB }> {

@@ -7,6 +7,8 @@ import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { TestCluster, TestClusterOptions } from '../support/test-cluster.js';
 import { distSender } from '../kv-ranges/support.js';
 import { KVBatch } from '../../sql/kv.js';
+import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
+import type { Sender } from '../../src/kv/kv-client.js';
 
 export { distSender };
 
@@ -41,3 +43,18 @@ export function batch(f: (b: KVBatch) => void): KVBatch {
 }
 
 export const str = (b: Buffer | null | undefined): string | null => (b == null ? null : b.toString());
+
+/**
+ * The same sender with the observed timestamps stripped from every header
+ * (src/kv/uncertainty.ts): leaseholders apply the global uncertainty limit, as
+ * before observed timestamps existed — the baseline of the narrowing tests.
+ */
+export function withoutObservedTimestamps(s: Sender): Sender {
+  return {
+    send(ba: BatchRequest): Promise<BatchResponse> {
+      if (ba.header.observedTimestamps === undefined) return s.send(ba);
+      const { observedTimestamps: _, ...header } = ba.header;
+      return s.send({ header, requests: ba.requests });
+    },
+  };
+}
