@@ -190,6 +190,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const nemesisLog = join(dir, 'nemesis.log');
   writeFileSync(nemesisLog, '');
   const t0 = process.hrtime.bigint();
+  const runStartWallMs = Date.now(); // the same instant in wall-clock time (node crashes are stamped with it)
   const rel = (t: bigint): number => Number(t - t0);
   const nlog = (line: string): void => appendFileSync(nemesisLog, `${(rel(process.hrtime.bigint()) / 1e9).toFixed(3)} ${line}\n`);
   const prng = new Prng(opts.seed);
@@ -374,6 +375,12 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     await target.stop().catch((e: unknown) => notes.push(`target stop: ${String(e)}`));
     process.removeListener('exit', killNodes);
   }
+  const crashes = (target.crashes?.() ?? []).map((c) => ({ ...c, atSec: (c.atMs - runStartWallMs) / 1000 }));
+  for (const c of crashes) {
+    const line = `n${c.node} (pid ${c.pid}) exited on its own (${c.exit}) at ${c.atSec.toFixed(1)} s: ${c.reason}`;
+    notes.push(line);
+    nlog(`CRASH ${line}`);
+  }
 
   // History, checks, reports.
   events.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : a.seq - b.seq));
@@ -413,7 +420,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   }
   const checks = composeResults(results);
   const counts = opCounts(history);
-  const summary = formatSummary({ workload: opts.workload, nemesis: nemesisName, seed: opts.seed, timeSec: opts.timeSec, counts, faults: faults.length, checks });
+  const summary = formatSummary({ workload: opts.workload, nemesis: nemesisName, seed: opts.seed, timeSec: opts.timeSec, counts, faults: faults.length, checks, crashes: crashes.length });
   writeFileSync(
     join(dir, 'results.json'),
     JSON.stringify(
@@ -425,6 +432,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
         notes,
         faults,
         faultsThatBit: faults.filter((f) => f.bit).length,
+        crashes,
         checkers: checks.results,
       },
       null,

@@ -12,7 +12,10 @@
  * The node processes are spawned directly from `node dist/src/cli/main.js` (the same
  * command the cluster script runs), so `pid(i)` is the node's own pid and kill() sends
  * SIGKILL to the server itself. Extra environment (CAIRN_CANARY) is passed to every node.
- * restart() starts the node again on the same store directory.
+ * restart() starts the node again on the same store directory. A node process that exits
+ * without kill() or stop() having asked (a crash: an assertion, a start-up failure) is
+ * recorded with its exit status and the error line of its output (crashes()): the runner
+ * reports it, and the kill nemesis's later windows find the node "already down".
  *
  * Ownership: owns the processes and the data directory (kept for post-mortems under the
  * run's store directory).
@@ -23,7 +26,8 @@ import { join } from 'node:path';
 import { CairnError } from '../../src/util/index.js';
 import { signal, waitFor } from './target.js';
 import { httpStatus } from './admin.js';
-import type { ClusterTarget, TargetNode } from './target.js';
+import { crashReason } from './target.js';
+import type { ClusterTarget, NodeCrash, TargetNode } from './target.js';
 
 export interface CairnTargetOptions {
   readonly dir: string;
@@ -59,6 +63,9 @@ export class CairnTarget implements ClusterTarget {
   private readonly exits: Promise<void>[];
   private stopped = false;
   private starting = true;
+  /** Pids kill() has signalled: their exits are not crashes. */
+  private readonly killing = new Set<number>();
+  private readonly crashList: NodeCrash[] = [];
 
   private constructor(
     private readonly opts: CairnTargetOptions,
@@ -134,12 +141,32 @@ export class CairnTarget implements ClusterTarget {
     const proc = spawn(process.execPath, args, { stdio: ['ignore', log, log], env: { ...process.env, CAIRN_LOG_PRETTY: '0', ...this.opts.env } });
     closeSync(log);
     this.procs[i] = proc;
-    this.exits[i] = new Promise((r) => proc.once('exit', () => r()));
+    this.exits[i] = new Promise((r) =>
+      proc.once('exit', (code, sig) => {
+        if (!this.stopped && proc.pid !== undefined && !this.killing.delete(proc.pid)) this.recordCrash(i, proc.pid, sig ?? String(code));
+        r();
+      }),
+    );
+  }
+
+  private recordCrash(i: number, pid: number, exit: string): void {
+    let tail = '';
+    try {
+      tail = readFileSync(this.nodes[i]!.logPath, 'utf8').slice(-4000);
+    } catch {
+      // no log
+    }
+    this.crashList.push({ node: i + 1, pid, exit, atMs: Date.now(), reason: crashReason(tail) });
+  }
+
+  crashes(): readonly NodeCrash[] {
+    return this.crashList;
   }
 
   async kill(i: number): Promise<void> {
     const pid = this.pid(i);
     if (pid === undefined) return;
+    this.killing.add(pid);
     signal(pid, 'SIGKILL');
     await this.exits[i];
   }

@@ -37,6 +37,28 @@ export interface ClusterTarget {
   /** Resolves once every node answers SQL (bounded by timeoutMs; throws otherwise). */
   waitHealthy(timeoutMs: number): Promise<void>;
   stop(): Promise<void>;
+  /** Node processes that exited on their own (not killed by kill() or stop()), oldest first. */
+  crashes?(): readonly NodeCrash[];
+}
+
+/** A node process that exited without being told to — a finding of its own, whatever the checkers say. */
+export interface NodeCrash {
+  /** 1-based node id. */
+  readonly node: number;
+  readonly pid: number;
+  /** Exit code or signal name. */
+  readonly exit: string;
+  /** Wall-clock time of the exit (ms since the epoch). */
+  readonly atMs: number;
+  /** The first error line of the node's output tail (e.g. an AssertionError), or its last line. */
+  readonly reason: string;
+}
+
+/** The line of a node's output tail that says why it died: the last `…Error: …` line, else the last line. */
+export function crashReason(logTail: string): string {
+  const lines = logTail.split('\n').map((l) => l.trim()).filter((l) => l.length > 0 && !l.startsWith('at '));
+  const errs = lines.filter((l) => /^[A-Za-z]*Error\b|Error: /.test(l) && !l.startsWith('{'));
+  return (errs[errs.length - 1] ?? lines[lines.length - 1] ?? '(no output)').slice(0, 300);
 }
 
 /** Sends `sig` to `pid`; false when the process does not exist. */

@@ -42,6 +42,8 @@ export function formatSummary(s: {
   counts: OpCounts;
   faults: number;
   checks: ComposedResult;
+  /** Node processes that exited on their own (omitted from the line when 0). */
+  crashes?: number;
 }): string {
   const verdicts = Object.entries(s.checks.results).map(([name, r]) => {
     const v = r.valid === true ? 'valid' : r.valid === false ? 'INVALID' : 'unknown';
@@ -53,6 +55,7 @@ export function formatSummary(s: {
     `${s.workload} ${s.nemesis} seed=${s.seed} ${s.timeSec}s`,
     `${c.ops} ops (${c.ok} ok, ${c.fail} fail, ${c.info} info)`,
     `${s.faults} faults`,
+    ...(s.crashes ? [`${s.crashes} node crash${s.crashes === 1 ? '' : 'es'}`] : []),
     verdicts.length === 0 ? 'no checker ran: unknown' : verdicts.join('; '),
   ].join(' | ');
 }

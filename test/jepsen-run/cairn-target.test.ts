@@ -1,7 +1,9 @@
 // CairnTarget and the Cairn-specific nemesis paths against a real 3-node cluster: the
 // canary flag reaches the node processes' environment (issue 9, "Canaries"), range
 // status is read from /_status/ranges, and the kill nemesis in leaseholder mode kills
-// the node that holds the lease of the hottest range, by its own pid.
+// the node that holds the lease of the hottest range, by its own pid. A node process that
+// dies without the harness asking (here: SIGKILL from outside) is recorded as a crash;
+// the nemesis's own kills are not.
 import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prng } from '../../src/util/index.js';
@@ -51,5 +53,27 @@ describe('CairnTarget', () => {
     await k.stop(ctx);
     expect(target.pid(victim)).not.toBe(pid);
     await target.waitReady(60_000);
+    expect(target.crashes()).toEqual([]); // the nemesis's kill is not a crash
+  }, 90_000);
+
+  it('records a node that exits on its own as a crash, with its exit status', async () => {
+    const pid = target.pid(2)!;
+    const before = Date.now();
+    process.kill(pid, 'SIGKILL'); // not through target.kill: as if the node had died by itself
+    await waitUntil(() => target.pid(2) === undefined);
+    const c = target.crashes();
+    expect(c).toHaveLength(1);
+    expect(c[0]).toMatchObject({ node: 3, pid, exit: 'SIGKILL' });
+    expect(c[0]!.atMs).toBeGreaterThanOrEqual(before);
+    await target.restart(2);
+    await target.waitReady(60_000);
   }, 90_000);
 });
+
+async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

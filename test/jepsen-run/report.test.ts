@@ -7,6 +7,7 @@ import { formatSummary, opCounts } from '../../jepsen-style/report/summary.js';
 import { renderTimeline } from '../../jepsen-style/report/timeline.js';
 import type { FaultWindow } from '../../jepsen-style/report/timeline.js';
 import { leadershipChanges, parseRanges } from '../../jepsen-style/control/admin.js';
+import { crashReason } from '../../jepsen-style/control/target.js';
 
 const ms = 1e6;
 const history = buildHistory<unknown>([
@@ -36,6 +37,32 @@ describe('summary', () => {
     expect(unknown.valid).toBe('unknown');
     expect(line({ lin: unknownResult('budget') })).toMatch(/lin: unknown, 1 anomaly \(checker-error\)$/);
     expect(line({})).toMatch(/no checker ran: unknown$/);
+  });
+
+  it('names node crashes (a node that exited on its own) before the verdict', () => {
+    const ok = { valid: true, anomalyTypes: [], anomalies: {}, stats: {} } as const;
+    const counts = { ops: 10, ok: 5, fail: 5, info: 0 };
+    const line = (crashes: number) => formatSummary({ workload: 'g2', nemesis: 'kill', seed: 1, timeSec: 300, counts, faults: 14, checks: composeResults({ g2: ok }), crashes });
+    expect(line(0)).toBe('g2 kill seed=1 300s | 10 ops (5 ok, 5 fail, 0 info) | 14 faults | g2: valid, 0 anomalies');
+    expect(line(1)).toBe('g2 kill seed=1 300s | 10 ops (5 ok, 5 fail, 0 info) | 14 faults | 1 node crash | g2: valid, 0 anomalies');
+    expect(line(3)).toMatch(/\| 3 node crashes \|/);
+  });
+});
+
+describe('crashReason', () => {
+  it('takes the last error line of a node output tail, not its stack frames or JSON log lines', () => {
+    // The shape of a real one (g2 × kill, seed 301: n2 could not restart after a SIGKILL).
+    const tail = [
+      'clusterID: 81ea1201-46c6-4276-b26f-ba228f852fe8',
+      'AssertionError: raft: applied(1005) is out of range [prevApplied(10), committed(1001)]',
+      '    at assert (file:///x/dist/src/util/assert.js:13:15)',
+      '    at RaftLog.appliedTo (file:///x/dist/raft/log.js:202:13)',
+      '{"level":50,"msg":"Error: not this one"}',
+      '',
+    ].join('\n');
+    expect(crashReason(tail)).toBe('AssertionError: raft: applied(1005) is out of range [prevApplied(10), committed(1001)]');
+    expect(crashReason('starting\nsomething odd\n')).toBe('something odd');
+    expect(crashReason('')).toBe('(no output)');
   });
 });
 
