@@ -115,7 +115,7 @@ import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } 
 import { ReplicaRaftStorage } from './raft-storage.js';
 import { computeRangeChecksum } from './replica-consistency.js';
 import { canary } from './canary.js';
-import { localUncertaintyLimit, observedTimestampOf } from './uncertainty.js';
+import { UncertaintyGuard, localUncertaintyLimit, observedTimestampOf } from './uncertainty.js';
 import type { KvSettings } from './settings.js';
 
 /** What a replica needs from its store. */
@@ -265,6 +265,8 @@ export class Replica {
   lease: Lease | null;
   /** Latches, lock table, timestamp cache and txn hooks of the request path (concurrency-manager.ts). */
   readonly concurrency: ReplicaConcurrency;
+  /** The floor under the local uncertainty limit over skewed values this replica may hold (uncertainty.ts). */
+  private readonly uncertaintyGuard: UncertaintyGuard;
   private readonly proposals = new Map<number, Proposal>();
   private nextMaxLeaseIndex: number;
   quiescent = false;
@@ -284,6 +286,7 @@ export class Replica {
   ) {
     this.initialized = initialized;
     this.concurrency = new ReplicaConcurrency(ctx.clock);
+    this.uncertaintyGuard = new UncertaintyGuard(ctx.clock);
     this.rangeId = desc.rangeId;
     this.desc = desc;
     const me = replicaOnStore(desc, ctx.ident.storeId);
@@ -359,6 +362,7 @@ export class Replica {
     // A merge widens the range over reads the right-hand range served; a split or merge moves locks between ranges.
     const widened = compareBytes(desc.endKey, this.desc.endKey) > 0;
     if (widened || !desc.startKey.equals(this.desc.startKey) || !desc.endKey.equals(this.desc.endKey)) this.concurrency.onDescriptorChanged(widened);
+    if (widened) this.uncertaintyGuard.forgetHistory();
     this.desc = desc;
   }
 
@@ -398,6 +402,7 @@ export class Replica {
       return { now, timestamp: now, responses: [{ kind: 'leaseInfo', lease: this.lease }] };
     }
     const isWrite = reqs.some(isWriteRequest);
+    if (isWrite) this.uncertaintyGuard.noteWriteBatch(ba.header, reqs);
     // Canary expired-lease-reads: a replica that held the lease keeps serving reads without checking it is still valid.
     const staleReads = canary.expiredLeaseReads && !isWrite && this.lease?.replica.replicaId === this.replicaId;
     if (!staleReads) await this.ensureLease();
@@ -475,7 +480,7 @@ export class Replica {
   private uncertaintyLimitOf(h: BatchHeader): Timestamp | undefined {
     const global = h.uncertaintyLimit;
     if (global === undefined || h.observedTimestamps === undefined) return global;
-    return localUncertaintyLimit(global, observedTimestampOf(h.observedTimestamps, this.ctx.ident.nodeId), this.lease?.start);
+    return localUncertaintyLimit(global, observedTimestampOf(h.observedTimestamps, this.ctx.ident.nodeId), this.lease?.start, this.uncertaintyGuard.floor);
   }
 
   /** One evaluation of a sequenced batch (holding its latches, unblocked by the lock table). */
@@ -889,6 +894,7 @@ export class Replica {
     // The timestamp cache moves with the lease, now: Replica.send serves on this.lease from here on, while
     // finishApply runs only after the apply batch is written (an await away).
     this.concurrency.onLeaseApplied(lease, prev);
+    if (lease.replica.replicaId === this.replicaId && prev?.replica.replicaId !== this.replicaId) this.uncertaintyGuard.forgetHistory();
     fx.leases.push({ lease, prev });
     if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
       // We lost the lease: commands proposed under it cannot apply any more,
@@ -950,6 +956,7 @@ export class Replica {
     this.desc = desc;
     this.initialized = true;
     this.concurrency.clearLocks();
+    this.uncertaintyGuard.forgetHistory();
     const asRaw = e.getSync(encodeMvccKey(rangeAppliedStateKey(this.rangeId)));
     assert(asRaw !== undefined, `kv: r${this.rangeId} snapshot without applied state`);
     this.applied = decodeAppliedState(asRaw);

@@ -30,21 +30,44 @@
  * is what the rule needs. A reading is only ever taken by the node it names
  * (Store.send): no node narrows with another's clock.
  *
- * Departure (known gap): CockroachDB 22.2+ also records on each value the
- * local clock reading at which it was written (MVCCValueHeader.LocalTimestamp)
- * and compares THAT with the local limit, because an intent written before
- * the observation and committed later at a pushed timestamp above it — or a
- * write evaluated at a timestamp ahead of the leaseholder's clock — has a
- * version timestamp above the reading although it was written before it.
- * Cairn's MVCC values carry no local timestamp (a storage format change), so
- * such a value in (local limit, global limit] is ignored where CockroachDB
- * would restart. See the module's tests for what is covered.
+ * Skewed values, and the guard (a departure). CockroachDB 22.2+ records on
+ * each value the leaseholder's clock reading when it was written
+ * (MVCCValueHeader.LocalTimestamp) and compares THAT with the local limit,
+ * because some values carry a version timestamp above the reading at which
+ * they were written: an intent written earlier and committed at a pushed (or
+ * refreshed) timestamp above it, or a write evaluated at a timestamp ahead of
+ * the leaseholder's clock (a timestamp-cache push into the future). Such a
+ * value can sit above observed(N) although its transaction committed before
+ * the reader began (DESIGN.md §6, "Stale reads from uncertainty"). Cairn's
+ * MVCC values carry no local timestamp (that is a storage format change), so
+ * each replica keeps instead an in-memory floor, UncertaintyGuard: a
+ * timestamp at or above every skewed value the replica may hold. The local
+ * limit is never below it:
  *
- * Pure functions: no clock, no I/O. Ownership: src/kv (Store, Replica,
+ *   local limit = min(global limit, max(observed(N), lease.start, guard floor))
+ *
+ * The leaseholder raises the floor before it evaluates a batch that may
+ * create a skewed value: a resolution to COMMITTED (or a committing EndTxn)
+ * of a transaction whose commit timestamp is above its start (its intents
+ * may be below it; without the intents' timestamps at hand this is
+ * conservative), or a write at a timestamp ahead of its clock. History it did
+ * not evaluate itself — a new replica (split, restart), a merge, a snapshot,
+ * a lease taken from another replica — raises the floor to now + 2 × max
+ * offset: the future timestamps this design produces (pushes to a reader's
+ * uncertainty limit, the timestamp-cache horizon of a fresh replica) stay
+ * within that of some clock. A chain of pushes, each moving a transaction
+ * another max offset ahead, could exceed it: CockroachDB's per-value local
+ * timestamp is the complete fix. The floor only matters for readers whose
+ * window reaches it, so a quiet range narrows fully again 2 × max offset
+ * after such an event.
+ *
+ * Pure functions and one plain object (UncertaintyGuard, one per Replica):
+ * no clock of their own, no I/O. Ownership: src/kv (Store, Replica,
  * DistSender, TxnCoordSender).
  */
-import { tsLess, tsMax, tsMin, type Timestamp } from '../util/hlc.js';
-import type { BatchResponse, ObservedTimestamp } from './api.js';
+import { ZERO_TIMESTAMP, tsLess, tsMax, tsMin, type Timestamp } from '../util/hlc.js';
+import type { TxnMeta } from '../../storage/mvcc.js';
+import type { BatchHeader, BatchResponse, ObservedTimestamp, Request } from './api.js';
 
 /** The reading recorded for nodeId, or undefined. */
 export function observedTimestampOf(obs: readonly ObservedTimestamp[] | undefined, nodeId: number): Timestamp | undefined {
@@ -86,9 +109,63 @@ export function observedTimestampsOf(results: readonly BatchResponse[]): readonl
 /**
  * The uncertainty limit a leaseholder applies (see the header): the global
  * limit narrowed to this node's observed timestamp, never below the lease
- * start. No observation: the global limit.
+ * start nor the replica's guard floor. No observation: the global limit.
  */
-export function localUncertaintyLimit(globalLimit: Timestamp, observed: Timestamp | undefined, leaseStart: Timestamp | undefined): Timestamp {
+export function localUncertaintyLimit(globalLimit: Timestamp, observed: Timestamp | undefined, leaseStart: Timestamp | undefined, floor: Timestamp = ZERO_TIMESTAMP): Timestamp {
   if (observed === undefined) return globalLimit;
-  return tsMin(globalLimit, leaseStart === undefined ? observed : tsMax(observed, leaseStart));
+  return tsMin(globalLimit, tsMax(tsMax(observed, floor), leaseStart ?? ZERO_TIMESTAMP));
+}
+
+/** A replica's floor under the local uncertainty limit: at or above every skewed value it may hold (see the header). */
+export class UncertaintyGuard {
+  private floorTs: Timestamp = ZERO_TIMESTAMP;
+
+  constructor(
+    private readonly clock: { now(): Timestamp; readonly maxOffsetMicros: number },
+  ) {
+    this.forgetHistory();
+  }
+
+  get floor(): Timestamp {
+    return this.floorTs;
+  }
+
+  /** History this replica did not evaluate under its own lease: the floor covers whatever it may hold. */
+  forgetHistory(): void {
+    this.raise({ wall: this.clock.now().wall + 2 * this.clock.maxOffsetMicros, logical: 0 });
+  }
+
+  /** Before the leaseholder evaluates a write batch: raise the floor over the skewed values it may create. */
+  noteWriteBatch(h: BatchHeader, reqs: readonly Request[]): void {
+    let now: Timestamp | null = null;
+    for (const q of reqs) {
+      switch (q.kind) {
+        case 'resolveIntent':
+        case 'resolveIntentRange':
+          if (q.status === 'committed') this.noteCommit(q.txn);
+          break;
+        case 'endTxn':
+          if (q.commit && h.txn !== undefined) this.noteCommit(h.txn);
+          break;
+        case 'put':
+        case 'cput':
+        case 'delete':
+        case 'deleteRange':
+          now ??= this.clock.now();
+          if (tsLess(now, h.timestamp)) this.raise(h.timestamp);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private noteCommit(txn: TxnMeta): void {
+    const start = txn.minTimestamp;
+    if (start === undefined || tsLess(start, txn.writeTimestamp)) this.raise(txn.writeTimestamp);
+  }
+
+  private raise(ts: Timestamp): void {
+    if (tsLess(this.floorTs, ts)) this.floorTs = ts;
+  }
 }

@@ -3,13 +3,15 @@
  * timestamps a coordinator keeps are the minimum per node whatever the order
  * of the responses, and the local limit is min(global, max(observed, lease
  * start)) — never above the global limit, never below the lease start unless
- * the global limit is, and the global limit itself without an observation.
+ * the global limit is, and the global limit itself without an observation;
+ * UncertaintyGuard raises its floor on exactly the batches that may leave a
+ * skewed value.
  */
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { tsLess, tsLessEq, tsMax, tsMin, type Timestamp } from '../../src/util/hlc.js';
 import type { ObservedTimestamp } from '../../src/kv/api.js';
-import { localUncertaintyLimit, mergeObservedTimestamps, observedTimestampOf, observedTimestampsOf, withObservedTimestamp } from '../../src/kv/uncertainty.js';
+import { UncertaintyGuard, localUncertaintyLimit, mergeObservedTimestamps, observedTimestampOf, observedTimestampsOf, withObservedTimestamp } from '../../src/kv/uncertainty.js';
 
 const ts = fc.record({ wall: fc.nat({ max: 1000 }), logical: fc.nat({ max: 3 }) });
 const obs = fc.record({ nodeId: fc.integer({ min: 1, max: 5 }), timestamp: ts });
@@ -68,6 +70,41 @@ describe('uncertainty (observed timestamps)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('UncertaintyGuard', () => {
+  const T = (wall: number): Timestamp => ({ wall, logical: 0 });
+  const meta = (write: number, min?: number) => ({ id: Buffer.alloc(16), epoch: 0, writeTimestamp: T(write), ...(min === undefined ? {} : { minTimestamp: T(min) }), sequence: 1, key: Buffer.from('a') });
+  it('starts, and forgets history, at now + 2 max offsets; raises on skewed writes and moved commits only', () => {
+    let now = 1_000;
+    const g = new UncertaintyGuard({ now: () => T(now), maxOffsetMicros: 100 });
+    expect(g.floor).toEqual(T(1_200));
+    now = 5_000;
+    const h = { rangeId: 1, timestamp: T(4_000) };
+    const k = Buffer.from('k');
+    // Honest: a write below the clock, a commit at the start timestamp, an aborted resolution, reads.
+    g.noteWriteBatch(h, [{ kind: 'put', key: k, value: k }]);
+    g.noteWriteBatch({ ...h, txn: meta(4_500, 4_500) }, [{ kind: 'endTxn', key: k, commit: true, inFlightWrites: [], lockSpans: [] }]);
+    g.noteWriteBatch(h, [{ kind: 'resolveIntent', key: k, txn: meta(6_000, 3_000), status: 'aborted', ignoredSeqNums: [], strict: false }]);
+    g.noteWriteBatch(h, [{ kind: 'get', key: k }]);
+    expect(g.floor).toEqual(T(1_200));
+    // A write ahead of the clock.
+    g.noteWriteBatch({ rangeId: 1, timestamp: T(5_100) }, [{ kind: 'delete', key: k }]);
+    expect(g.floor).toEqual(T(5_100));
+    // A commit above the transaction's start (its intents may be below it), or with no start known.
+    g.noteWriteBatch(h, [{ kind: 'resolveIntentRange', key: k, endKey: Buffer.from('z'), txn: meta(5_300, 4_000), status: 'committed', ignoredSeqNums: [] }]);
+    expect(g.floor).toEqual(T(5_300));
+    g.noteWriteBatch({ ...h, txn: meta(5_400) }, [{ kind: 'endTxn', key: k, commit: true, inFlightWrites: [], lockSpans: [] }]);
+    expect(g.floor).toEqual(T(5_400));
+    // Never down.
+    g.noteWriteBatch(h, [{ kind: 'resolveIntent', key: k, txn: meta(5_350, 1), status: 'committed', ignoredSeqNums: [], strict: false }]);
+    expect(g.floor).toEqual(T(5_400));
+    g.forgetHistory(); // now + 200 = 5_200: below the floor, which stays
+    expect(g.floor).toEqual(T(5_400));
+    now = 6_000;
+    g.forgetHistory();
+    expect(g.floor).toEqual(T(6_200));
   });
 });
 
