@@ -358,9 +358,12 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       notes.push(`cluster did not recover within ${recoveryMs} ms: ${e instanceof Error ? e.message : String(e)}`);
     }
     const finalDeadline = Date.now() + recoveryMs;
+    // Final reads through a client whose node runs (a node that crashed stays down).
+    const up = (w: number): boolean => target.pid(w % target.nodes.length) !== undefined;
+    const finalClient = Math.max(0, clients.findIndex((_, w) => up(w)));
     for (const op of workload.finalOps(g)) {
       for (let attempt = 0; ; attempt++) {
-        const r = await runOp(0, op);
+        const r = await runOp(finalClient, op);
         if (r?.type === 'ok') break;
         if (Date.now() > finalDeadline) {
           notes.push(`final ${op.f} never succeeded (${attempt + 1} attempts)`);

@@ -176,11 +176,16 @@ export class CairnTarget implements ClusterTarget {
     if (pid !== undefined) signal(pid, paused ? 'SIGSTOP' : 'SIGCONT');
   }
 
-  /** Every node answers GET /health?ready=1 with 200 (joined, initialised, live, clock healthy). */
+  /**
+   * Every node answers GET /health?ready=1 with 200 (joined, initialised, live, clock
+   * healthy) — except, after start-up, a node that crashed and is down (crashes()): it
+   * will not answer, and the crash is reported on its own.
+   */
   async waitReady(timeoutMs: number): Promise<void> {
     await waitFor('every Cairn node to be ready', timeoutMs, async () => {
       if (this.starting) this.failIfExited();
-      for (const n of this.nodes) if ((await httpStatus(n.httpUrl!, '/health?ready=1')) !== 200) return false;
+      const crashedDown = (i: number): boolean => !this.starting && this.pid(i) === undefined && this.crashList.some((c) => c.node === i + 1);
+      for (const [i, n] of this.nodes.entries()) if (!crashedDown(i) && (await httpStatus(n.httpUrl!, '/health?ready=1')) !== 200) return false;
       return true;
     }, 250);
   }

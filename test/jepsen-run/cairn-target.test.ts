@@ -65,6 +65,9 @@ describe('CairnTarget', () => {
     expect(c).toHaveLength(1);
     expect(c[0]).toMatchObject({ node: 3, pid, exit: 'SIGKILL' });
     expect(c[0]!.atMs).toBeGreaterThanOrEqual(before);
+    // Recovery does not wait for a node that crashed and stays down (the others are ready).
+    await target.waitReady(60_000);
+    expect(target.pid(2)).toBeUndefined();
     await target.restart(2);
     await target.waitReady(60_000);
   }, 90_000);
