@@ -498,6 +498,23 @@ export function tableIndexSpan(tableId: number, indexId: number): Span {
   return spanOfPrefix(tableIndexPrefix(tableId, indexId));
 }
 
+/**
+ * The table a table-data key belongs to (/Table/<tableId>/…), or undefined
+ * for any other key (local, meta, system, KEY_MAX) and for bytes that do not
+ * start with a well-formed id. Never throws: span bounds built by keyNext /
+ * prefixEnd are asked too.
+ */
+export function tableIdOf(key: Uint8Array): number | undefined {
+  const first = key[0];
+  if (first === undefined || first < (TABLE_DATA_MIN[0] as number) || first > TAG_INT_MAX) return undefined;
+  try {
+    const id = reader.reset(key as Buffer, 0).readInt();
+    return typeof id === 'number' && id >= 0 ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The table and index ids of a table-data key and the offset of its first key column. */
 export function decodeTableIndexPrefix(key: Buffer): { tableId: number; indexId: number; next: number } {
   const first = key[0];

@@ -10,12 +10,33 @@
  *   insert(span) ─► exact spans (deduplicated), bytes += cost(span)
  *        bytes > budget ─► condense():
  *            sort + merge overlapping spans, then merge every run of spans
- *            that lie in one range (the DistSender's cached descriptors;
- *            unknown ranges form one group) into ONE covering span
- *            [first.key, max end)            — a point stays a point when alone
+ *            that start in one range (the DistSender's cached descriptors;
+ *            unknown ranges form one group) AND in one table's data
+ *            (/Table/<id>, storage/keys.ts tableIdOf) into ONE covering span
+ *            [first.key, max end)            — a point stays a point when alone;
+ *            spans outside table data (system keys: descriptors, namespace,
+ *            settings, the id generators, liveness) are never widened
  *
- *   point spans  a    c  d       g             (range r1 = [a, e), r2 = [e, z))
+ *   point spans  a    c  d       g             (range r1 = [a, e), r2 = [e, z); all in table 52)
  *   condensed   [a ------- d+)  [g]            (d+ = keyNext(d))
+ *
+ *   r1 = [/Min, /Table/52/1/"user30559")      one range: system keys AND table data
+ *   spans       /System/descriptor/52   /Table/52/1/"user0" … /Table/52/1/"user30000"
+ *   condensed   [/System/descriptor/52]  [/Table/52/1/"user0", …"user30000"+)
+ *               — never [/System/descriptor/52, …): that span would cover
+ *               /System/gen/range-id (every split writes it) and
+ *               /System/liveness/* (every heartbeat writes them), so every
+ *               refresh of the transaction would fail.
+ *
+ * Why the table boundary: CockroachDB condenses per range only, but its ranges
+ * never hold two tables, nor system keys and table data (static split points
+ * at every table boundary). Cairn's first range holds the system keys and the
+ * first table's data until the split queue splits it by size, so "per range"
+ * alone let a COPY's refresh footprint — its catalog read plus 45,000 cputs —
+ * condense into one span from its descriptor key to its rows; a push (the
+ * split's fresh right-hand replica starts its timestamp cache ahead) then
+ * needed a refresh, which met the split's own write to /System/gen/range-id
+ * and failed (40001: COPY of 100,000 rows on the 3-node process cluster).
  *
  * cost(span) = key bytes + end key bytes + SPAN_OVERHEAD_BYTES (the JS
  * objects holding it): with the default 4 MiB a transaction condenses after
@@ -27,8 +48,10 @@
  * span (ResolveIntentRange) touches only this transaction's intents, and a
  * refresh of one (RefreshRange) fails only on others' writes, so both stay
  * correct, only less precise (a refresh may fail that would have passed;
- * the transaction then restarts). A set that stays over its budget after
- * condensing (spans in very many ranges) is `overBudget`: the coordinator
+ * the transaction then restarts) — which is why a condensed span never
+ * leaves its table's data. A set that stays over its budget after
+ * condensing (spans in very many ranges or tables, or very many system
+ * keys) is `overBudget`: the coordinator
  * gives up refreshing such a read set (it restarts instead), as CockroachDB
  * does when its refresh spans cannot be condensed enough.
  *
@@ -41,6 +64,7 @@
  * never concurrent. Pure: range bounds come from an injected lookup.
  */
 import { compareBytes, keyNext } from '../../../storage/encoding/bytes.js';
+import { tableIdOf } from '../../../storage/keys.js';
 import type { Sender } from '../kv-client.js';
 import type { LockSpan } from '../txn-api.js';
 
@@ -148,7 +172,9 @@ export class CondensableSpanSet {
 
 /**
  * The condensing step on its own (exported for tests): sorted, overlapping
- * spans merged, then one covering span per run of spans in one range.
+ * spans merged, then one covering span per run of spans that start in one
+ * range and in one table's data (spans outside table data only merge where
+ * they overlap).
  */
 export function condenseSpans(spans: readonly LockSpan[], rangeOf?: RangeBoundsOf): LockSpan[] {
   const sorted = [...spans].sort((a, b) => compareBytes(a.key, b.key));
@@ -157,11 +183,16 @@ export function condenseSpans(spans: readonly LockSpan[], rangeOf?: RangeBoundsO
   let curEnd: Buffer | null = null;
   let curRangeEnd: Buffer | null = null;
   let curRangeStart: Buffer | null = null;
+  let curTable: number | undefined;
   for (const s of sorted) {
     const end = endOf(s);
+    const table = tableIdOf(s.key);
     if (cur !== null && curEnd !== null) {
       const overlaps = compareBytes(s.key, curEnd) <= 0;
-      const sameRange = curRangeStart !== null && curRangeEnd !== null ? compareBytes(s.key, curRangeStart) >= 0 && compareBytes(s.key, curRangeEnd) < 0 : rangeOf === undefined || rangeOf(s.key) === undefined;
+      const sameTable = table !== undefined && table === curTable;
+      const sameRange =
+        sameTable &&
+        (curRangeStart !== null && curRangeEnd !== null ? compareBytes(s.key, curRangeStart) >= 0 && compareBytes(s.key, curRangeEnd) < 0 : rangeOf === undefined || rangeOf(s.key) === undefined);
       if (overlaps || sameRange) {
         if (compareBytes(end, curEnd) > 0) curEnd = end;
         cur = { key: cur.key, endKey: curEnd };
@@ -171,6 +202,7 @@ export function condenseSpans(spans: readonly LockSpan[], rangeOf?: RangeBoundsO
     }
     cur = s;
     curEnd = end;
+    curTable = table;
     const r = rangeOf?.(s.key);
     curRangeStart = r?.startKey ?? null;
     curRangeEnd = r?.endKey ?? null;
