@@ -127,25 +127,34 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<Stat
   }
 }
 
-/** COPY of YCSB-shaped rows (a 23-character key and 10 fields of 100 bytes) through one connection; rows/s. */
+/**
+ * COPY of YCSB-shaped rows (a 23-character key and 10 fields of 100 bytes) through one connection; rows/s.
+ *
+ * NB: postgres.js settles a COPY stream by CommandComplete ('finish') or, while the stream is still open, by
+ * destroying it on an error. An ErrorResponse that arrives after stream.end() — Cairn reports a failed COPY once it
+ * has read the client's CopyDone; PostgreSQL does too for a failure at the end — reaches only the query's reject(),
+ * on a promise already resolved with the stream, and 'finish' never comes: the COPY would wait forever. So the wait
+ * also ends through the query's reject() (postgres.js 3.4: called at ReadyForQuery after an ErrorResponse, and when
+ * the connection fails).
+ */
 async function runCopy(t: BenchTarget, rows: number): Promise<StatementResult> {
   const sql = postgres(t.urls[0] as string, { max: 1, onnotice: () => undefined });
   try {
     const m = cpuMeter(t.pids);
     const t0 = performance.now();
-    const stream = await sql.unsafe('COPY bench_copy (ycsb_key, field0, field1, field2, field3, field4, field5, field6, field7, field8, field9) FROM STDIN').writable();
+    const q = sql.unsafe('COPY bench_copy (ycsb_key, field0, field1, field2, field3, field4, field5, field6, field7, field8, field9) FROM STDIN');
+    const settled = copySettled(q);
+    const stream = await q.writable();
+    stream.on('finish', settled.ok);
+    stream.on('error', settled.fail);
     const fields = `\t${FIELD}`.repeat(10);
-    const done = new Promise<void>((res, rej) => {
-      stream.on('finish', res);
-      stream.on('error', rej);
-    });
-    for (let i = 0; i < rows; i += 1000) {
+    for (let i = 0; i < rows && !stream.destroyed; i += 1000) {
       let chunk = '';
       for (let j = i; j < Math.min(rows, i + 1000); j++) chunk += `user${String(j).padStart(19, '0')}${fields}\n`;
-      if (!stream.write(chunk)) await new Promise((r) => stream.once('drain', r));
+      if (!stream.write(chunk)) await Promise.race([new Promise((r) => stream.once('drain', r)), settled.done]);
     }
     stream.end();
-    await done;
+    await settled.done;
     const sec = (performance.now() - t0) / 1000;
     const [{ n }] = (await sql.unsafe('SELECT count(*) AS n FROM bench_copy')) as unknown as [{ n: string }];
     if (Number(n) !== rows) return { failed: `copied ${n} of ${rows} rows` };
@@ -156,6 +165,25 @@ async function runCopy(t: BenchTarget, rows: number): Promise<StatementResult> {
   } finally {
     await sql.end({ timeout: 5 });
   }
+}
+
+/** The end of a postgres.js COPY FROM STDIN: ok() at 'finish', fail() on a stream error or the query's reject() (see runCopy). */
+function copySettled(query: object): { readonly done: Promise<void>; readonly ok: () => void; readonly fail: (e: unknown) => void } {
+  let ok: () => void = () => undefined;
+  let fail: (e: unknown) => void = () => undefined;
+  const done = new Promise<void>((res, rej) => {
+    ok = res;
+    fail = rej;
+  });
+  done.catch(() => undefined); // awaited by the caller; a failure while it still writes is not an unhandled rejection
+  const q = query as { reject?: unknown };
+  if (typeof q.reject !== 'function') throw new Error('bench: postgres.js changed: its query has no reject() to observe a failed COPY by');
+  const reject = q.reject as (e: unknown) => void;
+  q.reject = (e: unknown): void => {
+    fail(e);
+    reject(e);
+  };
+  return { done, ok, fail };
 }
 
 async function measure(t: BenchTarget, o: Opts): Promise<Record<string, StatementResult>> {
