@@ -179,6 +179,9 @@ export function nemesisOptions(nodeArgs: readonly string[] | undefined): Nemesis
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Client-side timeout of one final read (see the runner's final-read loop). */
+const FINAL_OP_TIMEOUT_MS = 30_000;
+
 export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const log = opts.log ?? (() => undefined);
   const workload = workloadNamed(opts.workload);
@@ -361,9 +364,11 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     // Final reads through a client whose node runs (a node that crashed stays down).
     const up = (w: number): boolean => target.pid(w % target.nodes.length) !== undefined;
     const finalClient = Math.max(0, clients.findIndex((_, w) => up(w)));
+    // A final read spans every key the run used (hundreds for some workloads): it gets
+    // FINAL_OP_TIMEOUT_MS, not the op timeout, so that only a read that cannot finish fails.
     for (const op of workload.finalOps(g)) {
       for (let attempt = 0; ; attempt++) {
-        const r = await runOp(finalClient, op);
+        const r = await runOp(finalClient, { ...op, timeoutMs: Math.max(opTimeoutMs, FINAL_OP_TIMEOUT_MS) });
         if (r?.type === 'ok') break;
         if (Date.now() > finalDeadline) {
           notes.push(`final ${op.f} never succeeded (${attempt + 1} attempts)`);

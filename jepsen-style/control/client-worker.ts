@@ -9,8 +9,8 @@
  *   runner → client   { kind: 'op', id, op }
  *   client → runner   { kind: 'done', id, invokeNs, completeNs, result }
  *
- * Timeouts: an operation still running after `timeoutMs` has its socket destroyed; the
- * pending query then rejects with a connection error and the workload's outcome rule
+ * Timeouts: an operation still running after `timeoutMs` (or the op's own `timeoutMs`:
+ * the final reads) has its socket destroyed; the pending query then rejects with a connection error and the workload's outcome rule
  * decides (before COMMIT → fail, during COMMIT → info). A connect that fails means the
  * operation was never sent: fail. The client never retries anything.
  */
@@ -74,7 +74,7 @@ export async function runWorker(init: WorkerInit, send: (m: FromWorker) => void,
     const invoke = process.hrtime.bigint();
     let result: OpResult;
     try {
-      result = await workload.executeKv!(init.httpUrl!, op, init.timeoutMs);
+      result = await workload.executeKv!(init.httpUrl!, op, op.timeoutMs ?? init.timeoutMs);
     } catch (e) {
       result = { type: 'info', value: op.value, error: `client: ${e instanceof Error ? e.message : String(e)}` };
     }
@@ -95,7 +95,7 @@ export async function runWorker(init: WorkerInit, send: (m: FromWorker) => void,
     }
     if (conn !== undefined) {
       const c = conn;
-      const timer = setTimeout(() => destroy(c), init.timeoutMs);
+      const timer = setTimeout(() => destroy(c), op.timeoutMs ?? init.timeoutMs);
       try {
         result = await workload.execute(c.client as unknown as SqlConn, op, init.opts);
       } catch (e) {

@@ -31,6 +31,8 @@ export interface OpRequest {
   readonly f: string;
   readonly value: unknown;
   readonly key?: string | number;
+  /** Client-side timeout of this operation (ms); default the run's --op-timeout (the final reads get longer). */
+  readonly timeoutMs?: number;
 }
 
 /** What the client learned. `value` is the result on ok, the argument otherwise. */
