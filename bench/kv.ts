@@ -5,7 +5,7 @@
  * run, printed side by side with the ratio.
  *
  *   node dist/bench/kv.js [--clients 64] [--duration 10s] [--keys 10000]
- *        [--value-size 1024] [--skip-etcd] [--out bench/results]
+ *        [--value-size 1024] [--splits 6 | --splits 0,6] [--skip-etcd] [--out bench/results]
  *   node dist/bench/kv.js --in-process 1|3 [--op get|put] [--engine memory|level] [--runs 3] [--ops 10000]
  *
  * --in-process N: the KV request path alone, without HTTP/JSON: an
@@ -25,17 +25,29 @@
  * etcd: the v3 JSON gateway `/v3/kv/put` and `/v3/kv/range` (linearizable
  * reads, etcd's default). Puts run first over `--keys` keys (so gets hit
  * present keys), then gets. Writes bench/results/kv-<date>.md and .json.
+ *
+ * --splits N (default 6): before anything is written, Cairn's bench keyspace
+ * is split into N ranges at every keys/N-th key (POST /_admin/split) and
+ * their leases spread over the nodes (bench/support/scatter.ts), as
+ * `cockroach workload init kv --splits` does — otherwise one node holds
+ * every lease and serves every request while the other two idle. A list
+ * (`--splits 0,6`) measures each configuration in turn on the same cluster
+ * (puts and gets for the first, then the splits added, puts and gets again),
+ * so their effect is measured in one run; the last is compared with etcd.
+ * The report prints CPU µs per operation of every process.
  * Every process started here is stopped in `finally`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { Agent, request } from 'node:http';
 import { Command } from 'commander';
 import { parseDuration } from '../src/workload/index.js';
 import { closedLoop, type LoopResult } from './support/closed-loop.js';
-import { startCairn } from './support/cluster.js';
+import { startCairn, type CairnCluster } from './support/cluster.js';
 import { startEtcd } from './support/etcd.js';
-import { cpuMeter } from './support/proc-stats.js';
+import { cpuMeter, cpuPerOp } from './support/proc-stats.js';
+import { scatterSpan, splitAtKeys } from './support/scatter.js';
 import { mdTable, ratio } from './support/report.js';
 import { TestCluster } from '../test/support/test-cluster.js';
 import { RpcNodeDialer, KvClient } from '../src/kv/kv-client.js';
@@ -46,6 +58,8 @@ interface Opts {
   duration: number;
   keys: number;
   valueSize: number;
+  /** Ranges of the bench keyspace, one Cairn measurement each (ascending). */
+  splits: number[];
   skipEtcd?: boolean;
   out: string;
   inProcess?: number;
@@ -55,7 +69,7 @@ interface Opts {
   ops: number;
 }
 
-type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[] };
+type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[]; readonly cpuPerOp: string };
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -81,9 +95,14 @@ interface KvDriver {
   get(client: number, key: number): Promise<unknown>;
 }
 
+/** Cairn's bench key of index k (hex): 0x90 0xfe (table-data keyspace, above every SQL table id in use) and k in 4 bytes. */
+function cairnKey(k: number): string {
+  return `90fe${k.toString(16).padStart(8, '0')}`;
+}
+
 function cairnDriver(httpPorts: readonly number[], value: Buffer): KvDriver {
   const valueHex = value.toString('hex');
-  const key = (k: number): string => `90fe${k.toString(16).padStart(8, '0')}`;
+  const key = cairnKey;
   const url = (c: number): string => `http://127.0.0.1:${httpPorts[c % httpPorts.length] as number}/_admin/kv`;
   const check = (r: unknown): unknown => {
     const res = (r as { results: { ok: boolean; code?: string; message?: string }[] }).results[0];
@@ -113,7 +132,17 @@ function etcdDriver(urls: readonly string[], value: Buffer): KvDriver {
   };
 }
 
-async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: () => number[], o: Opts): Promise<{ put: Measured; get: Measured }> {
+/**
+ * Splits the bench keyspace into `n` ranges at key 0 and every keys/n-th key (those
+ * already split stay) and spreads their leases; returns how they ended up.
+ */
+async function splitKeyspace(c: CairnCluster, keys: number, n: number): Promise<string> {
+  await splitAtKeys(c, Array.from({ length: n }, (_, i) => cairnKey(Math.floor((i * keys) / n))));
+  const s = await scatterSpan(c, cairnKey(0), cairnKey(keys), { stableRounds: 4, intervalMs: 500, timeoutMs: 30_000 });
+  return `${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}`;
+}
+
+async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: () => number[], o: Opts, perProcess?: (i: number) => string): Promise<{ put: Measured; get: Measured }> {
   // Every key written once so that the gets hit present keys.
   let next = 0;
   await Promise.all(
@@ -124,9 +153,9 @@ async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: 
   const phase = async (op: 'put' | 'get'): Promise<Measured> => {
     const m = cpuMeter(pids);
     const r = await closedLoop(o.clients, o.duration, (c) => d[op](c, Math.floor(Math.random() * o.keys)));
-    const out = { ...r, serverCpuSec: m.stop().serverCpuSec, rssMiB: rssMiB() };
-    const perOpUs = r.opsPerSec > 0 ? Math.round((out.serverCpuSec * 1e6) / (r.opsPerSec * (o.duration / 1000))) : 0;
-    process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s (~${perOpUs} µs/op)\n`);
+    const cpu = m.stop();
+    const out = { ...r, serverCpuSec: cpu.serverCpuSec, rssMiB: rssMiB(), cpuPerOp: cpuPerOp(cpu, r.ops, perProcess) };
+    process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s; CPU ${out.cpuPerOp}\n`);
     return out;
   };
   return { put: await phase('put'), get: await phase('get') };
@@ -192,6 +221,7 @@ async function main(): Promise<void> {
     .option('--duration <d>', 'per phase', parseDuration, 10_000)
     .option('--keys <n>', 'key space', (v) => Number(v), 10_000)
     .option('--value-size <n>', 'value bytes', (v) => Number(v), 1024)
+    .option('--splits <n[,n…]>', 'Cairn ranges of the bench keyspace, leases spread (a list: each measured in turn; the last compared with etcd)', (v) => v.split(',').map(Number).sort((a, b) => a - b), [6])
     .option('--skip-etcd', 'measure only Cairn')
     .option('--out <dir>', 'results directory', 'bench/results')
     .option('--in-process <nodes>', 'measure the KV request path in one process (1 or 3 nodes)', (v) => Number(v))
@@ -209,11 +239,18 @@ async function main(): Promise<void> {
   }
   const value = Buffer.alloc(o.valueSize, 0x61);
   const results: Record<string, { put: Measured; get: Measured }> = {};
+  const layout: Record<string, string> = {};
+  const configName = (n: number): string => (n === o.splits[o.splits.length - 1] ? 'cairn' : `cairn, ${Math.max(1, n)} range${n > 1 ? 's' : ''}`);
   let etcdVersion = '';
   const cairn = await startCairn(3);
   try {
     process.stdout.write(`\n== cairn: 3 nodes, ${o.clients} clients, ${o.valueSize} B values\n`);
-    results['cairn'] = await measure('cairn', cairnDriver(cairn.nodes.map((n) => n.httpPort), value), cairn.pids, cairn.rssMiB, o);
+    for (const n of o.splits) {
+      const cfg = configName(n);
+      layout[cfg] = n > 1 ? await splitKeyspace(cairn, o.keys, n) : 'one range';
+      process.stdout.write(`${cfg}: ${layout[cfg]}\n`);
+      results[cfg] = await measure(cfg, cairnDriver(cairn.nodes.map((n) => n.httpPort), value), cairn.pids, cairn.rssMiB, o, (i) => `n${i + 1}`);
+    }
   } finally {
     await cairn.stop();
   }
@@ -228,19 +265,24 @@ async function main(): Promise<void> {
     }
   }
   agent.destroy();
-  const row = (op: 'put' | 'get'): (string | number)[] => {
-    const c = results['cairn']?.[op];
+  const row = (op: 'put' | 'get', cfg: string): (string | number)[] => {
+    const c = results[cfg]?.[op];
     const e = results['etcd']?.[op];
-    return [op, c?.opsPerSec ?? '–', c?.p50Ms ?? '–', c?.p99Ms ?? '–', c?.serverCpuSec ?? '–', e?.opsPerSec ?? '–', e?.p50Ms ?? '–', e?.p99Ms ?? '–', e?.serverCpuSec ?? '–', ratio(c?.opsPerSec, e?.opsPerSec)];
+    return [cfg === 'cairn' ? op : `${op} (${cfg.slice('cairn, '.length)})`, c?.opsPerSec ?? '–', c?.p50Ms ?? '–', c?.p99Ms ?? '–', c?.serverCpuSec ?? '–', e?.opsPerSec ?? '–', e?.p50Ms ?? '–', e?.p99Ms ?? '–', e?.serverCpuSec ?? '–', ratio(c?.opsPerSec, e?.opsPerSec)];
   };
-  const table = mdTable(['op', 'cairn ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'etcd ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'ratio'], [row('put'), row('get')]);
+  const cfgs = o.splits.map(configName);
+  const table = mdTable(
+    ['op', 'cairn ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'etcd ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'ratio'],
+    (['put', 'get'] as const).flatMap((op) => cfgs.map((cfg) => row(op, cfg))),
+  );
+  const cpu = Object.entries(results).flatMap(([cfg, r]) => [`- ${cfg} put: ${r.put.cpuPerOp}`, `- ${cfg} get: ${r.get.cpuPerOp}`]).join('\n');
   const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  const meta = { date, clients: o.clients, durationMs: o.duration, keys: o.keys, valueSize: o.valueSize, node: process.version, cairn: '3 nodes, replication factor 3, POST /_admin/kv', etcd: `${etcdVersion}, 3 members, v3 JSON gateway, linearizable reads` };
+  const meta = { date, clients: o.clients, durationMs: o.duration, keys: o.keys, valueSize: o.valueSize, splits: o.splits, node: process.version, load: loadavg().map((x) => x.toFixed(2)).join(' '), cairn: '3 nodes, replication factor 3, POST /_admin/kv', layout, etcd: `${etcdVersion}, 3 members, v3 JSON gateway, linearizable reads` };
   mkdirSync(o.out, { recursive: true });
   const base = join(o.out, `kv-${date}`);
   writeFileSync(`${base}.json`, JSON.stringify({ meta, results }, null, 2) + '\n');
-  writeFileSync(`${base}.md`, `# bench:kv ${date}\n\n\`\`\`\n${JSON.stringify(meta, null, 2)}\n\`\`\`\n\n${table}`);
-  process.stdout.write(`\n${table}\nwrote ${base}.json and .md\n`);
+  writeFileSync(`${base}.md`, `# bench:kv ${date}\n\n\`\`\`\n${JSON.stringify(meta, null, 2)}\n\`\`\`\n\n${table}\nCPU per operation by process (user + system, /proc):\n\n${cpu}\n`);
+  process.stdout.write(`\n${JSON.stringify(layout)}\nload ${meta.load}\n${table}\n${cpu}\nwrote ${base}.json and .md\n`);
 }
 
 main().catch((e: unknown) => {

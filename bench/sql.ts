@@ -13,8 +13,19 @@
  *   copy           COPY FROM STDIN of 100,000 YCSB-shaped rows (one stream; rows/s)
  *
  *   node dist/bench/sql.js [--conns 64] [--duration 5s] [--warmup 2s] [--rows 10000]
- *        [--copy-rows 100000] [--skip-postgres] [--cairn-only]
+ *        [--splits 6 | --splits 0,6] [--copy-rows 100000] [--skip-postgres] [--cairn-only]
  *        [--only join-10,group-by,copy] [--out bench/results]
+ *
+ * --splits N (default 6): after loading, bench_rows's primary index and its
+ * two secondary indexes are each split into N ranges (`ALTER TABLE … SPLIT
+ * AT`, `ALTER INDEX … SPLIT AT`) and their leases spread over the nodes
+ * (`SCATTER`, then bench/support/scatter.ts balancing until it holds), as
+ * `cockroach workload init kv --splits` does: a distributed database is
+ * measured with its data on every node, not with one node serving every
+ * read. A list (`--splits 0,6`) measures each configuration in turn on the
+ * same cluster (the splits only added between them), so their effect is
+ * measured in one run; the last one is the one compared with PostgreSQL.
+ * 0 or 1: one range (whatever the split queue makes of 10,000 rows: none).
  *
  * A statement that fails with SQLSTATE 0A000 is reported "unsupported".
  * Clients are spread over the nodes (client i on node i % 3). Server CPU
@@ -22,14 +33,17 @@
  * and .json. Every process started here is stopped in `finally`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import pg from 'pg';
 import postgres from 'postgres';
 import { parseDuration } from '../src/workload/index.js';
 import { closedLoop, type LoopResult } from './support/closed-loop.js';
-import { startCairn, startPostgresTarget, type BenchTarget } from './support/cluster.js';
-import { cpuMeter } from './support/proc-stats.js';
+import { startCairn, startPostgresTarget, type BenchTarget, type CairnCluster } from './support/cluster.js';
+import { cpuMeter, cpuPerOp } from './support/proc-stats.js';
+import { scatterSpan, tableId } from './support/scatter.js';
+import { tableIndexPrefix } from '../storage/keys.js';
 import { mdTable, ratio } from './support/report.js';
 
 interface Opts {
@@ -38,6 +52,8 @@ interface Opts {
   /** Unrecorded run of each statement before it is measured (ms). */
   warmup: number;
   rows: number;
+  /** Ranges per index of bench_rows, one Cairn measurement each (ascending). */
+  splits: number[];
   copyRows: number;
   cairnOnly?: boolean;
   skipPostgres?: boolean;
@@ -46,7 +62,7 @@ interface Opts {
   out: string;
 }
 
-type StatementResult = (LoopResult & { readonly serverCpuSec: number }) | { readonly unsupported: string } | { readonly failed: string };
+type StatementResult = (LoopResult & { readonly serverCpuSec: number; readonly cpuPerOp?: string }) | { readonly unsupported: string } | { readonly failed: string };
 
 interface Statement {
   readonly name: string;
@@ -121,7 +137,8 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<Stat
     if (o.warmup > 0) await run(o.warmup, 50_000_000);
     const m = cpuMeter(t.pids);
     const r = await run(o.duration, 0);
-    return { ...r, serverCpuSec: m.stop().serverCpuSec };
+    const cpu = m.stop();
+    return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined) };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
@@ -186,21 +203,61 @@ function copySettled(query: object): { readonly done: Promise<void>; readonly ok
   return { done, ok, fail };
 }
 
-async function measure(t: BenchTarget, o: Opts): Promise<Record<string, StatementResult>> {
-  const out: Record<string, StatementResult> = {};
+/**
+ * Splits bench_rows's primary index and its two secondary indexes into `n`
+ * ranges each (split points at multiples of rows/n of id, k = 7·id and
+ * g = id/10: every range holds about rows/n rows) and spreads their leases;
+ * returns how the leases ended up (printed in the report header).
+ */
+async function splitRows(t: CairnCluster, rows: number, n: number): Promise<string> {
+  const points = Array.from({ length: n - 1 }, (_, i) => Math.floor(((i + 1) * rows) / n));
+  const c = new pg.Client({ connectionString: t.urls[0] });
+  await c.connect();
+  try {
+    const values = (f: (id: number) => number): string => points.map((id) => `(${f(id)})`).join(', ');
+    await c.query(`ALTER TABLE bench_rows SPLIT AT VALUES ${values((id) => id)}`);
+    await c.query(`ALTER INDEX bench_rows@bench_rows_k SPLIT AT VALUES ${values((id) => id * 7)}`);
+    await c.query(`ALTER INDEX bench_rows@bench_rows_g SPLIT AT VALUES ${values((id) => Math.floor(id / 10))}`);
+    for (const target of ['TABLE bench_rows', 'INDEX bench_rows@bench_rows_k', 'INDEX bench_rows@bench_rows_g']) await c.query(`ALTER ${target} SCATTER`);
+  } finally {
+    await c.end();
+  }
+  // SCATTER deals leases once; wait until the placement holds (the replicate
+  // queue balances lease counts too) so no lease moves during a measurement.
+  const id = await tableId(t.urls[0] as string, 'bench_rows');
+  const s = await scatterSpan(t, tableIndexPrefix(id, 1).toString('hex'), tableIndexPrefix(id + 1, 0).toString('hex'), { stableRounds: 4, intervalMs: 500, timeoutMs: 30_000 });
+  return `bench_rows and its 2 indexes in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}`;
+}
+
+/** Result key of a Cairn configuration: `cairn` for the last (compared with PostgreSQL), `cairn, N ranges` for others. */
+function configName(o: Opts, splits: number): string {
+  return splits === o.splits[o.splits.length - 1] ? 'cairn' : `cairn, ${Math.max(1, splits)} range${splits > 1 ? 's' : ''}`;
+}
+
+async function measure(t: BenchTarget, o: Opts, results: Record<string, Record<string, StatementResult>>, layout: Record<string, string>): Promise<void> {
   process.stdout.write(`\n== ${t.name}: setting up ${o.rows} rows\n`);
   await setup(t.urls[0] as string, o.rows);
   const wanted = (name: string): boolean => o.only === undefined || o.only.split(',').includes(name);
-  for (const s of statements(o)) {
-    if (!wanted(s.name)) continue;
-    out[s.name] = await runStatement(t, o, s);
-    process.stdout.write(`${t.name} ${s.name}: ${cell(out[s.name]).join('  ')}\n`);
+  const configs = t.name === 'cairn' ? o.splits : [0];
+  let out: Record<string, StatementResult> = {};
+  for (const splits of configs) {
+    const name = t.name === 'cairn' ? configName(o, splits) : t.name;
+    if (t.name === 'cairn') {
+      layout[name] = splits > 1 ? await splitRows(t as CairnCluster, o.rows, splits) : 'one range per table';
+      process.stdout.write(`${name}: ${layout[name]}\n`);
+    }
+    out = results[name] = {};
+    for (const s of statements(o)) {
+      if (!wanted(s.name)) continue;
+      out[s.name] = await runStatement(t, o, s);
+      const r = out[s.name];
+      process.stdout.write(`${name} ${s.name}: ${cell(r).join('  ')}${r !== undefined && 'cpuPerOp' in r ? `  CPU ${r.cpuPerOp}` : ''}\n`);
+    }
   }
   if (wanted('copy')) {
     out['copy'] = await runCopy(t, o.copyRows);
     process.stdout.write(`${t.name} copy: ${cell(out['copy']).join('  ')}\n`);
   }
-  return out;
 }
 
 function cell(r: StatementResult | undefined): (string | number)[] {
@@ -220,6 +277,7 @@ async function main(): Promise<void> {
     .option('--duration <d>', 'per statement', parseDuration, 5_000)
     .option('--warmup <d>', 'unrecorded run of each statement before its measurement', parseDuration, 2_000)
     .option('--rows <n>', 'rows in bench_rows', (v) => Number(v), 10_000)
+    .option('--splits <n[,n…]>', "ranges per bench_rows index, leases spread (a list: each measured in turn; the last compared with PostgreSQL)", (v) => v.split(',').map(Number).sort((a, b) => a - b), [6])
     .option('--copy-rows <n>', 'rows to COPY', (v) => Number(v), 100_000)
     .option('--cairn-only', 'skip PostgreSQL')
     .option('--skip-postgres', 'skip PostgreSQL')
@@ -228,33 +286,39 @@ async function main(): Promise<void> {
     .parse()
     .opts<Opts>();
   const results: Record<string, Record<string, StatementResult>> = {};
+  const layout: Record<string, string> = {};
   const cairn = await startCairn(3);
   try {
-    results['cairn'] = await measure(cairn, o);
+    await measure(cairn, o, results, layout);
   } finally {
     await cairn.stop();
   }
   if (o.cairnOnly !== true && o.skipPostgres !== true) {
     const pgt = await startPostgresTarget();
     try {
-      results['postgres'] = await measure(pgt, o);
+      await measure(pgt, o, results, layout);
     } finally {
       await pgt.stop();
     }
   }
   const names = [...statements(o).map((s) => s.name), 'copy'].filter((n) => o.only === undefined || o.only.split(',').includes(n));
   const header = ['statement', 'cairn ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'postgres ops/s', 'p50 ms', 'p99 ms', 'server CPU s', 'ratio'];
+  const configs = o.splits.map((n) => configName(o, n));
   const table = mdTable(
     header,
-    names.map((n) => [n, ...cell(results['cairn']?.[n]), ...cell(results['postgres']?.[n]), ratio(ops(results['cairn']?.[n]), ops(results['postgres']?.[n]))]),
+    names.flatMap((n) =>
+      configs.map((cfg) => [cfg === 'cairn' ? n : `${n} (${cfg.slice('cairn, '.length)})`, ...cell(results[cfg]?.[n]), ...cell(results['postgres']?.[n]), ratio(ops(results[cfg]?.[n]), ops(results['postgres']?.[n]))]),
+    ),
   );
+  const cpuLines = Object.entries(results).flatMap(([cfg, rs]) => Object.entries(rs).flatMap(([n, r]) => ('cpuPerOp' in r ? [`- ${cfg} ${n}: ${r.cpuPerOp as string}`] : [])));
   const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  const meta = { date, conns: o.conns, durationMs: o.duration, warmupMs: o.warmup, rows: o.rows, copyRows: o.copyRows, node: process.version, cairn: '3 nodes, replication factor 3', postgres: 'PostgreSQL 15, synchronous_commit=on' };
+  const meta = { date, conns: o.conns, durationMs: o.duration, warmupMs: o.warmup, rows: o.rows, splits: o.splits, copyRows: o.copyRows, node: process.version, load: loadavg().map((x) => x.toFixed(2)).join(' '), cairn: '3 nodes, replication factor 3', layout, postgres: 'PostgreSQL 15, synchronous_commit=on' };
   mkdirSync(o.out, { recursive: true });
   const base = join(o.out, `sql-${date}`);
   writeFileSync(`${base}.json`, JSON.stringify({ meta, results }, null, 2) + '\n');
-  writeFileSync(`${base}.md`, `# bench:sql ${date}\n\n\`\`\`\n${JSON.stringify(meta, null, 2)}\n\`\`\`\n\n(copy: rows/s of one COPY stream)\n\n${table}`);
-  process.stdout.write(`\n${table}\nwrote ${base}.json and .md\n`);
+  const cpu = `CPU per operation by process (user + system, /proc):\n\n${cpuLines.join('\n')}\n`;
+  writeFileSync(`${base}.md`, `# bench:sql ${date}\n\n\`\`\`\n${JSON.stringify(meta, null, 2)}\n\`\`\`\n\n(copy: rows/s of one COPY stream)\n\n${table}\n${cpu}`);
+  process.stdout.write(`\n${JSON.stringify(layout)}\nload ${meta.load}\n${table}\n${cpu}wrote ${base}.json and .md\n`);
 }
 
 main().catch((e: unknown) => {

@@ -85,17 +85,38 @@ export function totalCpuSeconds(pids: readonly number[]): number {
  * is read at both ends (PostgreSQL backends appear when clients connect); a
  * process absent at the start counts from zero.
  */
-export function cpuMeter(pids: () => readonly number[]): { stop(): { serverCpuSec: number; clientCpuSec: number } } {
+export function cpuMeter(pids: () => readonly number[]): { stop(): CpuUse } {
   const start = new Map<number, number>();
   for (const p of pids()) start.set(p, cpuSeconds(p));
   const client0 = selfCpuSeconds();
   return {
     stop() {
       let server = 0;
-      for (const p of new Set([...pids(), ...start.keys()])) server += Math.max(0, cpuSeconds(p) - (start.get(p) ?? 0));
-      return { serverCpuSec: round2(server), clientCpuSec: round2(selfCpuSeconds() - client0) };
+      const perPid: number[] = [];
+      for (const p of new Set([...pids(), ...start.keys()])) {
+        const d = Math.max(0, cpuSeconds(p) - (start.get(p) ?? 0));
+        server += d;
+        perPid.push(d);
+      }
+      return { serverCpuSec: round2(server), clientCpuSec: round2(selfCpuSeconds() - client0), perPidCpuSec: perPid.map(round2) };
     },
   };
+}
+
+export interface CpuUse {
+  readonly serverCpuSec: number;
+  /** This process (the bench's clients). */
+  readonly clientCpuSec: number;
+  /** Per server process, in the order of `pids()` (then processes gone since the start). */
+  readonly perPidCpuSec: number[];
+}
+
+/** CPU µs per operation: "n1 120 + n2 80 + … + client 40 = 300 µs/op" (labels: one per server process; without, the servers' sum). */
+export function cpuPerOp(c: CpuUse, ops: number, labels?: (i: number) => string): string {
+  if (ops <= 0) return 'no operations';
+  const us = (sec: number): number => Math.round((sec * 1e6) / ops);
+  const parts = labels === undefined ? [`server ${us(c.serverCpuSec)}`] : c.perPidCpuSec.map((s, i) => `${labels(i)} ${us(s)}`);
+  return `${parts.join(' + ')} + client ${us(c.clientCpuSec)} = ${us(c.serverCpuSec + c.clientCpuSec)} µs/op`;
 }
 
 function round2(x: number): number {

@@ -65,13 +65,18 @@ async function retrying<T>(what: string, attempts: number, f: () => Promise<T>):
   }
 }
 
+/** Splits the keyspace at raw keys (hex) through node 1's admin split hook, one at a time. */
+export async function splitAtKeys(cluster: CairnCluster, keysHex: readonly string[]): Promise<void> {
+  for (const key of keysHex) await retrying(`split at ${key}`, 10, () => cluster.json(0, '/_admin/split', 'POST', { key }));
+}
+
 /** Splits `table`'s primary index at `keys` (string primary-key values); returns the table id. */
 export async function splitTable(cluster: CairnCluster, table: string, keys: readonly string[]): Promise<number> {
   const id = await tableId(cluster.urls[0] as string, table);
-  for (const k of keys) {
-    const key = tableKey(id, PRIMARY_INDEX_ID, [{ kind: 'string', value: k }]).toString('hex');
-    await retrying(`split at ${k}`, 10, () => cluster.json(0, '/_admin/split', 'POST', { key }));
-  }
+  await splitAtKeys(
+    cluster,
+    keys.map((k) => tableKey(id, PRIMARY_INDEX_ID, [{ kind: 'string', value: k }]).toString('hex')),
+  );
   return id;
 }
 
@@ -93,15 +98,26 @@ export async function splitAndScatter(cluster: CairnCluster, table: string, keys
  * NotLeaseHolder retries and range lookups. Done once the placement held
  * for `stableRounds` consecutive looks `intervalMs` apart, or at `timeoutMs`.
  */
-export async function scatterTable(
-  cluster: CairnCluster,
-  table: string,
-  { timeoutMs = 60_000, stableRounds = 1, intervalMs = 200 }: { timeoutMs?: number; stableRounds?: number; intervalMs?: number } = {},
-): Promise<ScatterResult> {
+export async function scatterTable(cluster: CairnCluster, table: string, opts: ScatterOptions = {}): Promise<ScatterResult> {
   const id = await tableId(cluster.urls[0] as string, table);
+  const r = await scatterSpan(cluster, tableIndexPrefix(id, PRIMARY_INDEX_ID).toString('hex'), tableIndexPrefix(id, PRIMARY_INDEX_ID + 1).toString('hex'), opts);
+  return { tableId: id, ...r };
+}
+
+export interface ScatterOptions {
+  readonly timeoutMs?: number;
+  readonly stableRounds?: number;
+  readonly intervalMs?: number;
+}
+
+/** scatterTable's balancing over the ranges of the raw key span [lo, hi) (hex keys; see scatterTable). */
+export async function scatterSpan(
+  cluster: CairnCluster,
+  lo: string,
+  hi: string,
+  { timeoutMs = 60_000, stableRounds = 1, intervalMs = 200 }: ScatterOptions = {},
+): Promise<Omit<ScatterResult, 'tableId'>> {
   const nodeIds = await Promise.all(cluster.nodes.map((_, i) => cluster.json<{ nodeId: number }>(i, '/health').then((h) => h.nodeId)));
-  const lo = tableIndexPrefix(id, PRIMARY_INDEX_ID).toString('hex');
-  const hi = tableIndexPrefix(id, PRIMARY_INDEX_ID + 1).toString('hex');
   // The table's ranges: start inside [lo, hi), or the one range holding lo.
   const inTable = (r: RangeStatus): boolean => (r.startKey >= lo && r.startKey < hi) || (r.startKey <= lo && (r.endKey === '' || r.endKey > lo));
   const deadline = Date.now() + timeoutMs;
@@ -138,7 +154,7 @@ export async function scatterTable(
     const most = order[order.length - 1] as number;
     const balanced = unheld.length === 0 && (held[most] as number[]).length - (held[least] as number[]).length <= 1;
     stable = balanced ? stable + 1 : 0;
-    if (stable >= stableRounds || Date.now() > deadline) return { tableId: id, ranges: startOf.size, leasesByNode, balanced };
+    if (stable >= stableRounds || Date.now() > deadline) return { ranges: startOf.size, leasesByNode, balanced };
     const moves: Promise<unknown>[] = [];
     // A range with neither a valid lease nor a leader (a new right-hand side):
     // a read through the least loaded node makes a replica take the lease.
