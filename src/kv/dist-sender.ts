@@ -41,7 +41,9 @@
  *
  * Unreachable replicas (CockroachDB's per-node circuit breakers): with a
  * `probe` injected (node.ts: an RPC ping on the system class), a call that
- * has not answered after probeAfterMs probes its node; if the probe fails
+ * has not answered after probeAfterMs probes its node (found by one periodic
+ * sweep of the outstanding calls every probeAfterMs/4, running only while
+ * calls are outstanding — not a timer per call); if the probe fails
  * the call is abandoned (rpc.canceled, ambiguous: it counts as sent) and
  * the node's breaker opens. An open node is tried last and skipped (never
  * sent); a background probe every probeAfterMs closes the breaker when it
@@ -109,6 +111,15 @@ export interface DistSenderOptions {
   readonly breakerMs?: number;
   /** Monotonic ms for the breakers (default performance.now). */
   readonly nowMs?: () => number;
+}
+
+/** A call of sendOne under the breaker watchdog. */
+interface WatchedCall {
+  readonly nodeId: number;
+  /** performance.now() ms at which the call probes its node; Infinity while a probe is out. */
+  dueMs: number;
+  abandon: ((e: unknown) => void) | null;
+  done: boolean;
 }
 
 export interface DistSenderMetrics {
@@ -228,6 +239,9 @@ export class DistSender implements Sender {
   /** Open breakers: node id → when it was last wanted (nowMs). */
   private readonly open = new Map<number, { wanted: number }>();
   private readonly nowMs: () => number;
+  /** Calls in flight under the breaker watchdog (sendOne), swept by one periodic timer. */
+  private readonly watched = new Set<WatchedCall>();
+  private sweeper: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly dialer: NodeDialer,
@@ -524,36 +538,62 @@ export class DistSender implements Sender {
     }
     // No AbortController per call (~2 µs each): an abandoned call is left to
     // its RPC deadline, its late answer ignored, and counts as sent (ambiguous).
-    const every = this.opts.probeAfterMs ?? 1000;
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    let done = false;
-    let abandon: ((e: unknown) => void) | null = null;
-    const watch = (): void => {
-      timer = setTimeout(() => {
-        timer = null;
-        this.probeNode(probe, nodeId).then(
-          () => {
-            if (!done) watch();
-          },
-          () => {
-            if (done) return;
-            this.metrics.abandoned++;
-            this.trip(nodeId);
-            abandon?.(abandonedCallError('rpc.canceled', `n${nodeId}`, KvMethod.Batch, true));
-          },
-        );
-      }, every);
-    };
-    watch();
+    // No timer per call either: one sweep of the outstanding calls (watchCalls).
     const call = this.dialer.send(nodeId, ba);
+    const w: WatchedCall = { nodeId, dueMs: performance.now() + (this.opts.probeAfterMs ?? 1000), abandon: null, done: false };
+    this.watchCall(w);
     try {
-      const res = await Promise.race([call, new Promise<never>((_, reject) => (abandon = reject))]);
+      const res = await new Promise<BatchResponse>((resolve, reject) => {
+        w.abandon = reject;
+        call.then(resolve, reject);
+      });
       this.open.delete(nodeId);
       return res;
     } finally {
-      done = true;
-      if (timer !== null) clearTimeout(timer);
+      w.done = true;
+      this.watched.delete(w);
       call.catch(() => undefined); // an abandoned call's late failure
+    }
+  }
+
+  private watchCall(w: WatchedCall): void {
+    this.watched.add(w);
+    if (this.sweeper !== null) return;
+    // A quarter of the probe delay: a silent call is probed between 1 and 1.25 probe delays after it was sent.
+    this.sweeper = setInterval(() => this.sweepCalls(), Math.max(1, Math.floor((this.opts.probeAfterMs ?? 1000) / 4)));
+    this.sweeper.unref?.();
+  }
+
+  /**
+   * The breaker watchdog (see the header): every call unanswered past its due
+   * time probes its node (concurrent calls to one node share the probe); a
+   * probe that succeeds gives the call another probe delay, one that fails
+   * abandons it and opens the node's breaker. The timer stops while no call
+   * is outstanding.
+   */
+  private sweepCalls(): void {
+    const probe = this.opts.probe;
+    if (this.watched.size === 0 || probe === undefined) {
+      if (this.sweeper !== null) clearInterval(this.sweeper);
+      this.sweeper = null;
+      return;
+    }
+    const now = performance.now();
+    const every = this.opts.probeAfterMs ?? 1000;
+    for (const w of this.watched) {
+      if (w.dueMs > now) continue;
+      w.dueMs = Infinity; // probing
+      this.probeNode(probe, w.nodeId).then(
+        () => {
+          if (!w.done) w.dueMs = performance.now() + every;
+        },
+        () => {
+          if (w.done) return;
+          this.metrics.abandoned++;
+          this.trip(w.nodeId);
+          w.abandon?.(abandonedCallError('rpc.canceled', `n${w.nodeId}`, KvMethod.Batch, true));
+        },
+      );
     }
   }
 
