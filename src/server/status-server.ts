@@ -55,7 +55,7 @@ type AdminOp =
   | { readonly op: 'get'; readonly key: string }
   | { readonly op: 'scan'; readonly key: string; readonly endKey: string; readonly maxKeys?: number };
 
-type OpResult =
+export type OpResult =
   | { ok: true; value?: string | null; rows?: [string, string][] }
   | { ok: false; code: string; message: string; ambiguous: boolean };
 
@@ -91,6 +91,23 @@ function readBody(req: IncomingMessage): Promise<unknown> {
     });
     req.on('error', reject);
   });
+}
+
+/**
+ * The /_admin/kv answer as JSON text: {"results":[…]} (then a newline), the
+ * ok results of gets and puts written directly — their values are hex, which
+ * needs no escaping — and the rest through JSON.stringify. Same text as
+ * JSON.stringify({ results }) + "\n".
+ */
+export function kvResultsJson(results: readonly OpResult[]): string {
+  let out = '{"results":[';
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i] as OpResult;
+    if (i > 0) out += ',';
+    if (r.ok && r.rows === undefined) out += r.value === undefined ? '{"ok":true}' : r.value === null ? '{"ok":true,"value":null}' : `{"ok":true,"value":"${r.value}"}`;
+    else out += JSON.stringify(r);
+  }
+  return `${out}]}\n`;
 }
 
 function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
@@ -199,7 +216,7 @@ export class StatusServer {
       case 'POST /_admin/kv': {
         const b = (await readBody(req)) as { ops?: AdminOp[] };
         if (!Array.isArray(b.ops)) throw new ServerError('server.bad_request', 'server: kv needs {"ops":[…]}');
-        send(res, 200, { results: await this.runOps(b.ops) });
+        send(res, 200, kvResultsJson(await this.runOps(b.ops)));
         return;
       }
       case 'POST /_admin/checksum':
@@ -236,34 +253,37 @@ export class StatusServer {
     const worker = async (): Promise<void> => {
       while (next < ops.length) {
         const i = next++;
-        const op = ops[i] as AdminOp;
-        try {
-          switch (op.op) {
-            case 'put':
-              await kv.put(hex(op.key, 'key'), hex(op.value, 'value'));
-              out[i] = { ok: true };
-              break;
-            case 'get': {
-              const v = await kv.get(hex(op.key, 'key'));
-              out[i] = { ok: true, value: v === null ? null : v.toString('hex') };
-              break;
-            }
-            case 'scan': {
-              const rows = await kv.scan(hex(op.key, 'key'), hex(op.endKey, 'endKey'), op.maxKeys ?? 0);
-              out[i] = { ok: true, rows: rows.map((r) => [Buffer.from(r.key).toString('hex'), Buffer.from(r.value).toString('hex')]) };
-              break;
-            }
-            default:
-              throw new ServerError('server.bad_request', `server: unknown op ${JSON.stringify((op as { op: unknown }).op)}`);
-          }
-        } catch (e) {
-          if (!(e instanceof CairnError)) throw e;
-          out[i] = { ok: false, code: e.code, message: e.message, ambiguous: e.ambiguous };
-        }
+        out[i] = await this.runOp(kv, ops[i] as AdminOp);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(KV_CONCURRENCY, ops.length) }, worker));
+    // One op (the bench's, a tool's): no worker to start.
+    if (ops.length === 1) out[0] = await this.runOp(kv, ops[0] as AdminOp);
+    else await Promise.all(Array.from({ length: Math.min(KV_CONCURRENCY, ops.length) }, worker));
     return out;
+  }
+
+  /** One admin KV op; an expected failure (CairnError) is its result, anything else propagates (500). */
+  private async runOp(kv: ReturnType<Node['requireKv']>, op: AdminOp): Promise<OpResult> {
+    try {
+      switch (op.op) {
+        case 'put':
+          await kv.put(hex(op.key, 'key'), hex(op.value, 'value'));
+          return { ok: true };
+        case 'get': {
+          const v = await kv.get(hex(op.key, 'key'));
+          return { ok: true, value: v === null ? null : v.toString('hex') };
+        }
+        case 'scan': {
+          const rows = await kv.scan(hex(op.key, 'key'), hex(op.endKey, 'endKey'), op.maxKeys ?? 0);
+          return { ok: true, rows: rows.map((r) => [Buffer.from(r.key).toString('hex'), Buffer.from(r.value).toString('hex')]) };
+        }
+        default:
+          throw new ServerError('server.bad_request', `server: unknown op ${JSON.stringify((op as { op: unknown }).op)}`);
+      }
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      return { ok: false, code: e.code, message: e.message, ambiguous: e.ambiguous };
+    }
   }
 }
 
