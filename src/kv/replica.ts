@@ -501,6 +501,7 @@ export class Replica {
     for (const q of reqs) this.checkKeys(q);
     const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
     const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, isWrite);
+    if (isWrite) this.uncertaintyGuard.noteWriteAt(h.timestamp, now);
     if (!isWrite) {
       const ec = this.evalContext(emptyStats(), {});
       const r = await this.concurrency.evaluateReads(h, reqs, async (hh) => {

@@ -47,10 +47,11 @@
  *   local limit = min(global limit, max(observed(N), lease.start, guard floor))
  *
  * The leaseholder raises the floor before it evaluates a batch that may
- * create a skewed value: a resolution to COMMITTED (or a committing EndTxn)
- * of a transaction whose commit timestamp is above its start (its intents
- * may be below it; without the intents' timestamps at hand this is
- * conservative), or a write at a timestamp ahead of its clock. History it did
+ * create a skewed value: a resolution to COMMITTED (or a committing EndTxn),
+ * or a push of intents (a pending resolution), of a transaction whose
+ * timestamp is above its start (its intents may be below it; without the
+ * intents' timestamps at hand this is conservative), or a write at a
+ * timestamp (after the timestamp cache's push) ahead of its clock. History it did
  * not evaluate itself — a new replica (split, restart), a merge, a snapshot,
  * a lease taken from another replica — raises the floor to now + 2 × max
  * offset: the future timestamps this design produces (pushes to a reader's
@@ -135,29 +136,31 @@ export class UncertaintyGuard {
     this.raise({ wall: this.clock.now().wall + 2 * this.clock.maxOffsetMicros, logical: 0 });
   }
 
-  /** Before the leaseholder evaluates a write batch: raise the floor over the skewed values it may create. */
+  /**
+   * Before the leaseholder evaluates a write batch: raise the floor over the
+   * skewed values its resolutions may create — a commit, or a push (a pending
+   * resolution moves an intent up), to a timestamp above the transaction's
+   * start.
+   */
   noteWriteBatch(h: BatchHeader, reqs: readonly Request[]): void {
-    let now: Timestamp | null = null;
     for (const q of reqs) {
       switch (q.kind) {
         case 'resolveIntent':
         case 'resolveIntentRange':
-          if (q.status === 'committed') this.noteCommit(q.txn);
+          if (q.status !== 'aborted') this.noteCommit(q.txn);
           break;
         case 'endTxn':
           if (q.commit && h.txn !== undefined) this.noteCommit(h.txn);
-          break;
-        case 'put':
-        case 'cput':
-        case 'delete':
-        case 'deleteRange':
-          now ??= this.clock.now();
-          if (tsLess(now, h.timestamp)) this.raise(h.timestamp);
           break;
         default:
           break;
       }
     }
+  }
+
+  /** Before a write is evaluated at `ts` (after any timestamp-cache push): a timestamp ahead of the clock `now` is skewed. */
+  noteWriteAt(ts: Timestamp, now: Timestamp): void {
+    if (tsLess(now, ts)) this.raise(ts);
   }
 
   private noteCommit(txn: TxnMeta): void {

@@ -83,14 +83,17 @@ describe('UncertaintyGuard', () => {
     now = 5_000;
     const h = { rangeId: 1, timestamp: T(4_000) };
     const k = Buffer.from('k');
-    // Honest: a write below the clock, a commit at the start timestamp, an aborted resolution, reads.
-    g.noteWriteBatch(h, [{ kind: 'put', key: k, value: k }]);
+    // Honest: a write below the clock, a commit at the start timestamp, an aborted resolution, writes and reads.
+    g.noteWriteAt(T(4_000), T(now));
     g.noteWriteBatch({ ...h, txn: meta(4_500, 4_500) }, [{ kind: 'endTxn', key: k, commit: true, inFlightWrites: [], lockSpans: [] }]);
     g.noteWriteBatch(h, [{ kind: 'resolveIntent', key: k, txn: meta(6_000, 3_000), status: 'aborted', ignoredSeqNums: [], strict: false }]);
-    g.noteWriteBatch(h, [{ kind: 'get', key: k }]);
+    g.noteWriteBatch(h, [{ kind: 'put', key: k, value: k }, { kind: 'get', key: k }]);
     expect(g.floor).toEqual(T(1_200));
-    // A write ahead of the clock.
-    g.noteWriteBatch({ rangeId: 1, timestamp: T(5_100) }, [{ kind: 'delete', key: k }]);
+    // A write ahead of the clock (after the timestamp cache's push).
+    g.noteWriteAt(T(5_050), T(now));
+    expect(g.floor).toEqual(T(5_050));
+    // A push of intents above the pushee's start (a pending resolution moves them up).
+    g.noteWriteBatch(h, [{ kind: 'resolveIntent', key: k, txn: meta(5_100, 3_000), status: 'pending', ignoredSeqNums: [], strict: false }]);
     expect(g.floor).toEqual(T(5_100));
     // A commit above the transaction's start (its intents may be below it), or with no start known.
     g.noteWriteBatch(h, [{ kind: 'resolveIntentRange', key: k, endKey: Buffer.from('z'), txn: meta(5_300, 4_000), status: 'committed', ignoredSeqNums: [] }]);
