@@ -325,6 +325,18 @@ export class Replica {
     const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(desc.rangeId)));
     const lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
     const storage = await ReplicaRaftStorage.load(e, desc.rangeId, confStateOf(desc));
+    // The applied state can be ahead of the persisted commit index: the
+    // Store's early and fast apply passes write it (unsynced) for entries
+    // whose commit was learned after this round's HardState was staged, and
+    // a kill can land before the next round persists the new commit. Those
+    // entries were committed on a quorum before they applied and are durable
+    // here (the passes apply nothing beyond the durable last index), so the
+    // commit index is raised to match — Raft refuses applied > committed.
+    const hs = storage.hardState;
+    if (hs.commit < applied.raftAppliedIndex) {
+      assert(applied.raftAppliedIndex <= storage.lastIndex(), `kv: r${desc.rangeId} applied ${applied.raftAppliedIndex} beyond its last log index ${storage.lastIndex()}`);
+      storage.hardState = { ...hs, commit: applied.raftAppliedIndex };
+    }
     storage.appliedIndex = applied.raftAppliedIndex;
     storage.appliedTerm = applied.raftAppliedTerm;
     return new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
