@@ -18,9 +18,10 @@
  *   4. ONE apply batch with every replica's committed commands + applied
  *      state (unsynced: the log is durable), then proposers answer clients.
  *      Committed entries that were already durable here before the round
- *      are applied in a batch written concurrently with step 2's synced
- *      write (they are final, so they need not wait for it): a client waits
- *      for one fsync less;
+ *      are staged before step 2's write and ride in it (they are final:
+ *      their clients are answered at staging, not after that fsync — a
+ *      client waits for one fsync less — and a separate batch would queue
+ *      behind the fsync in LevelDB anyway);
  *   5. advance() each replica; a replica whose leader changed re-proposes
  *      its pending commands.
  *
@@ -651,10 +652,18 @@ export class Store implements StoreContext {
       }
       this.flush(early);
     }
+    // The early applies ride in the round's own write when it has one: LevelDB queues a write behind one in
+    // flight, so a separate apply batch would complete after the fsync anyway — one engine write (one native
+    // call, one log record) instead of two. Their commands' clients were answered when they were staged
+    // (Replica: acknowledgement at commit); the applied entries were durable before this round, and nothing
+    // of this round's Raft state shares a key with them (appends lie above the commit index, truncations
+    // below it).
+    if (!wb.isEmpty() && !early.isEmpty()) {
+      early.forEachOp((k, v) => (v === null ? wb.delete(k) : wb.put(k, v)));
+      early = this.engine.newBatch();
+    }
     const persisted = wb.isEmpty() ? null : this.engine.write(wb, { sync });
-    // NB: LevelDB queues a write behind one in flight, so this one completes after the fsync; its commands'
-    // clients were answered when they were staged (Replica: acknowledgement at commit).
-    const earlyWritten = early.isEmpty() ? null : this.engine.write(early, { sync: false });
+    const earlyWritten = !early.isEmpty() ? this.engine.write(early, { sync: false }) : earlyApplies.length > 0 ? persisted : null;
     const earlyDone = (async () => {
       if (earlyWritten !== null) await earlyWritten;
       for (const { r, fx } of earlyApplies) r.finishApply(fx, () => this.engine.snapshot());
