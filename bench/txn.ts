@@ -73,6 +73,8 @@ interface Result {
   readonly retryRate: number;
   /** Client-side pushes per commit (a waiter that left a leaseholder's lock queue after the push delays). */
   readonly pushRate: number;
+  /** CPU time of the whole process (3 nodes + clients) per commit, µs: less distorted by a loaded machine than txns/s. */
+  readonly cpuPerTxn: number;
 }
 
 function pct(xs: number[], p: number): number {
@@ -85,6 +87,7 @@ async function runCase(name: string, dbs: TxnDB[], seconds: number, body: (db: T
   const restarts0 = dbs.reduce((a, d) => a + d.metrics.restarts, 0);
   const pushes0 = dbs.reduce((a, d) => a + d.pusher.metrics.pushes, 0);
   let done = 0;
+  const cpu0 = process.cpuUsage();
   const end = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, c) => {
@@ -104,7 +107,8 @@ async function runCase(name: string, dbs: TxnDB[], seconds: number, body: (db: T
   );
   const restarts = dbs.reduce((a, d) => a + d.metrics.restarts, 0) - restarts0;
   const pushes = dbs.reduce((a, d) => a + d.pusher.metrics.pushes, 0) - pushes0;
-  return { name, tps: done / seconds, p50: pct(lat, 0.5), p99: pct(lat, 0.99), retryRate: done === 0 ? 0 : restarts / done, pushRate: done === 0 ? 0 : pushes / done };
+  const cpu = process.cpuUsage(cpu0);
+  return { name, tps: done / seconds, p50: pct(lat, 0.5), p99: pct(lat, 0.99), retryRate: done === 0 ? 0 : restarts / done, pushRate: done === 0 ? 0 : pushes / done, cpuPerTxn: done === 0 ? 0 : (cpu.user + cpu.system) / done };
 }
 
 async function main(): Promise<void> {
@@ -170,7 +174,7 @@ async function main(): Promise<void> {
     ratios.push(zipf.tps / Math.max(1, uniform.tps));
     if (pairs > 0) console.log(`pair ${pair + 1}: uniform ${uniform.tps.toFixed(0)}, zipfian ${zipf.tps.toFixed(0)} txns/s = ${(100 * (ratios[pair] as number)).toFixed(0)} % (load ${loadavg()[0]?.toFixed(1)})`);
   }
-  for (const r of results) console.log(`${r.name.padEnd(36)} ${r.tps.toFixed(0).padStart(7)} txns/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   retries/commit ${r.retryRate.toFixed(3)}   pushes/commit ${r.pushRate.toFixed(3)}`);
+  for (const r of results) console.log(`${r.name.padEnd(36)} ${r.tps.toFixed(0).padStart(7)} txns/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   retries/commit ${r.retryRate.toFixed(3)}   pushes/commit ${r.pushRate.toFixed(3)}   CPU ${r.cpuPerTxn.toFixed(0)} µs/txn`);
   const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)] as number;
   console.log(`zipfian / uniform throughput: ${(100 * median).toFixed(0)} %${ratios.length > 1 ? ` (median of ${ratios.length} pairs)` : ''} (goal ≥ 50 %), load ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   await c.close();
