@@ -62,12 +62,12 @@ export function renderTimeline(history: History, faults: readonly FaultWindow[],
   };
   let bars = '';
   let dots = '';
-  const lat: number[] = [];
+  // A loop, not Math.max(...all): spreading 100 000+ latencies overflows the stack.
+  let maxLat = 1e6;
   for (let i = 0; i < pairs.length; i++) {
     const p = pairs[i]!;
-    if (typeof p.process === 'number' && p.type !== 'info') lat.push(p.completeTime - p.invokeTime);
+    if (typeof p.process === 'number' && p.type !== 'info') maxLat = Math.max(maxLat, p.completeTime - p.invokeTime);
   }
-  const maxLat = Math.max(1e6, ...lat);
   const minLat = 1e5;
   const y2 = (ns: number): number => H2 - 20 - ((H2 - 30) * Math.log10(Math.max(ns, minLat) / minLat)) / Math.log10(maxLat / minLat);
   for (let i = 0; i < pairs.length; i += step) {

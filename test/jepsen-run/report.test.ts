@@ -87,6 +87,16 @@ describe('timeline', () => {
     expect(html.match(/<rect /g)).toHaveLength(100);
     expect(html).toContain('every 10th operation drawn');
   });
+
+  it('renders a history of 150 000 operations (sequential × none made 128 532; spreading their latencies overflowed the stack)', () => {
+    const big: Parameters<typeof buildHistory<unknown>>[0][number][] = [];
+    for (let i = 0; i < 150_000; i++) {
+      big.push({ process: i % 10, type: 'invoke', f: 'read', value: null, time: 2 * i * ms });
+      big.push({ process: i % 10, type: 'ok', f: 'read', value: null, time: (2 * i + 1) * ms });
+    }
+    const html = renderTimeline(buildHistory<unknown>(big), [], { title: 'big', concurrency: 10 });
+    expect(html).toContain('<svg');
+  });
 });
 
 describe('range status', () => {
