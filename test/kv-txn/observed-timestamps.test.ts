@@ -89,6 +89,8 @@ async function write(db: TxnDB, keys: readonly Buffer[], value: string): Promise
   return w.provisionalCommitTimestamp();
 }
 
+const keyAfter = (k: Buffer): Buffer => Buffer.concat([k, Buffer.from([0])]);
+
 async function get(t: TxnCoordSender, k: Buffer): Promise<string | null> {
   return str(((await t.run(batch((b) => b.get(k))))[0] as { value: Buffer | null }).value);
 }
@@ -193,6 +195,21 @@ describe('observed timestamps narrow the uncertainty limit per node (issue 5)', 
     expect(db.metrics.refreshes).toBe(refreshes);
     await t.commit();
     expect(db.metrics.restarts).toBe(restarts0 + 1);
+  }, 60_000);
+
+  it('a batch the DistSender splits over both ranges reports both nodes (parallel parts and a limited scan)', async () => {
+    const { K, J } = keysOf(6);
+    await write(env.db, [K, J], 'v');
+    const nodes = (t: TxnCoordSender): number[] => t.observedTimestamps().map((o) => o.nodeId).sort();
+    const t1 = env.db.newTxn();
+    await t1.run(batch((b) => (b.get(K), b.get(J)))); // one batch, two parts sent in parallel
+    expect(nodes(t1)).toEqual([N + 1, M + 1]);
+    await t1.commit();
+    const t2 = env.db.newTxn();
+    const rows = (await t2.run(batch((b) => b.scan(K, keyAfter(J), { limit: 10 }))))[0] as { rows: readonly unknown[] };
+    expect(rows.rows.length).toBeGreaterThanOrEqual(2); // K, J (and other tests' keys between), range by range (sendSequential)
+    expect(nodes(t2)).toEqual([N + 1, M + 1]);
+    await t2.commit();
   }, 60_000);
   it('guard floor: an intent written before the observation and committed above it is still uncertain', async () => {
     const { c, db } = env;
