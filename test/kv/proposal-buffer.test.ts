@@ -12,42 +12,11 @@
  */
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import type { Engine, WriteBatch, WriteOptions } from '../../storage/engine.js';
+import { gateSyncs } from '../support/sync-gate.js';
 import { decodeRaftCommand } from '../../src/kv/api-codec.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90pb-${s}`, 'latin1');
-
-/** Holds an engine's synced writes while closed (writes stay in submission order). */
-function gateSyncs(e: Engine): { close(): void; open(): void; readonly holding: boolean } {
-  const write = e.write.bind(e);
-  let queue: Promise<unknown> = Promise.resolve();
-  let closed = false;
-  let holding = false;
-  let release: (() => void) | null = null;
-  e.write = (b: WriteBatch, o?: WriteOptions): Promise<void> => {
-    const p = queue.then(async () => {
-      while (o?.sync === true && closed) {
-        holding = true;
-        await new Promise<void>((r) => (release = r));
-      }
-      holding = false;
-      return write(b, o);
-    });
-    queue = p.catch(() => undefined);
-    return p;
-  };
-  return {
-    close: () => void (closed = true),
-    open: () => {
-      closed = false;
-      (release as (() => void) | null)?.();
-    },
-    get holding() {
-      return holding;
-    },
-  };
-}
 
 describe('proposal buffer', () => {
   it('proposes the commands evaluated during a round together: a few Raft messages for 32 puts, all applied in order', async () => {
