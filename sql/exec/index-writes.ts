@@ -7,7 +7,8 @@
  *   insert  entry put (cput expected=null for a unique short-form entry)
  *   delete  entry del
  *   update  del(old entry) + put/cput(new entry) when the entry changed;
- *           nothing when neither its key nor its value changed
+ *           nothing when neither its key nor its value changed (not even
+ *           encoded when no column the entry holds was assigned)
  * Index dels are appended before index writes, so two rows may swap unique
  * values within one statement (the batch applies ops in order).
  *
@@ -61,11 +62,14 @@ export class IndexWrites {
 
   update(old: Row, next: Row): void {
     for (const c of this.codecs) {
-      const o = c.entry(old);
       if (c.index.state === 'delete_only') {
-        this.dels.push(o.key);
+        this.dels.push(c.entry(old).key);
         continue;
       }
+      // No column the entry holds was assigned a new datum (an UPDATE's untouched columns keep the old row's
+      // datum objects): the entry is unchanged, nothing to encode or compare.
+      if (sameCovered(c.covered, old, next)) continue;
+      const o = c.entry(old);
       const n = c.entry(next);
       if (o.key.equals(n.key)) {
         if (!o.value.equals(n.value)) this.puts.push({ key: n.key, value: n.value, unique: false });
@@ -85,6 +89,12 @@ export class IndexWrites {
       else b.put(p.key, p.value);
     }
   }
+}
+
+/** Whether every column marked in `covered` holds the same datum (Object.is: -0 is not 0) in both rows. */
+function sameCovered(covered: Uint8Array, a: Row, b: Row): boolean {
+  for (let i = 0; i < covered.length; i++) if (covered[i] === 1 && !Object.is(a[i], b[i])) return false;
+  return true;
 }
 
 /** 23505 for a unique index entry that already existed. */

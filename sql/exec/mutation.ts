@@ -165,9 +165,11 @@ function addChanges(ctx: ExecCtx, table: TableEntry, changes: readonly RowChange
     }
     checkRow(table, c.next, ctx);
     ix.update(old, c.next);
-    const newKey = codec.encodeKey(c.next);
-    if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(c.next));
-    else moved.push({ oldKey, row: c.next });
+    const next = c.next;
+    // The primary key is re-encoded only when a key column was assigned a new datum.
+    const newKey = codec.pkOrdinals.every((o) => Object.is(old[o], next[o])) ? oldKey : codec.encodeKey(next);
+    if (newKey.equals(oldKey)) b.put(newKey, codec.encodeValue(next));
+    else moved.push({ oldKey, row: next });
   }
   for (const m of moved) b.del(m.oldKey);
   for (const m of moved) {
