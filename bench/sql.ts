@@ -114,7 +114,12 @@ async function setup(url: string, rows: number): Promise<void> {
   }
 }
 
-async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<StatementResult> {
+/**
+ * `seqOffset` keeps each configuration's fresh keys apart (insert-10col on
+ * the same cluster for every --splits entry: the second one's probe and
+ * runs would otherwise insert the first one's keys again → 23505).
+ */
+async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0): Promise<StatementResult> {
   const clients = await Promise.all(
     Array.from({ length: o.conns }, async (_, i) => {
       const c = new pg.Client({ connectionString: t.urls[i % t.urls.length] });
@@ -125,7 +130,7 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<Stat
   try {
     // One probe first: an unsupported statement fails at once with 0A000.
     try {
-      await (clients[0] as pg.Client).query({ name: s.name, text: s.text, values: s.args(0, -1, o.rows) });
+      await (clients[0] as pg.Client).query({ name: s.name, text: s.text, values: s.args(0, seqOffset - 1, o.rows) });
     } catch (e) {
       const code = (e as { code?: string }).code;
       return code === '0A000' ? { unsupported: (e as Error).message } : { failed: `${code ?? ''} ${(e as Error).message}` };
@@ -134,9 +139,9 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement): Promise<Stat
     const run = (ms: number, seqBase: number): Promise<LoopResult> =>
       closedLoop(o.conns, ms, (c, seq) => (clients[c] as pg.Client).query({ name: s.name, text: s.text, values: s.args(c, seqBase + seq, o.rows) }));
     // Unrecorded warm-up (as `cockroach workload --ramp`): JIT, range caches, lease placement settling.
-    if (o.warmup > 0) await run(o.warmup, 50_000_000);
+    if (o.warmup > 0) await run(o.warmup, 50_000_000 + seqOffset);
     const m = cpuMeter(t.pids);
-    const r = await run(o.duration, 0);
+    const r = await run(o.duration, seqOffset);
     const cpu = m.stop();
     return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined) };
   } finally {
@@ -240,7 +245,7 @@ async function measure(t: BenchTarget, o: Opts, results: Record<string, Record<s
   const wanted = (name: string): boolean => o.only === undefined || o.only.split(',').includes(name);
   const configs = t.name === 'cairn' ? o.splits : [0];
   let out: Record<string, StatementResult> = {};
-  for (const splits of configs) {
+  for (const [ci, splits] of configs.entries()) {
     const name = t.name === 'cairn' ? configName(o, splits) : t.name;
     if (t.name === 'cairn') {
       layout[name] = splits > 1 ? await splitRows(t as CairnCluster, o.rows, splits) : 'one range per table';
@@ -249,7 +254,7 @@ async function measure(t: BenchTarget, o: Opts, results: Record<string, Record<s
     out = results[name] = {};
     for (const s of statements(o)) {
       if (!wanted(s.name)) continue;
-      out[s.name] = await runStatement(t, o, s);
+      out[s.name] = await runStatement(t, o, s, ci * 5_000_000);
       const r = out[s.name];
       process.stdout.write(`${name} ${s.name}: ${cell(r).join('  ')}${r !== undefined && 'cpuPerOp' in r ? `  CPU ${r.cpuPerOp}` : ''}\n`);
     }
