@@ -28,7 +28,9 @@
  *    One timer for all local calls, armed for the earliest deadline.
  * Not covered: the fault hook (it models the network between nodes — a
  * self-call crosses none; RpcContext keeps the socket path when faults are set
- * toward the node itself) and the HLC update (same clock).
+ * toward the node itself) and the HLC update (same clock). RpcContext also
+ * keeps the socket path for a method with no handler yet (a node still
+ * starting answers itself as it answers its peers).
  *
  * Ownership: one per RpcContext; it holds only its pending calls.
  */

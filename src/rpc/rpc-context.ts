@@ -357,8 +357,10 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
     assert(nodeId > 0, 'rpc: call needs a node id; use callAddress while joining');
     // A call to this node itself is served in process (local-call.ts) — unless
-    // a test set network faults toward this node, which only the socket path models.
-    if (nodeId === this._nodeId && !this.closed && this.opts.localCalls !== false && !this.faults.hasFaults(nodeId)) {
+    // a test set network faults toward this node, which only the socket path
+    // models, or the method has no handler yet (a node still starting answers
+    // its own calls as it answers its peers').
+    if (nodeId === this._nodeId && !this.closed && this.opts.localCalls !== false && this.handlers.has(method) && !this.faults.hasFaults(nodeId)) {
       return this.local.call(method, payload, opts);
     }
     const conn = this.connectionTo(this.slotFor(nodeId, opts?.connectionClass ?? ConnectionClass.Default));
