@@ -57,6 +57,8 @@ describe('calls to the node itself (local-call.ts)', () => {
     const started = { n: 0 };
     const n1 = await nodes.start(1);
     registerHandlers(n1.ctx, started);
+    // A node knows its own address (the directory lists every node); a method without a handler uses it.
+    n1.ctx.setPeerAddress(1, n1.addr);
     const twin = await nodes.start(7, { localCalls: false });
     // The twin calls "node 1" over TCP: the address of n1 under n1's id.
     twin.ctx.setPeerAddress(1, n1.addr);
@@ -82,6 +84,10 @@ describe('calls to the node itself (local-call.ts)', () => {
     // A retryable handler error keeps its flags and SQLSTATE end to end.
     expect(await outcome(local.call(1, FAIL_CAIRN, Buffer.alloc(1)))).toMatchObject({ code: 'kv.test_refusal', retryable: true, ambiguous: false, sqlState: '40001' });
     expect(await outcome(local.call(1, FAIL_OTHER, Buffer.alloc(1)))).toMatchObject({ code: 'rpc.internal' });
+    // A method without a handler is not served locally: the node answers itself over its socket, as before.
+    const served = local.local.calls;
+    expect(await outcome(local.call(1, 99, Buffer.alloc(0)))).toMatchObject({ code: 'rpc.unknown_method' });
+    expect(local.local.calls).toBe(served);
     const big = Buffer.alloc(local.maxFrameBytes + 1);
     expect(await outcome(local.call(1, ECHO, big))).toEqual(await outcome(socket.call(1, ECHO, big)));
     expect(local.local.calls).toBeGreaterThan(0);
