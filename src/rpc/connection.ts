@@ -67,7 +67,6 @@ import type { FaultHook } from './fault-hook.js';
 import { beginFrame, encodeFrame, endFrame, FRAME_HEADER_BYTES, FrameDecoder } from './frame.js';
 import { clusterIdConflict, decodeHandshake, encodeHandshake, type Handshake } from './handshake.js';
 import type { PeerMetrics, RpcMetrics } from './metrics.js';
-import { DeadlineTimer, newPendingCall, settlePending, type PendingCall } from './pending-call.js';
 import type { CallOptions, RpcHandler } from './transport.js';
 
 /** What a connection needs from the node it belongs to (RpcContext). */
@@ -89,8 +88,17 @@ export interface ConnectionHost {
 
 export type ConnectionRole = { readonly kind: 'dialer'; readonly expectNodeId: number } | { readonly kind: 'acceptor' };
 
-interface ConnCall extends PendingCall {
+interface PendingCall {
   readonly requestId: number;
+  readonly method: number;
+  readonly resolve: (payload: Buffer) => void;
+  readonly reject: (err: Error) => void;
+  /** performance.now() ms; Infinity without a timeout. */
+  readonly deadline: number;
+  readonly signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  sent: boolean;
+  settled: boolean;
 }
 
 interface OutMessage {
@@ -98,7 +106,7 @@ interface OutMessage {
   readonly method: number;
   readonly requestId: number;
   readonly payload: Uint8Array;
-  readonly call: ConnCall | null;
+  readonly call: PendingCall | null;
 }
 
 /** Initial size of each of the two outgoing buffers; larger ones are kept for reuse up to MAX_SPARE_BYTES. */
@@ -154,19 +162,17 @@ export class Connection {
   private queue: OutMessage[] = [];
   private queuedBytes = 0;
   private flushScheduled = false;
-  private readonly pending = new Map<number, ConnCall>();
+  private readonly pending = new Map<number, PendingCall>();
   private nextRequestId = 1;
   private metrics: PeerMetrics;
   private handshakeTimer: NodeJS.Timeout | null = null;
-  /** One timer for every pending call's deadline. */
-  private readonly deadlines = new DeadlineTimer<ConnCall>(
-    () => this.pending.values(),
-    (call) => this.abandon(call, 'rpc.timeout'),
-  );
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  private deadlineTimerAt = Infinity;
   private remoteAddr = '';
   private offsetLoggedAt = -Infinity;
   private readonly flushBound = (): void => this.flush();
   private readonly onFrameBound = (body: Buffer): void => this.onFrame(body);
+  private readonly expireBound = (): void => this.expireCalls();
 
   constructor(
     private readonly host: ConnectionHost,
@@ -248,9 +254,24 @@ export class Connection {
     if (refused !== null) return Promise.reject(refused);
     if (opts.signal?.aborted) return Promise.reject(abandonedCallError('rpc.canceled', this.describePeer(), method, false));
     return new Promise<Buffer>((resolve, reject) => {
-      const call = newPendingCall<ConnCall>({ requestId: this.nextRequestId++, method, resolve, reject }, opts, (c) => this.abandon(c, 'rpc.canceled'));
+      const timeoutMs = opts.timeoutMs ?? 0;
+      const call: PendingCall = {
+        requestId: this.nextRequestId++,
+        method,
+        resolve,
+        reject,
+        deadline: timeoutMs > 0 ? performance.now() + timeoutMs : Infinity,
+        signal: opts.signal,
+        onAbort: undefined,
+        sent: false,
+        settled: false,
+      };
       this.pending.set(call.requestId, call);
-      if (call.deadline !== Infinity) this.deadlines.watch(call.deadline);
+      if (call.signal !== undefined) {
+        call.onAbort = () => this.abandon(call, 'rpc.canceled');
+        call.signal.addEventListener('abort', call.onAbort, { once: true });
+      }
+      if (call.deadline !== Infinity && call.deadline < this.deadlineTimerAt) this.armDeadlineTimer(call.deadline);
       this.sendWithFaults({ kind: MessageKind.Request, method, requestId: call.requestId, payload, call });
     });
   }
@@ -386,16 +407,37 @@ export class Connection {
 
   // ------------------------------------------------------- calls and timers
 
-  private settle(call: ConnCall): boolean {
-    if (!settlePending(call)) return false;
+  private settle(call: PendingCall): boolean {
+    if (call.settled) return false;
+    call.settled = true;
     this.pending.delete(call.requestId);
+    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
     return true;
   }
 
-  private abandon(call: ConnCall, code: 'rpc.timeout' | 'rpc.canceled'): void {
+  private abandon(call: PendingCall, code: 'rpc.timeout' | 'rpc.canceled'): void {
     if (!this.settle(call)) return;
     this.metrics.callsAbandoned++;
     call.reject(abandonedCallError(code, this.describePeer(), call.method, call.sent));
+  }
+
+  private armDeadlineTimer(at: number): void {
+    if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
+    this.deadlineTimerAt = at;
+    this.deadlineTimer = setTimeout(this.expireBound, Math.max(0, at - performance.now()));
+  }
+
+  /** One timer per connection, armed for the earliest deadline; a fire scans the pending calls. */
+  private expireCalls(): void {
+    this.deadlineTimer = null;
+    this.deadlineTimerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const call of this.pending.values()) {
+      if (call.deadline <= now) this.abandon(call, 'rpc.timeout');
+      else if (call.deadline < next) next = call.deadline;
+    }
+    if (next !== Infinity && this.state !== 'closed') this.armDeadlineTimer(next);
   }
 
   // -------------------------------------------------------------- receiving
@@ -655,8 +697,9 @@ export class Connection {
     this.state = 'closed';
     this.closeReason = reason;
     if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
-    this.deadlines.stop();
+    if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
     this.handshakeTimer = null;
+    this.deadlineTimer = null;
     if (!this.socket.writableEnded) this.socket.destroy();
     else this.socket.destroySoon();
     const peer = this.describePeer();

@@ -42,7 +42,6 @@ import { crashIfBug } from './connection.js';
 import { decodeErrorPayload, encodeErrorPayload, ENVELOPE_MAX_OVERHEAD } from './envelope.js';
 import { abandonedCallError, connectionLostError, RpcError, unavailableError } from './errors.js';
 import { FRAME_HEADER_BYTES } from './frame.js';
-import { DeadlineTimer, newPendingCall, settlePending, type PendingCall } from './pending-call.js';
 import type { CallOptions, RpcHandler } from './transport.js';
 
 /** What LocalCalls needs from its RpcContext. */
@@ -54,6 +53,18 @@ export interface LocalCallHost {
   handler(method: number): RpcHandler | undefined;
 }
 
+interface LocalCall {
+  readonly method: number;
+  readonly resolve: (payload: Buffer) => void;
+  readonly reject: (err: unknown) => void;
+  /** performance.now() ms; Infinity without a timeout. */
+  readonly deadline: number;
+  readonly signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  sent: boolean;
+  settled: boolean;
+}
+
 const EMPTY = Buffer.alloc(0);
 
 function asBuffer(u: Uint8Array): Buffer {
@@ -61,12 +72,9 @@ function asBuffer(u: Uint8Array): Buffer {
 }
 
 export class LocalCalls {
-  private readonly pending = new Set<PendingCall>();
-  private readonly deadlines = new DeadlineTimer<PendingCall>(
-    () => this.pending,
-    (call) => this.abandon(call, 'rpc.timeout'),
-    true,
-  );
+  private readonly pending = new Set<LocalCall>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerAt = Infinity;
   /** Calls served (for tests and the status page). */
   calls = 0;
 
@@ -77,9 +85,23 @@ export class LocalCalls {
     if (tooLarge !== null) return Promise.reject(tooLarge);
     if (opts.signal?.aborted) return Promise.reject(abandonedCallError('rpc.canceled', this.peer(), method, false));
     return new Promise<Buffer>((resolve, reject) => {
-      const call = newPendingCall<PendingCall>({ method, resolve, reject }, opts, (c) => this.abandon(c, 'rpc.canceled'));
+      const timeoutMs = opts.timeoutMs ?? 0;
+      const call: LocalCall = {
+        method,
+        resolve,
+        reject,
+        deadline: timeoutMs > 0 ? performance.now() + timeoutMs : Infinity,
+        signal: opts.signal,
+        onAbort: undefined,
+        sent: false,
+        settled: false,
+      };
       this.pending.add(call);
-      if (call.deadline !== Infinity) this.deadlines.watch(call.deadline);
+      if (call.signal !== undefined) {
+        call.onAbort = () => this.abandon(call, 'rpc.canceled');
+        call.signal.addEventListener('abort', call.onAbort, { once: true });
+      }
+      if (call.deadline < this.timerAt) this.arm(call.deadline);
       queueMicrotask(() => this.serve(call, asBuffer(payload)));
     });
   }
@@ -93,10 +115,12 @@ export class LocalCalls {
     for (const call of [...this.pending]) {
       if (this.settle(call)) call.reject(call.sent ? connectionLostError(this.peer(), call.method, reason.message) : unavailableError(this.peer(), reason.message, reason));
     }
-    this.deadlines.stop();
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Infinity;
   }
 
-  private serve(call: PendingCall, payload: Buffer): void {
+  private serve(call: LocalCall, payload: Buffer): void {
     if (call.settled) return; // abandoned before it was "sent"
     call.sent = true;
     this.calls++;
@@ -120,7 +144,7 @@ export class LocalCalls {
     } else this.answer(call, result ?? EMPTY);
   }
 
-  private answer(call: PendingCall, response: Uint8Array): void {
+  private answer(call: LocalCall, response: Uint8Array): void {
     const tooLarge = this.sizeError(call.method, response, 'response');
     if (tooLarge !== null) {
       this.fail(call, tooLarge);
@@ -130,7 +154,7 @@ export class LocalCalls {
   }
 
   /** The handler's error as a remote caller would receive it (connection.ts respondError + the error codec). */
-  private fail(call: PendingCall, e: unknown): void {
+  private fail(call: LocalCall, e: unknown): void {
     let err: CairnError;
     if (isCairnError(e)) err = e;
     else {
@@ -148,14 +172,36 @@ export class LocalCalls {
       : new RpcError('rpc.message_too_large', `rpc: response of ${payload.length} bytes for method ${method} exceeds the frame limit`);
   }
 
-  private settle(call: PendingCall): boolean {
-    if (!settlePending(call)) return false;
+  /** Marks the call settled (false if it already was) and forgets its deadline and signal. */
+  private settle(call: LocalCall): boolean {
+    if (call.settled) return false;
+    call.settled = true;
     this.pending.delete(call);
+    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
     return true;
   }
 
-  private abandon(call: PendingCall, code: 'rpc.timeout' | 'rpc.canceled'): void {
+  private abandon(call: LocalCall, code: 'rpc.timeout' | 'rpc.canceled'): void {
     if (this.settle(call)) call.reject(abandonedCallError(code, this.peer(), call.method, call.sent));
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.expire(), Math.max(0, at - performance.now()));
+    this.timer.unref?.();
+  }
+
+  private expire(): void {
+    this.timer = null;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const call of [...this.pending]) {
+      if (call.deadline <= now) this.abandon(call, 'rpc.timeout');
+      else if (call.deadline < next) next = call.deadline;
+    }
+    if (next !== Infinity) this.arm(next);
   }
 
   private peer(): string {
