@@ -159,6 +159,8 @@ export class TxnCoordSender {
   /** cluster_logical_timestamp() was read: the commit timestamp may not move (refreshTo fails instead). */
   private commitTsFixed = false;
   private state: State = 'pending';
+  /** A batch with the EndTxn is in flight (startHeartbeat holds back the record-creating beat meanwhile). */
+  private committing = false;
   private stopHeartbeat: (() => void) | null = null;
   private recordCreated = false;
   /** Set by the heartbeat: the record says ABORTED / pushed. */
@@ -372,11 +374,13 @@ export class TxnCoordSender {
       let res: BatchResponse;
       try {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
+        this.committing = end !== null;
         const observed = this.observed === undefined || this.fixed ? {} : { observedTimestamps: this.observed };
         const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs), ...(pipelined ? { asyncConsensus: true } : {}), ...observed }, requests: all };
         // Test-only (CAIRN_CRASH_POINT, src/kv/crash-point.ts): off in production, where `armed` is false.
         res = await (crashPoint.armed && end !== null ? sendAtCrashPoint(this.ctx.sender, ba) : this.ctx.sender.send(ba));
       } catch (e) {
+        this.committing = false;
         // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
         if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
         if (isIntentMissing(e) && chained.proved.length > 0) {
@@ -408,6 +412,7 @@ export class TxnCoordSender {
         if (attempt >= MAX_RETRIES) throw this.fail(new TxnRetryError('RETRY_WRITE_TOO_OLD', 'reads kept being served above the transaction timestamp'));
         continue;
       }
+      this.committing = false;
       // This segment's reads count from now on: a refresh below must cover them too.
       if (!readsNoted) this.noteReads(seg);
       readsNoted = true;
@@ -604,8 +609,14 @@ export class TxnCoordSender {
   private startHeartbeat(): void {
     const anchor = this.anchor as Buffer;
     let busy = false;
+    const since = this.ctx.clock.now().wall;
     this.stopHeartbeat = this.ctx.every(txnLiveness.heartbeatIntervalMs, () => {
       if (busy || this.state !== 'pending') return;
+      // The first beat creates the record, and a one-phase commit in flight must not find one (it would commit
+      // through a record and an intent, resolved by one more Raft write: a slow implicit UPDATE's locking read
+      // started this loop). So no record is created while the commit is in flight — unless the transaction is
+      // half its expiry old, past which a record-less transaction starts to look abandoned to pushers.
+      if (this.committing && !this.recordCreated && this.ctx.clock.now().wall - since < txnLiveness.expiryMicros / 2) return;
       busy = true;
       const kind = this.recordCreated ? 'heartbeatTxn' : 'beginTxn';
       const req: Request = kind === 'beginTxn' ? { kind, key: anchor } : { kind, key: anchor, now: this.ctx.clock.now() };
