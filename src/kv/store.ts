@@ -59,7 +59,14 @@
  * creates an uninitialized replica (no data, no configuration; it learns
  * where its peers live from the messages' envelopes), which the leader
  * catches up with a snapshot; applying the snapshot initializes it with the
- * descriptor the snapshot carries. No such placeholder is created (and the
+ * descriptor the snapshot carries — unless that descriptor's span overlaps
+ * another initialized replica here (acceptSnapshot refuses it, retryable, as
+ * CockroachDB's canApplySnapshot does): a store that missed a split still
+ * holds the parent over the right-hand keys, and a right-hand replica
+ * initialized beside it would lose its rows when the parent later catches up
+ * by a snapshot of its narrower self (which clears the parent's old span).
+ * The sender retries; once the parent has narrowed (by applying the split or
+ * by its own snapshot), the right-hand snapshot is taken. No such placeholder is created (and the
  * range's messages are dropped; the leader retransmits) while a split is
  * installing the range's replica here (beginInstall → installReplica) or a
  * removed replica's state is being cleared (beginClear → endClear): a
@@ -81,7 +88,8 @@ import type { Engine, Snapshot as EngineSnapshot, WriteBatch } from '../../stora
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { LOCAL_RANGE_PREFIX, decodeRangeLocalKey, rangeAppliedStateKey } from '../../storage/keys.js';
 import { decodeMvccKey, isMvccMetaKey } from '../../storage/mvcc-key.js';
-import { hasPrefix } from '../../storage/encoding/bytes.js';
+import { compareBytes, hasPrefix } from '../../storage/encoding/bytes.js';
+import { decodeHead } from '../../storage/mvcc-value.js';
 import { mvccGet } from '../../storage/mvcc.js';
 import { MAX_TIMESTAMP } from '../util/hlc.js';
 import { ConnectionClass, type RpcTransport } from '../rpc/transport.js';
@@ -138,6 +146,8 @@ export interface StoreMetrics {
   /** RPCs that carried snapshot data (a snapshot streams in several). */
   snapshotChunksSent: number;
   snapshotsApplied: number;
+  /** Snapshots refused because their span overlaps another initialized replica here (acceptSnapshot). */
+  snapshotsRefused: number;
   /** Fast apply passes: commits applied while a round's sync was in flight. */
   fastApplies: number;
 }
@@ -156,6 +166,26 @@ function newApplyEffects(): ApplyEffects {
 
 function snapshotKey(data: Uint8Array): string {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('hex');
+}
+
+/** The range descriptor a snapshot's data carries (the committed value at its range-local descriptor key), or null. */
+function snapshotDescriptor(kvs: readonly KeyValue[]): RangeDescriptor | null {
+  const rdscPrefix = encodeMvccKey(LOCAL_RANGE_PREFIX).subarray(0, LOCAL_RANGE_PREFIX.length);
+  for (const kv of kvs) {
+    const key = Buffer.from(kv.key);
+    if (!hasPrefix(key, rdscPrefix) || !isMvccMetaKey(key) || decodeRangeLocalKey(decodeMvccKey(key).key).suffix !== 'rdsc') continue;
+    const committed = decodeHead(key, Buffer.from(kv.value)).committed;
+    return committed?.value ? decodeRangeDescriptor(committed.value) : null;
+  }
+  return null;
+}
+
+/** A snapshot refused because its range's span overlaps another initialized replica on the store (Store.acceptSnapshot). */
+export class SnapshotOverlapError extends CairnError {
+  override name = 'SnapshotOverlapError';
+  constructor(rangeId: number, overlappingRangeId: number, storeId: number) {
+    super('kv.snapshot_overlap', `kv: snapshot of r${rangeId} refused on s${storeId}: its span overlaps r${overlappingRangeId} here, which has not caught up yet`, { retryable: true });
+  }
 }
 
 export class Store implements StoreContext {
@@ -177,6 +207,7 @@ export class Store implements StoreContext {
     snapshotsSent: 0,
     snapshotChunksSent: 0,
     snapshotsApplied: 0,
+    snapshotsRefused: 0,
     fastApplies: 0,
   };
   private readonly replicas = new Map<number, Replica>();
@@ -550,9 +581,28 @@ export class Store implements StoreContext {
     assert(m !== undefined && m.message.snapshot !== null, 'kv: final snapshot chunk without MsgSnap');
     const r = this.replicas.get(m.rangeId);
     if (r === undefined) throw new RangeNotFoundError(m.rangeId, this.ident.storeId);
+    if (!r.initialized) this.acceptSnapshot(r.rangeId, kvs);
     r.notePeer(m.fromReplicaId, c.fromNodeId, c.final.fromStoreId);
     this.incomingSnapshots.set(m.rangeId, { key: snapshotKey(m.message.snapshot.data), kvs });
     r.stepMessage(m.message, false);
+  }
+
+  /**
+   * Refuses (SnapshotOverlapError, retryable: the sender tries again later) a
+   * snapshot that would initialize range `rangeId` here over keys another
+   * initialized replica on this store still covers — see the header, "New
+   * replicas".
+   */
+  private acceptSnapshot(rangeId: number, kvs: readonly KeyValue[]): void {
+    const desc = snapshotDescriptor(kvs);
+    assert(desc !== null, `kv: r${rangeId} snapshot carries no range descriptor`);
+    for (const other of this.replicas.values()) {
+      if (other.rangeId === rangeId || !other.initialized) continue;
+      const o = other.desc;
+      if (compareBytes(o.startKey, desc.endKey) >= 0 || compareBytes(desc.startKey, o.endKey) >= 0) continue;
+      this.metrics.snapshotsRefused++;
+      throw new SnapshotOverlapError(rangeId, other.rangeId, this.ident.storeId);
+    }
   }
 
   // ---- the Ready loop ----------------------------------------------------------------------
