@@ -15,6 +15,13 @@
  * and the intents are resolved in pages after the commit). COPY is never retried
  * transparently: its input is consumed (a 40001 reaches the client).
  *
+ * A failure of ours (bad data, 23505, a KV error) ends the COPY at once, as
+ * in PostgreSQL: once the batch in flight has settled, the error goes to the
+ * client (ErrorResponse, then ReadyForQuery in the simple protocol) without
+ * waiting for CopyDone, and the CopyData/CopyDone/CopyFail the client is
+ * still sending are ignored by the connection (pgwire/conn.ts). Clients learn
+ * of the failure while they still stream, instead of after the last byte.
+ *
  * Text format: one line per row, fields split by the delimiter (tab), `\N`
  * is NULL, backslash escapes \b \f \n \r \t \v \\ \ooo \xhh and any other
  * escaped character stands for itself; a `\.` line ends the data.
@@ -351,22 +358,8 @@ export async function copyFrom(table: TableEntry, columns: readonly string[], o:
     recs.length = 0;
     if (pending.length >= BATCH_ROWS || pendingBytes >= BATCH_BYTES) await flush();
   };
-  // Driven by hand so that after a failure of ours (bad data, 23505) the rest
-  // of the client's CopyData is still consumed up to CopyDone, as PostgreSQL
-  // does, before the error is reported.
-  const it = data[Symbol.asyncIterator]();
-  let inputFailed = false;
   try {
-    for (;;) {
-      let r: IteratorResult<Uint8Array>;
-      try {
-        r = await it.next();
-      } catch (e) {
-        inputFailed = true;
-        throw e;
-      }
-      if (r.done === true) break;
-      const chunk = r.value;
+    for await (const chunk of data) {
       pendingBytes += chunk.length;
       parser.feed(decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)), recs);
       await take();
@@ -380,13 +373,6 @@ export async function copyFrom(table: TableEntry, columns: readonly string[], o:
   } catch (e) {
     // No KV call may be left running when the statement fails (the session then rolls the transaction back).
     await settle().catch(() => undefined);
-    if (!inputFailed) {
-      try {
-        for (;;) if ((await it.next()).done === true) break;
-      } catch {
-        // CopyFail or a closed connection while discarding: report the first error.
-      }
-    }
     throw e;
   }
 }

@@ -37,7 +37,10 @@
  *     connection closes; CopyData/CopyDone/CopyFail outside COPY are ignored;
  *   - COPY FROM STDIN: the session iterates sink.copyIn(), which answers
  *     CopyInResponse and pulls CopyData from the decoder until CopyDone
- *     (CopyFail → 57014); COPY TO STDOUT: copyOut/copyData/copyDone.
+ *     (CopyFail → 57014); a COPY that fails before CopyDone stops pulling
+ *     and its error is sent at once, as PostgreSQL does — what the client
+ *     still streams for it is ignored (above); COPY TO STDOUT:
+ *     copyOut/copyData/copyDone.
  *
  * Invariants: messages are handled one at a time, in order; calls into the
  * session never overlap (only `cancel()` may come concurrently); the session

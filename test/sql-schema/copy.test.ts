@@ -9,6 +9,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
+import { serialize } from 'pg-protocol';
+import { parseBackend } from '../pgwire/pg-peer.js';
 import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
 import { startPostgres } from '../support/postgres.js';
 import { checkIndexes } from './index-check.js';
@@ -94,6 +97,47 @@ describe('COPY through psql, beside PostgreSQL 15', () => {
       }
     }
     expect((await checkIndexes(cairn.kv, 'defaultdb', 't')).problems).toEqual([]);
+  });
+
+  it('a COPY that fails is answered at once, before CopyDone, and what the client still streams is ignored — as PostgreSQL does', async () => {
+    for (const url of [cairn.url, pgUrl]) {
+      const u = new URL(url);
+      const sock = connect(Number(u.port), u.hostname);
+      let got = Buffer.alloc(0);
+      sock.on('data', (d: Buffer) => (got = Buffer.concat([got, d])));
+      const names = (): string[] => parseBackend(got).map((m) => m.name);
+      /** Waits until `n` ReadyForQuery messages have arrived (bounded). */
+      const readyCount = async (n: number): Promise<void> => {
+        const deadline = Date.now() + 15_000;
+        while (names().filter((x) => x === 'readyForQuery').length < n) {
+          expect(Date.now() < deadline, `${url}: no ReadyForQuery #${n} after ${names().join(',')}`).toBe(true);
+          await new Promise<void>((r) => {
+            const t = setTimeout(r, deadline - Date.now());
+            sock.once('data', () => (clearTimeout(t), r()));
+          });
+        }
+      };
+      try {
+        await new Promise<void>((r) => sock.once('connect', () => r()));
+        sock.write(serialize.startup({ user: u.username, database: u.pathname.slice(1) }));
+        await readyCount(1);
+        sock.write(serialize.query('COPY t (k, s, f, b) FROM STDIN'));
+        sock.write(serialize.copyData(Buffer.from('200\tfine\t1\tt\nnotanint\tbad\t1\tt\n')));
+        // No CopyDone yet: the error and ReadyForQuery come anyway.
+        await readyCount(2);
+        const afterCopy = parseBackend(got).slice(-2);
+        expect(afterCopy[0]?.name, url).toBe('error');
+        expect((afterCopy[0] as { code?: string }).code, url).toBe('22P02');
+        // The rest of the client's stream for the failed COPY is ignored; the session answers the next query.
+        sock.write(Buffer.concat([serialize.copyData(Buffer.from('201\tlate\t1\tt\n')), serialize.copyDone(), serialize.query('SELECT count(*) FROM t WHERE k >= 200')]));
+        await readyCount(3);
+        const last = parseBackend(got).slice(-3);
+        expect(last.map((m) => m.name), url).toEqual(['dataRow', 'commandComplete', 'readyForQuery']);
+        expect((last[0] as { fields?: string[] }).fields, url).toEqual(['0']);
+      } finally {
+        sock.destroy();
+      }
+    }
   });
 
   it('a large import is streamed in batches inside one transaction', async () => {
