@@ -54,11 +54,6 @@ export class SegmentIndex<S extends Segment> {
     return this.count;
   }
 
-  /** The segment at `pos` (a seek's answer), or undefined past the last one. */
-  at(pos: SegmentPos): S | undefined {
-    return this.chunks[pos.c]?.[pos.i];
-  }
-
   /** The position of the first segment whose end is above k (the first that can overlap a span starting at k). */
   seek(k: KeyString): SegmentPos {
     const chunks = this.chunks;

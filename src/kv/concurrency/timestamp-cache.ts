@@ -120,21 +120,20 @@ export class TimestampCache {
     const start = span.key.toString('latin1');
     const spanEnd = span.endKey == null ? null : span.endKey.toString('latin1');
     const pos: SegmentPos = this.index.seek(start);
-    let old: Segment[];
-    if (spanEnd === null) {
-      // A point [k, k\x00) overlaps at most one segment: the first ending after k, if it starts at or before k
-      // (nothing starts strictly between k and k\x00). The common case — a point read of a key read before —
-      // ends here, with no overlap walk.
-      const s = this.index.at(pos);
-      if (s === undefined || s.key > start) old = [];
-      else {
-        if (this.raiseCovering(s, start, null, ts, txnId)) return;
-        old = [s];
+    const old: Segment[] = [];
+    this.index.forEachOverlap(start, spanEnd, (s) => void old.push(s), pos);
+    // Fast path: one segment covers exactly the span, or covers it with a value at least as high.
+    if (old.length === 1) {
+      const s = old[0] as Segment;
+      const exact = spanEnd === null ? isPointSegment(s, start) : s.key === start && s.endKey === spanEnd;
+      const c = compareTimestamps(s.ts, ts);
+      if (exact || ((c > 0 || (c === 0 && s.txnId === txnId)) && s.key <= start && (spanEnd === null || s.endKey >= spanEnd))) {
+        if (c < 0) {
+          s.ts = ts;
+          s.txnId = txnId;
+        } else if (c === 0 && s.txnId !== txnId) s.txnId = undefined;
+        return;
       }
-    } else {
-      old = [];
-      this.index.forEachOverlap(start, spanEnd, (s) => void old.push(s), pos);
-      if (old.length === 1 && this.raiseCovering(old[0] as Segment, start, spanEnd, ts, txnId)) return;
     }
     const end = spanEnd ?? start + '\x00';
     assert(start < end, 'timestamp-cache: empty span');
@@ -166,24 +165,6 @@ export class TimestampCache {
     for (const s of old) this.bytes -= sizeOf(s);
     for (const p of pieces) this.bytes += sizeOf(p);
     if (this.bytes > this.maxBytes) this.evict();
-  }
-
-  /**
-   * Fast path of add(): when the one segment overlapping [start, spanEnd)
-   * (null: the point start) is exactly that span, or covers it with a value
-   * at least as high, it takes the read in place (raised, or its txnId
-   * cleared on a tie of two transactions) and true is returned; false: the
-   * general splice is needed.
-   */
-  private raiseCovering(s: Segment, start: KeyString, spanEnd: KeyString | null, ts: Timestamp, txnId: TxnId | undefined): boolean {
-    const exact = spanEnd === null ? isPointSegment(s, start) : s.key === start && s.endKey === spanEnd;
-    const c = compareTimestamps(s.ts, ts);
-    if (!exact && !((c > 0 || (c === 0 && s.txnId === txnId)) && s.key <= start && (spanEnd === null || s.endKey >= spanEnd))) return false;
-    if (c < 0) {
-      s.ts = ts;
-      s.txnId = txnId;
-    } else if (c === 0 && s.txnId !== txnId) s.txnId = undefined;
-    return true;
   }
 
   /** The highest read timestamp over `span` (at least the low-water mark). */
