@@ -166,12 +166,20 @@ function snapshotKey(data: Uint8Array): string {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('hex');
 }
 
-/** The range descriptor a snapshot's data carries (the committed value at its range-local descriptor key), or null. */
+const RANGE_LOCAL_ENGINE_PREFIX = encodeMvccKey(LOCAL_RANGE_PREFIX).subarray(0, LOCAL_RANGE_PREFIX.length);
+
+/** The user key of a range descriptor when `engineKey` is the head (meta) key of one, else null. */
+function descriptorUserKey(engineKey: Buffer): Buffer | null {
+  if (!hasPrefix(engineKey, RANGE_LOCAL_ENGINE_PREFIX) || !isMvccMetaKey(engineKey)) return null;
+  const userKey = decodeMvccKey(engineKey).key;
+  return decodeRangeLocalKey(userKey).suffix === 'rdsc' ? userKey : null;
+}
+
+/** The range descriptor a snapshot's data carries (the committed value at its descriptor key), or null. */
 function snapshotDescriptor(kvs: readonly KeyValue[]): RangeDescriptor | null {
-  const rdscPrefix = encodeMvccKey(LOCAL_RANGE_PREFIX).subarray(0, LOCAL_RANGE_PREFIX.length);
   for (const kv of kvs) {
     const key = Buffer.from(kv.key);
-    if (!hasPrefix(key, rdscPrefix) || !isMvccMetaKey(key) || decodeRangeLocalKey(decodeMvccKey(key).key).suffix !== 'rdsc') continue;
+    if (descriptorUserKey(key) === null) continue;
     const committed = decodeHead(key, Buffer.from(kv.value)).committed;
     return committed?.value ? decodeRangeDescriptor(committed.value) : null;
   }
@@ -947,14 +955,10 @@ export class Store implements StoreContext {
       }
     }
     let descKey: Buffer | null = null;
-    const rdscPrefix = encodeMvccKey(LOCAL_RANGE_PREFIX).subarray(0, LOCAL_RANGE_PREFIX.length);
     for (const kv of pending.kvs) {
       const key = Buffer.from(kv.key);
       wb.put(key, Buffer.from(kv.value));
-      if (descKey === null && hasPrefix(key, rdscPrefix) && isMvccMetaKey(key)) {
-        const userKey = decodeMvccKey(key).key;
-        if (decodeRangeLocalKey(userKey).suffix === 'rdsc') descKey = userKey;
-      }
+      descKey ??= descriptorUserKey(key);
     }
     assert(descKey !== null, `kv: r${r.rangeId} snapshot carries no range descriptor`);
     r.storage.stageSnapshot(wb, snap.metadata.index, snap.metadata.term);
