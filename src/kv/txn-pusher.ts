@@ -71,7 +71,8 @@ function rankAbove(a: { priority: number; id: Buffer }, b: { priority: number; i
 }
 
 export class TxnPusher {
-  readonly metrics = { pushes: 0, waits: 0, deadlocksBroken: 0, recoveries: 0 };
+  /** inFlight: conflicts being pushed right now (a gauge: requests of this node's transactions waiting on another's). */
+  readonly metrics = { pushes: 0, waits: 0, deadlocksBroken: 0, recoveries: 0, lockWaitTimeouts: 0, inFlight: 0 };
 
   constructor(private readonly opts: TxnPusherOptions) {}
 
@@ -88,7 +89,12 @@ export class TxnPusher {
       if (l === undefined) byTxn.set(k, [i]);
       else l.push(i);
     }
-    for (const list of byTxn.values()) await this.pushOne(list, pusher, write);
+    this.metrics.inFlight++;
+    try {
+      for (const list of byTxn.values()) await this.pushOne(list, pusher, write);
+    } finally {
+      this.metrics.inFlight--;
+    }
   }
 
   private async pushOne(intents: readonly Intent[], pusher: PusherTxn | null, write: boolean): Promise<void> {
@@ -142,7 +148,10 @@ export class TxnPusher {
         force = true;
         continue;
       }
-      if (Date.now() > deadline) throw new LockWaitTimeoutKvError(`txn ${pushee.id.toString('hex').slice(0, 8)}`);
+      if (Date.now() > deadline) {
+        this.metrics.lockWaitTimeouts++;
+        throw new LockWaitTimeoutKvError(`txn ${pushee.id.toString('hex').slice(0, 8)}`);
+      }
       this.metrics.waits++;
       // A pushee without a record may have committed in one phase (nothing would ever show it): let the request
       // queue on the leaseholder again, whose lock table learns of the commit. With a record, wait on it.

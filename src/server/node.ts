@@ -166,6 +166,19 @@ export interface RangeStatus {
   readonly leaseholderNodeId: number | null;
 }
 
+/** One replica's lock table as `/_status/locks` shows it (a debugging view of who waits on whom). */
+export interface LockTableStatus {
+  readonly rangeId: number;
+  readonly isLeaseholder: boolean;
+  /** Requests holding or waiting for latches. */
+  readonly activeRequests: number;
+  readonly locks: number;
+  readonly held: number;
+  readonly waiters: number;
+  /** lockTableState(): every lock, its holder (txn id prefix, epoch, ts) and its queue in order. */
+  readonly dump: string;
+}
+
 export interface NodeOptions {
   readonly logger?: Logger;
   /** A fatal condition found after start-up (cluster mismatch, duplicate id): the CLI exits. */
@@ -1102,6 +1115,21 @@ export class Node {
       .sort((a, b) => a.rangeId - b.rangeId);
   }
 
+  /** This node's replicas' lock tables (only those with a lock or an active request). */
+  lockTableStatus(): LockTableStatus[] {
+    const s = this.store;
+    if (s === null) return [];
+    const now = this.clock.now();
+    const out: LockTableStatus[] = [];
+    for (const r of s.allReplicas()) {
+      const c = r.concurrency;
+      const m = c.lockTable.metrics();
+      if (m.locks === 0 && c.activeRequests === 0) continue;
+      out.push({ rangeId: r.rangeId, isLeaseholder: r.ownsValidLease(now), activeRequests: c.activeRequests, locks: m.locks, held: m.held, waiters: m.waiters, dump: c.lockTable.lockTableState() });
+    }
+    return out.sort((a, b) => a.rangeId - b.rangeId);
+  }
+
   /** Every node's row (this node asks the others for their local counts). */
   async clusterStatus(): Promise<NodeStatusRow[]> {
     const l = this.liveness;
@@ -1219,6 +1247,20 @@ export class Node {
       return n;
     });
     m.gaugeFunc('cairn_sql_connections_total', 'SQL connections accepted', () => this.sql.connections);
+    m.gaugeFunc('cairn_sql_open_connections', 'SQL connections whose socket is open', () => this.sql.openConnections);
+    const txn = (k: keyof TxnDB['metrics']): (() => number) => () => this.txnDb?.metrics[k] ?? 0;
+    m.counterFunc('cairn_txn_commits_total', 'Transactions committed by coordinators on this node', txn('commits'));
+    m.counterFunc('cairn_txn_aborts_total', 'Transactions rolled back or aborted by coordinators on this node', txn('aborts'));
+    m.counterFunc('cairn_txn_restarts_total', 'Transaction restarts (new epoch)', txn('restarts'));
+    m.counterFunc('cairn_txn_refreshes_total', 'Read-span refreshes', txn('refreshes'));
+    m.counterFunc('cairn_txn_refresh_failures_total', 'Read-span refreshes that failed', txn('refreshFailures'));
+    const push = (k: keyof TxnDB['pusher']['metrics']): (() => number) => () => this.txnDb?.pusher.metrics[k] ?? 0;
+    m.counterFunc('cairn_txn_pushes_total', 'PushTxn requests sent by this node\'s transactions', push('pushes'));
+    m.counterFunc('cairn_txn_push_waits_total', 'Unsuccessful pushes followed by a wait', push('waits'));
+    m.counterFunc('cairn_txn_deadlocks_broken_total', 'Waits-for cycles broken by a force push', push('deadlocksBroken'));
+    m.counterFunc('cairn_txn_recoveries_total', 'STAGING records recovered by pushers', push('recoveries'));
+    m.counterFunc('cairn_txn_lock_wait_timeouts_total', 'Pushers that gave up waiting (kv.lock_wait_timeout)', push('lockWaitTimeouts'));
+    m.gaugeFunc('cairn_txn_pushers_waiting', 'Requests of this node\'s transactions pushing a conflicting transaction right now', push('inFlight'));
     m.gaugeFunc('cairn_node_id', 'This node id (0 while joining)', () => this.rpc.nodeId);
     m.gaugeFunc('cairn_clock_skew_injected_micros', 'Physical clock skew injected through /_admin/clock', () => this.clockSkewMicros);
   }

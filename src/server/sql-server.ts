@@ -149,6 +149,11 @@ export class SqlServer {
   readonly cancelRegistry = new CancelRegistry();
   connections = 0;
 
+  /** Connections whose socket has not closed yet. */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
+
   constructor(
     private factory: SessionFactory,
     private readonly log: Logger,

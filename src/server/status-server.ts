@@ -9,6 +9,8 @@
  *   GET  /_status/nodes          JSON: NodeStatusRow[] (every node, with liveness)
  *   GET  /_status/ranges         JSON: RangeStatus[] (this node's replicas)
  *   GET  /_status/rpc            JSON: outgoing connection states (RpcContext.status)
+ *   GET  /_status/locks          JSON: LockTableStatus[] (this node's lock tables with a lock
+ *                                or an active request: holders and wait queues, for debugging)
  *   POST /_admin/faults          {"nodeId":N,"spec":FaultSpec} sets RPC faults towards
  *                                peer N; {"clear":true[,"nodeId":N]} clears them
  *   POST /_admin/clock           {"offsetMs":X} skews this node's physical clock
@@ -195,6 +197,9 @@ export class StatusServer {
         return;
       case 'GET /_status/rpc':
         send(res, 200, n.rpc.status());
+        return;
+      case 'GET /_status/locks':
+        send(res, 200, n.lockTableStatus());
         return;
       case 'POST /_admin/faults': {
         const b = (await readBody(req)) as { nodeId?: number; spec?: FaultSpec; clear?: boolean };
