@@ -10,7 +10,7 @@
  *                                             │ writes: into a WriteBatch (+ stats delta,
  *                                             ▼         + replicated side effects)
  *                                     RaftCommand {cmdId, leaseSeq, maxLeaseIndex, repr, …}
- *                                             │ raw.propose ─► Store Ready loop ─► Raft
+ *                                             │ proposal buffer ─► Store Ready loop ─► Raft
  *                                             ▼
  *   every replica: stageApply(entry) — checks the command is still valid and
  *   applies repr + applied state in the store's apply batch; the proposer
@@ -158,6 +158,8 @@ interface Proposal {
   readonly reject: (e: Error) => void;
   /** Acknowledgement at commit (see the header): called when the command is staged for application and passes. */
   committed?: (r: BatchResponse) => void;
+  /** In the proposal buffer: true for its first proposal, false for a re-proposal; undefined when not queued. */
+  buffered?: boolean | undefined;
 }
 
 /** Deferred effects of one round's applies, run once the apply batch is durable. */
@@ -268,6 +270,8 @@ export class Replica {
   /** The floor under the local uncertainty limit over skewed values this replica may hold (uncertainty.ts). */
   private readonly uncertaintyGuard: UncertaintyGuard;
   private readonly proposals = new Map<number, Proposal>();
+  /** Commands waiting for the next flushProposals (in evaluation order). */
+  private propBuf: Proposal[] = [];
   private nextMaxLeaseIndex: number;
   quiescent = false;
   private leaseRequest: Promise<void> | null = null;
@@ -598,15 +602,7 @@ export class Replica {
     const applying = new Promise<BatchResponse>((resolve, reject) => {
       const data = encodeRaftCommand(cmd);
       p = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
-      try {
-        if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.raw.propose(data);
-      } catch (e) {
-        if (e instanceof ProposalDroppedError) {
-          reject(new ProposalDroppedKvError(this.rangeId, e.message));
-          return;
-        }
-        throw e;
-      }
+      if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.buffer(p, true);
       this.proposals.set(cmd.cmdId, p);
       this.ctx.metrics.proposals++;
       this.ctx.enqueueReady(this);
@@ -634,16 +630,61 @@ export class Replica {
   }
 
   private repropose(p: Proposal): void {
-    try {
-      if (p.cmd.isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, p.cmd) === undefined) this.raw.propose(p.data);
+    if (p.cmd.isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, p.cmd) === undefined) {
+      this.buffer(p, false);
       this.ctx.metrics.reproposals++;
-    } catch (e) {
-      if (!(e instanceof ProposalDroppedError)) throw e;
-      // Still pending: the next tick tries again.
     }
     p.ticks = 0;
     this.ctx.enqueueReady(this);
   }
+
+  /** Queues p for the next flushProposals; a proposal already queued is not queued twice (it goes with its latest bytes). */
+  private buffer(p: Proposal, first: boolean): void {
+    if (p.buffered !== undefined) return;
+    p.buffered = first;
+    this.propBuf.push(p);
+  }
+
+  /**
+   * The proposal buffer (CockroachDB's propBuf): the commands evaluated since
+   * the last Ready round go to Raft as ONE proposal of many entries — one
+   * append, one MsgApp per follower and one MsgAppResp back for the lot,
+   * instead of one each per command. The Store calls this for every dirty
+   * replica right before asking it for a Ready, so a command waits for no
+   * more than the round it would have joined anyway. Order is kept (commands
+   * enter the log in the order they were evaluated, which their max lease
+   * indexes follow). If Raft drops the batch (no leader, a leadership
+   * transfer), nothing of it entered any log: first proposals answer
+   * ProposalDroppedKvError (retryable), re-proposals stay pending for the
+   * next re-proposal tick — as a dropped propose() did.
+   */
+  flushProposals(): void {
+    const buf = this.propBuf;
+    if (buf.length === 0) return;
+    this.propBuf = [];
+    if (this.stopped) return;
+    const datas: Buffer[] = [];
+    const firsts: Proposal[] = [];
+    for (const p of buf) {
+      const first = p.buffered === true;
+      p.buffered = undefined;
+      // Answered or abandoned while queued (lease change, stop, timeout): nothing to propose.
+      if (this.proposals.get(p.cmdId) !== p) continue;
+      datas.push(p.data);
+      if (first) firsts.push(p);
+    }
+    if (datas.length === 0) return;
+    try {
+      this.raw.proposeBatch(datas);
+    } catch (e) {
+      if (!(e instanceof ProposalDroppedError)) throw e;
+      for (const p of firsts) {
+        this.proposals.delete(p.cmdId);
+        p.reject(new ProposalDroppedKvError(this.rangeId, e.message));
+      }
+    }
+  }
+
 
   // ---- leases ---------------------------------------------------------------------
 

@@ -5,7 +5,9 @@
  *
  * The Ready loop — one round handles every replica with a Ready:
  *
- *   1. ready() on each dirty replica;
+ *   1. ready() on each dirty replica, after handing Raft the commands
+ *      evaluated since the last round as one proposal (Replica's proposal
+ *      buffer: one MsgApp per follower for all of them);
  *   2. ONE engine batch with every replica's snapshot (if any), new log
  *      entries and hard state, written with ONE sync if any replica needs it
  *      (so thousands of proposals share one fsync);
@@ -632,7 +634,9 @@ export class Store implements StoreContext {
       if (this.fastApply !== null) await this.fastApply;
       const rounds: { r: Replica; rd: Ready }[] = [];
       for (const r of this.dirty) {
-        if (!r.stopped && r.raw.hasReady()) rounds.push({ r, rd: r.raw.ready() });
+        if (r.stopped) continue;
+        r.flushProposals();
+        if (r.raw.hasReady()) rounds.push({ r, rd: r.raw.ready() });
       }
       this.dirty.clear();
       if (rounds.length === 0) return;

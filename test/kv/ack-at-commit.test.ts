@@ -21,52 +21,10 @@
  */
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
-import type { Engine, WriteBatch, WriteOptions } from '../../storage/engine.js';
+import { gateSyncs, type SyncGate } from '../support/sync-gate.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90ack-${s}`, 'latin1');
-
-/** An engine's writes in submission order; synced ones wait while the gate is closed. */
-interface SyncGate {
-  close(): void;
-  open(): void;
-  /** A synced write is waiting at the closed gate. */
-  readonly holding: boolean;
-}
-
-function gateSyncs(e: Engine): SyncGate {
-  const write = e.write.bind(e);
-  let queue: Promise<unknown> = Promise.resolve();
-  let closed = false;
-  let holding = false;
-  let release: (() => void) | null = null;
-  const opened = (): Promise<void> =>
-    new Promise<void>((r) => {
-      release = r;
-    });
-  e.write = (b: WriteBatch, o?: WriteOptions): Promise<void> => {
-    const p = queue.then(async () => {
-      while (o?.sync === true && closed) {
-        holding = true;
-        await opened();
-      }
-      holding = false;
-      return write(b, o);
-    });
-    queue = p.catch(() => undefined);
-    return p;
-  };
-  return {
-    close: () => void (closed = true),
-    open: () => {
-      closed = false;
-      (release as (() => void) | null)?.();
-    },
-    get holding() {
-      return holding;
-    },
-  };
-}
 
 /** A promise whose outcome can be looked at without awaiting it. */
 function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error: unknown } {
