@@ -31,13 +31,23 @@
  *   applied → its responses; a copy rejected by MLI while the command is
  *   still ours to retry → re-proposed with a new MLI (old copies can never
  *   apply); the lease changed hands with the command in flight, the proposal
- *   timed out, or the replica/store stopped → AmbiguousResultError; Raft
- *   refused the first proposal (nothing entered any log) → retryable
- *   ProposalDroppedKvError.
+ *   timed out, or the replica/store stopped → AmbiguousResultError; the
+ *   lease it was evaluated under is gone before any copy reached Raft (it
+ *   can never apply, and is in no log) → NotLeaseHolderError.
+ *
+ * Proposal buffer (CockroachDB's propBuf): a command is not handed to Raft
+ * at evaluation but queued; the Store's Ready round hands the queue to Raft
+ * as ONE proposal (flushProposals), in max-lease-index order. If Raft drops
+ * it (no leader, a leadership transfer, the uncommitted-size limit), nothing
+ * of it entered any log and every command of it stays pending — an
+ * async-consensus write among them was answered already, so failing it
+ * would lose an acknowledged write (f99abb9) — and is proposed again at
+ * the next leader change, or the next tick that knows a leader.
  *
  * Re-proposal: a pending command is proposed again (same bytes, same MLI)
  * when the Raft leader changes and every `reproposalTicks` ticks until it
- * applies; after `proposalTimeoutTicks` it answers ambiguous.
+ * applies; after `proposalTimeoutTicks` it answers ambiguous. So a pending
+ * command always has a proposal in flight or queued, until it is answered.
  *
  * Async consensus (write pipelining, api.ts "Async consensus"): a
  * transactional batch of point intent writes (and QueryIntents) flagged
@@ -87,7 +97,6 @@ import { EntryType, MessageType, ProposalDroppedError, StateType, newMessage, ty
 import {
   ClockUnhealthyError,
   NotLeaseHolderError,
-  ProposalDroppedKvError,
   RangeKeyMismatchError,
   RangeNotFoundError,
   isWriteRequest,
@@ -158,8 +167,12 @@ interface Proposal {
   readonly reject: (e: Error) => void;
   /** Acknowledgement at commit (see the header): called when the command is staged for application and passes. */
   committed?: (r: BatchResponse) => void;
-  /** In the proposal buffer: true for its first proposal, false for a re-proposal; undefined when not queued. */
-  buffered?: boolean | undefined;
+  /** Queued in the proposal buffer. */
+  buffered?: boolean;
+  /** Some copy was handed to Raft (may be in a log); until then a drop or a lease change leaves it in none. */
+  proposed?: boolean;
+  /** Raft dropped the last batch holding it: proposed again at the next tick that knows a leader. */
+  dropped?: boolean;
 }
 
 /** Deferred effects of one round's applies, run once the apply batch is durable. */
@@ -233,6 +246,20 @@ export function dropProvenInFlightWrites(reqs: readonly Request[], txn: BatchHea
   const out = [...reqs];
   out[end] = { ...q, inFlightWrites: rest };
   return out;
+}
+
+/** Orders a batch's commands by max lease index in place, leaving lease requests (no MLI) where they are. */
+function sortByMaxLeaseIndex(batch: Proposal[]): void {
+  const slots: number[] = [];
+  const cmds: Proposal[] = [];
+  for (let k = 0; k < batch.length; k++) {
+    const p = batch[k] as Proposal;
+    if (p.cmd.isLeaseRequest) continue;
+    slots.push(k);
+    cmds.push(p);
+  }
+  cmds.sort((a, b) => a.cmd.maxLeaseIndex - b.cmd.maxLeaseIndex);
+  for (let k = 0; k < slots.length; k++) batch[slots[k] as number] = cmds[k] as Proposal;
 }
 
 /**
@@ -602,7 +629,7 @@ export class Replica {
     const applying = new Promise<BatchResponse>((resolve, reject) => {
       const data = encodeRaftCommand(cmd);
       p = { cmdId: cmd.cmdId, cmd, data, ticks: 0, age: 0, responses, timestamp: h.timestamp, resolve, reject };
-      if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.buffer(p, true);
+      if (isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, cmd) === undefined) this.buffer(p);
       this.proposals.set(cmd.cmdId, p);
       this.ctx.metrics.proposals++;
       this.ctx.enqueueReady(this);
@@ -631,7 +658,7 @@ export class Replica {
 
   private repropose(p: Proposal): void {
     if (p.cmd.isLeaseRequest || replicaTestingKnobs.proposalFilter?.(this, p.cmd) === undefined) {
-      this.buffer(p, false);
+      this.buffer(p);
       this.ctx.metrics.reproposals++;
     }
     p.ticks = 0;
@@ -639,9 +666,9 @@ export class Replica {
   }
 
   /** Queues p for the next flushProposals; a proposal already queued is not queued twice (it goes with its latest bytes). */
-  private buffer(p: Proposal, first: boolean): void {
-    if (p.buffered !== undefined) return;
-    p.buffered = first;
+  private buffer(p: Proposal): void {
+    if (p.buffered === true) return;
+    p.buffered = true;
     this.propBuf.push(p);
   }
 
@@ -651,40 +678,64 @@ export class Replica {
    * append, one MsgApp per follower and one MsgAppResp back for the lot,
    * instead of one each per command. The Store calls this for every dirty
    * replica right before asking it for a Ready, so a command waits for no
-   * more than the round it would have joined anyway. Order is kept (commands
-   * enter the log in the order they were evaluated, which their max lease
-   * indexes follow). If Raft drops the batch (no leader, a leadership
-   * transfer), nothing of it entered any log: first proposals answer
-   * ProposalDroppedKvError (retryable), re-proposals stay pending for the
-   * next re-proposal tick — as a dropped propose() did.
+   * more than the round it would have joined anyway.
+   *
+   * Order: by max lease index (lease requests keep their place), which is
+   * evaluation order for first proposals; re-proposals queued after newer
+   * commands go before them, so no copy is refused by the MLI check for
+   * arriving after a later command.
+   *
+   * A command whose lease is no longer in force can never apply (lease
+   * sequences only grow): it is answered here — NotLeaseHolderError when no
+   * copy ever reached Raft, ambiguous otherwise. If Raft drops the batch,
+   * nothing of it entered any log, and every command of it stays pending
+   * (see the header): re-proposed at the next leader change or the next
+   * tick that knows a leader, answered ambiguous at the proposal timeout.
    */
   flushProposals(): void {
     const buf = this.propBuf;
     if (buf.length === 0) return;
     this.propBuf = [];
     if (this.stopped) return;
-    const datas: Buffer[] = [];
-    const firsts: Proposal[] = [];
+    const batch: Proposal[] = [];
+    let ordered = true;
+    let lastMli = 0;
     for (const p of buf) {
-      const first = p.buffered === true;
-      p.buffered = undefined;
-      // Answered or abandoned while queued (lease change, stop, timeout): nothing to propose.
+      p.buffered = false;
+      // Answered or abandoned while queued (applied, lease change, stop, timeout): nothing to propose.
       if (this.proposals.get(p.cmdId) !== p) continue;
-      datas.push(p.data);
-      if (first) firsts.push(p);
+      const cmd = p.cmd;
+      if (!cmd.isLeaseRequest) {
+        if (this.lease === null || this.lease.sequence !== cmd.leaseSeq) {
+          this.proposals.delete(p.cmdId);
+          p.reject(
+            p.proposed === true
+              ? new AmbiguousResultError(`r${this.rangeId}: the lease changed with the command in flight`)
+              : this.notLeaseHolder('the lease changed before the command reached Raft'),
+          );
+          continue;
+        }
+        if (cmd.maxLeaseIndex < lastMli) ordered = false;
+        lastMli = cmd.maxLeaseIndex;
+      }
+      batch.push(p);
     }
-    if (datas.length === 0) return;
+    if (batch.length === 0) return;
+    if (!ordered) sortByMaxLeaseIndex(batch);
+    const datas = new Array<Buffer>(batch.length);
+    for (let k = 0; k < batch.length; k++) datas[k] = (batch[k] as Proposal).data;
+    let dropped = false;
     try {
       this.raw.proposeBatch(datas);
     } catch (e) {
       if (!(e instanceof ProposalDroppedError)) throw e;
-      for (const p of firsts) {
-        this.proposals.delete(p.cmdId);
-        p.reject(new ProposalDroppedKvError(this.rangeId, e.message));
-      }
+      dropped = true;
+    }
+    for (const p of batch) {
+      p.dropped = dropped;
+      if (!dropped) p.proposed = true;
     }
   }
-
 
   // ---- leases ---------------------------------------------------------------------
 
@@ -804,7 +855,7 @@ export class Replica {
       } else if (p.age >= s.proposalTimeoutTicks) {
         this.proposals.delete(p.cmdId);
         p.reject(new AmbiguousResultError(`r${this.rangeId}: command not applied after ${p.age} ticks`));
-      } else if (p.ticks >= s.reproposalTicks) {
+      } else if (p.ticks >= s.reproposalTicks || (p.dropped === true && this.raw.raft.lead !== 0)) {
         this.repropose(p);
       }
     }
@@ -826,7 +877,9 @@ export class Replica {
     try {
       this.raw.step(m);
     } catch (e) {
-      if (!(e instanceof CairnError) || !e.code.startsWith('raft.step')) throw e;
+      // A proposal forwarded here that this replica cannot take (no leader, a leadership transfer): its
+      // proposer keeps it pending and proposes it again — it must not abort the rest of the message batch.
+      if (!(e instanceof ProposalDroppedError) && (!(e instanceof CairnError) || !e.code.startsWith('raft.step'))) throw e;
     }
     this.ctx.enqueueReady(this);
   }

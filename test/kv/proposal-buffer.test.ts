@@ -10,13 +10,27 @@
  * The leader's loop is held inside a round by holding its synced write (a
  * slow fsync we control), so the batch is deterministic whatever the load.
  */
-import { describe, it, expect } from 'vitest';
-import { autoCloseClusters } from '../support/test-cluster.js';
+import { describe, it, expect, afterEach } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { gateSyncs } from '../support/sync-gate.js';
+import { distSender, batch } from '../kv-txn/support.js';
 import { decodeRaftCommand } from '../../src/kv/api-codec.js';
+import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import { Prng } from '../../src/util/prng.js';
+import { ProposalDroppedError } from '../../raft/types.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90pb-${s}`, 'latin1');
+
+/** Cuts node i off from every other node, both ways (or heals it). */
+function partition(c: TestCluster, i: number, on: boolean): void {
+  for (let j = 0; j < c.size; j++) {
+    if (j === i) continue;
+    c.node(i).rpc!.faults.setFaults(j + 1, on ? { partition: true } : {});
+    c.node(j).rpc!.faults.setFaults(i + 1, on ? { partition: true } : {});
+  }
+}
 
 describe('proposal buffer', () => {
   it('proposes the commands evaluated during a round together: a few Raft messages for 32 puts, all applied in order', async () => {
@@ -57,6 +71,154 @@ describe('proposal buffer', () => {
       const lai = [0, 1, 2].map((i) => c.store(i).replica(1)!.applied.leaseAppliedIndex);
       expect(new Set(lai).size).toBe(1);
     } finally {
+      gate.open();
+    }
+  });
+});
+
+/** Each batch a replica hands Raft (the cmdIds of its entries) and whether Raft dropped it. */
+interface ProposalLog {
+  readonly batches: { ids: number[]; dropped: boolean }[];
+}
+
+/** Watches the real RawNode.proposeBatch of `r` (a spy; the call goes through unchanged). */
+function watchProposals(r: Replica): ProposalLog {
+  const raw = r.raw;
+  const proposeBatch = raw.proposeBatch.bind(raw);
+  const log: ProposalLog = { batches: [] };
+  raw.proposeBatch = (datas) => {
+    const ids = datas.map((d) => decodeRaftCommand(d).cmdId);
+    try {
+      proposeBatch(datas);
+    } catch (e) {
+      if (e instanceof ProposalDroppedError) log.batches.push({ ids, dropped: true });
+      throw e;
+    }
+    log.batches.push({ ids, dropped: false });
+  };
+  return log;
+}
+
+/** A promise whose outcome can be looked at without awaiting it. */
+function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean } {
+  const t = { promise: p, settled: false };
+  p.then(
+    () => void (t.settled = true),
+    () => void (t.settled = true),
+  );
+  return t;
+}
+
+const ZERO = { wall: 0, logical: 0 };
+
+/**
+ * A steady 3-node cluster (leaseholder = leader) whose leaseholder's Ready
+ * loop is held inside a round while `n` puts and one pipelined transactional
+ * write are evaluated: all of them wait in its proposal buffer, the
+ * pipelined write already answered. The ticker is stopped: nothing but the
+ * test moves Raft from here on.
+ */
+async function bufferedBehindHeldRound(n: number) {
+  const c = await startCluster({ nodes: 3, settings: { electionTicks: 50, leaseDurationMicros: 10_000_000 } });
+  c.startTicker();
+  await c.client(0).put(key('warm'), Buffer.from('w'));
+  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
+  const lh = c.leaseholder();
+  // A fresh lease's timestamp cache starts 2 max offsets ahead: let the clocks pass it (the txn then commits at its own timestamp).
+  await new Promise((r) => setTimeout(r, 2 * (c.node(lh).clock.maxOffsetMicros / 1000) + 20));
+  c.stopTicker();
+  const store = c.store(lh);
+  const r = store.replica(1)!;
+  const gate = gateSyncs(c.node(lh).engine);
+  const applied = new Map<string, number>();
+  replicaTestingKnobs.onApply = (rr, cmd) => {
+    const k = `${rr.replica.storeId}/${cmd.cmdId}`;
+    applied.set(k, (applied.get(k) ?? 0) + 1);
+  };
+  gate.close();
+  const first = store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key('first'), value: Buffer.from('f') }] });
+  await c.waitFor(() => gate.holding, 10_000, "the leaseholder's sync held");
+  const proposals = watchProposals(r);
+  const base = r.pendingProposals;
+  const puts = Array.from({ length: n }, (_, i) =>
+    track(store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key(`d${i}`), value: Buffer.from(`v${i}`) }] })),
+  );
+  const db = new TxnDB({ sender: distSender(c, lh), clock: c.node(lh).clock, nodeId: lh + 1, prng: new Prng(7) });
+  const txn = db.newTxn();
+  // Pipelined (async consensus): answered once its command is queued — here, while nothing reaches Raft.
+  await txn.run(batch((b) => b.put(key('txn'), Buffer.from('t'))));
+  await c.waitFor(() => r.pendingProposals >= base + n + 1, 10_000, 'all evaluated and pending');
+  expect(proposals.batches).toEqual([]); // the pipelined write was answered before its command reached Raft
+  expect(puts.some((p) => p.settled)).toBe(false);
+  return { c, lh, store, r, gate, applied, first, proposals, puts, txn, n };
+}
+type Buffered = Awaited<ReturnType<typeof bufferedBehindHeldRound>>;
+
+/** Every command of the dropped batch applied exactly once on every replica; every write answered and readable; the txn commits. */
+async function expectReproposedOnce(b: Buffered, dropped: { ids: number[] }): Promise<void> {
+  const { c, r, applied, puts, txn, n } = b;
+  await b.first;
+  for (const p of puts) await p.promise;
+  await txn.commit();
+  const index = r.applied.raftAppliedIndex;
+  await c.waitFor(() => [0, 1, 2].every((i) => c.store(i).replica(1)!.applied.raftAppliedIndex >= index), 10_000, 'every replica applied');
+  for (const id of dropped.ids) for (let i = 0; i < 3; i++) expect(applied.get(`${c.store(i).ident.storeId}/${id}`), `cmd ${id} on s${i + 1}`).toBe(1);
+  const kv = c.client(b.lh);
+  for (let i = 0; i < n; i++) expect((await kv.get(key(`d${i}`)))?.toString()).toBe(`v${i}`);
+  expect((await kv.get(key('txn')))?.toString()).toBe('t');
+  const lai = [0, 1, 2].map((i) => c.store(i).replica(1)!.applied.leaseAppliedIndex);
+  expect(new Set(lai).size).toBe(1);
+}
+
+describe('proposal buffer: a batch Raft drops stays pending and is proposed again', () => {
+  afterEach(() => {
+    replicaTestingKnobs.onApply = undefined;
+  });
+
+  it('leadership moving: dropped at the flush (transfer in progress), re-proposed to the new leader, applied once', async () => {
+    const b = await bufferedBehindHeldRound(8);
+    const { c, lh, r, gate, proposals } = b;
+    try {
+      const target = [0, 1, 2].find((i) => i !== lh) as number;
+      // Raft §3.10: a leader transferring leadership takes no proposals.
+      r.raw.transferLeader(c.store(target).replica(1)!.replicaId);
+      gate.open();
+      await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
+      const dropped = proposals.batches.find((x) => x.dropped)!;
+      expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
+      // Nothing answered "failed": the dropped commands are still pending (the ticker is stopped: no timeout).
+      expect(b.puts.some((p) => p.settled)).toBe(false);
+      await c.waitFor(() => c.leader() === target, 10_000, 'leadership moved');
+      await expectReproposedOnce(b, dropped);
+      // Re-proposed by the leader change, as a follower forwarding to the new leader.
+      const again = proposals.batches.filter((x) => !x.dropped && x.ids.some((id) => dropped.ids.includes(id)));
+      expect(again.length).toBeGreaterThan(0);
+      expect(r.isLeader()).toBe(false);
+    } finally {
+      gate.open();
+    }
+  });
+
+  it('no leader: dropped while the leaseholder is cut off and has stepped down, re-proposed once a leader is known, applied once', async () => {
+    const b = await bufferedBehindHeldRound(8);
+    const { c, lh, r, gate, proposals } = b;
+    try {
+      partition(c, lh, true);
+      // Check-quorum (Raft §6.2): cut off from both followers, the leader steps down within two election timeouts.
+      for (let t = 0; t < 3 * c.settings.electionTicks && r.isLeader(); t++) c.store(lh).tick();
+      expect(r.isLeader()).toBe(false);
+      expect(r.leaderHint()).toBe(null);
+      gate.open();
+      await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
+      const dropped = proposals.batches.find((x) => x.dropped)!;
+      expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
+      expect(proposals.batches.every((x) => x.dropped)).toBe(true);
+      expect(b.puts.some((p) => p.settled)).toBe(false);
+      partition(c, lh, false);
+      c.startTicker();
+      await expectReproposedOnce(b, dropped);
+    } finally {
+      partition(c, lh, false);
       gate.open();
     }
   });
