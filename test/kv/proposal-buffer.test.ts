@@ -76,9 +76,9 @@ describe('proposal buffer', () => {
   });
 });
 
-/** Each batch a replica hands Raft (the cmdIds of its entries) and whether Raft dropped it. */
+/** Each batch a replica hands Raft (its entries' cmdIds and max lease indexes) and whether Raft dropped it. */
 interface ProposalLog {
-  readonly batches: { ids: number[]; dropped: boolean }[];
+  readonly batches: { ids: number[]; mlis: number[]; dropped: boolean }[];
 }
 
 /** Watches the real RawNode.proposeBatch of `r` (a spy; the call goes through unchanged). */
@@ -87,14 +87,16 @@ function watchProposals(r: Replica): ProposalLog {
   const proposeBatch = raw.proposeBatch.bind(raw);
   const log: ProposalLog = { batches: [] };
   raw.proposeBatch = (datas) => {
-    const ids = datas.map((d) => decodeRaftCommand(d).cmdId);
+    const cmds = datas.map((d) => decodeRaftCommand(d));
+    const ids = cmds.map((cmd) => cmd.cmdId);
+    const mlis = cmds.map((cmd) => cmd.maxLeaseIndex);
     try {
       proposeBatch(datas);
     } catch (e) {
-      if (e instanceof ProposalDroppedError) log.batches.push({ ids, dropped: true });
+      if (e instanceof ProposalDroppedError) log.batches.push({ ids, mlis, dropped: true });
       throw e;
     }
-    log.batches.push({ ids, dropped: false });
+    log.batches.push({ ids, mlis, dropped: false });
   };
   return log;
 }
@@ -219,6 +221,25 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
       await expectReproposedOnce(b, dropped);
     } finally {
       partition(c, lh, false);
+      gate.open();
+    }
+  });
+
+  it('orders a batch by max lease index: a re-proposal queued after newer commands goes first, and applies once', async () => {
+    const b = await bufferedBehindHeldRound(8);
+    const { r, gate, proposals } = b;
+    try {
+      // The held round's command (in the log, unapplied) is queued again behind the 9 newer ones, as a leader change does.
+      const inFlight = r.pendingProposals;
+      r.onLeaderChange();
+      gate.open();
+      await b.c.waitFor(() => proposals.batches.length > 0, 10_000, 'the buffer flushed');
+      const batch0 = proposals.batches[0]!;
+      expect(batch0.dropped).toBe(false);
+      expect(batch0.ids.length).toBe(inFlight);
+      for (let i = 1; i < batch0.mlis.length; i++) expect(batch0.mlis[i]).toBeGreaterThan(batch0.mlis[i - 1] as number);
+      await expectReproposedOnce(b, batch0);
+    } finally {
       gate.open();
     }
   });
