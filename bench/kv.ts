@@ -174,13 +174,14 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
     const value = Buffer.alloc(o.valueSize, 0x61);
     const key = (k: number): Buffer => Buffer.from(`\x90bench${String(k).padStart(8, '0')}`, 'latin1');
     for (let b = 0; b < o.keys; b += 200) await kv.batch(Array.from({ length: Math.min(200, o.keys - b) }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value })));
-    const counters = (): { rounds: number; syncs: number; fast: number } => {
-      const m = { rounds: 0, syncs: 0, fast: 0 };
+    const counters = (): { rounds: number; syncs: number; fast: number; msgs: number[] } => {
+      const m = { rounds: 0, syncs: 0, fast: 0, msgs: [] as number[] };
       for (let i = 0; i < nodes; i++) {
         const s = c.store(i).metrics;
         m.rounds += s.readyRounds;
         m.syncs += s.syncs;
         m.fast += s.fastApplies;
+        m.msgs.push(s.raftMessagesSent);
       }
       return m;
     };
@@ -203,7 +204,12 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
       const m1 = counters();
       if (o.op === 'put') {
         const per = (x: number): string => (x / total).toFixed(2);
-        process.stdout.write(`  ${Math.round(total / sec)} puts/s; per put (all nodes): ${per(m1.rounds - m0.rounds)} Ready rounds, ${per(m1.syncs - m0.syncs)} synced writes; fast apply passes ${Math.round((m1.fast - m0.fast) / sec)}/s\n`);
+        // Raft messages each node sent per put (the leaseholder's node marked *: it leads the range's Raft group).
+        const lh = c.leaseholder();
+        const msgs = m1.msgs.map((x, i) => `n${i + 1}${i === lh ? '*' : ''} ${per(x - (m0.msgs[i] as number))}`).join(', ');
+        process.stdout.write(
+          `  ${Math.round(total / sec)} puts/s; per put (all nodes): ${per(m1.rounds - m0.rounds)} Ready rounds, ${per(m1.syncs - m0.syncs)} synced writes; Raft messages sent ${msgs}; fast apply passes ${Math.round((m1.fast - m0.fast) / sec)}/s\n`,
+        );
       }
       return (d.user + d.system) / total;
     };
