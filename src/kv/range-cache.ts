@@ -125,6 +125,17 @@ export class RangeCache {
     }
   }
 
+  /**
+   * The range holding `key` as meta2 says now, bypassing the cache (a replica
+   * GC check must not trust it). What meta2 returned is inserted as on a miss:
+   * an identical entry stays with its leaseholder, an older one is replaced —
+   * nothing is evicted first, so the gateway's routing of the range (its
+   * cached leaseholder) survives the check.
+   */
+  lookupFresh(key: Buffer): Promise<RangeDescriptor> {
+    return this.fetch(key, false);
+  }
+
   private async fetch(key: Buffer, reverse: boolean): Promise<RangeDescriptor> {
     this.lookups++;
     const found = await this.lookupMeta(key, reverse);
