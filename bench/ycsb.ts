@@ -50,6 +50,7 @@ import {
 import { startCairn, startPostgresTarget, type BenchTarget, type CairnCluster } from './support/cluster.js';
 import { scatterTable } from './support/scatter.js';
 import { cpuMeter } from './support/proc-stats.js';
+import { perOp, scrapeCounters, type Counters } from './support/node-metrics.js';
 import { barPanel, mdTable, mergedPercentiles, ratio, svgDocument, type Percentiles } from './support/report.js';
 
 export interface WorkloadMeasurement extends Percentiles {
@@ -62,6 +63,8 @@ export interface WorkloadMeasurement extends Percentiles {
   readonly serverCpuSec: number | null;
   readonly clientCpuSec: number;
   readonly rssMiB: number[];
+  /** Cairn started here: the nodes' counters over the run, summed over the nodes, per operation (support/node-metrics.ts). */
+  readonly kvPerOp: Counters | null;
   readonly run: YcsbRunResult;
 }
 
@@ -124,9 +127,11 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
   const runs: WorkloadMeasurement[] = [];
   for (const c of o.concurrency) {
     for (const w of o.workloads) {
+      const before = cluster === undefined ? null : await scrapeCounters(cluster);
       const m = cpuMeter(t.pids);
       const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true }, { output: quiet });
       const cpu = m.stop();
+      const kvPerOp = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), run.total.count);
       const pct = mergedPercentiles(Object.values(run.ops).flatMap((x) => (x === undefined || x.count === 0 ? [] : [x.histogram])));
       const r: WorkloadMeasurement = {
         workload: w,
@@ -139,10 +144,11 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
         serverCpuSec: measured ? cpu.serverCpuSec : null,
         clientCpuSec: cpu.clientCpuSec,
         rssMiB: measured ? t.rssMiB() : [],
+        kvPerOp,
         run,
       };
       runs.push(r);
-      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s\n`);
+      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}${r.errors > 0 ? ` ${JSON.stringify(r.errorsBySqlState)}` : ''}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s${kvLine(kvPerOp)}\n`);
     }
   }
   return { target: t.name, server: load.server, load, loadCpu, runs };
@@ -166,6 +172,12 @@ async function settle(pids: () => number[], maxCores = 0.25, windowMs = 2000, ti
   }
 }
 
+/** The per-operation KV counters worth a glance, for the progress log. */
+function kvLine(k: Counters | null): string {
+  if (k === null) return '';
+  return `  per op: batches ${k.distsender_batches} rpcs ${k.distsender_rpcs} NLH ${k.distsender_not_lease_holder} proposals ${k.raft_proposals} 1PC ${k.txn_one_phase_commits} restarts ${k.txn_restarts} leader changes ${k.raft_leader_changes}`;
+}
+
 function find(r: TargetResult | undefined, w: WorkloadName, c: number): WorkloadMeasurement | undefined {
   return r?.runs.find((x) => x.workload === w && x.concurrency === c);
 }
@@ -185,6 +197,10 @@ export function markdown(results: readonly TargetResult[], o: YcsbBenchOptions, 
       });
       out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'client CPU s', 'RSS MiB'], rows));
       if (cairn !== undefined && pg !== undefined) out.push(`Cairn / PostgreSQL throughput: ${ratio(find(cairn, w, c)?.opsPerSec, find(pg, w, c)?.opsPerSec)}`, '');
+      const k = find(cairn, w, c)?.kvPerOp;
+      if (k !== undefined && k !== null) {
+        out.push('Cairn, per operation (counters summed over the nodes): ' + Object.entries(k).map(([n, v]) => `${n} ${v}`).join(', '), '');
+      }
     }
   }
   out.push('## Load phase', '');

@@ -1254,6 +1254,8 @@ export class Node {
     m.counterFunc('cairn_txn_restarts_total', 'Transaction restarts (new epoch)', txn('restarts'));
     m.counterFunc('cairn_txn_refreshes_total', 'Read-span refreshes', txn('refreshes'));
     m.counterFunc('cairn_txn_refresh_failures_total', 'Read-span refreshes that failed', txn('refreshFailures'));
+    m.counterFunc('cairn_txn_one_phase_commits_total', 'Commits in one Raft round (1PC)', txn('onePhaseCommits'));
+    m.counterFunc('cairn_txn_parallel_commits_total', 'Commits through a STAGING record (parallel commit)', txn('parallelCommits'));
     const push = (k: keyof TxnDB['pusher']['metrics']): (() => number) => () => this.txnDb?.pusher.metrics[k] ?? 0;
     m.counterFunc('cairn_txn_pushes_total', 'PushTxn requests sent by this node\'s transactions', push('pushes'));
     m.counterFunc('cairn_txn_push_waits_total', 'Unsuccessful pushes followed by a wait', push('waits'));

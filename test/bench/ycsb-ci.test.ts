@@ -41,6 +41,8 @@ describe('bench:ycsb short run (CI)', () => {
         expect({ workload: r.workload, errors: r.errors, bySqlState: r.errorsBySqlState }).toEqual({ workload: r.workload, errors: 0, bySqlState: {} });
         expect(r.run.total.count).toBeGreaterThan(0);
         expect(r.rssMiB).toHaveLength(3);
+        // The nodes' KV counters over the run (bench/support/node-metrics.ts): every operation is at least one KV batch.
+        expect(r.kvPerOp?.distsender_batches).toBeGreaterThanOrEqual(1);
       }
       expect(files.map((f) => f.slice(f.lastIndexOf('.')))).toEqual(['.json', '.md', '.svg']);
       for (const f of files) expect(existsSync(f)).toBe(true);

@@ -1,0 +1,74 @@
+/**
+ * Counters of a bench cluster's nodes (their Prometheus text at
+ * /_status/vars, src/server/node.ts registerMetrics), summed over the nodes,
+ * and the difference between two scrapes — what a measured run cost in KV
+ * batches, RPCs, NotLeaseHolder redirects, Raft proposals, leader changes and
+ * transaction commits, to divide by the run's operations. Load distorts
+ * these counts far less than throughput, so they are what a change's
+ * before/after compares on the shared machine.
+ *
+ * Ownership: stateless; the cluster handle is the caller's. Off the hot path.
+ */
+import { httpRequest } from '../../src/cli/node-process.js';
+import type { CairnCluster } from './cluster.js';
+
+/** The counters kept (metric name without the cairn_ prefix and _total suffix). */
+export const COUNTERS = [
+  'distsender_batches',
+  'distsender_multi_range_batches',
+  'distsender_rpcs',
+  'distsender_not_lease_holder',
+  'distsender_retries',
+  'raft_proposals',
+  'raft_reproposals',
+  'raft_syncs',
+  'raft_messages_sent',
+  'raft_leader_changes',
+  'rpc_messages_sent',
+  'txn_commits',
+  'txn_one_phase_commits',
+  'txn_parallel_commits',
+  'txn_refreshes',
+  'txn_restarts',
+  'txn_pushes',
+  'txn_push_waits',
+] as const;
+export type Counter = (typeof COUNTERS)[number];
+export type Counters = Record<Counter, number>;
+
+/** Parses the counters of one node's /_status/vars text (a missing one reads 0). */
+export function parseCounters(text: string): Counters {
+  const out = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Counters;
+  const wanted = new Set<string>(COUNTERS);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('cairn_')) continue;
+    const sp = line.indexOf(' ');
+    const name = line.slice('cairn_'.length, sp).replace(/_total$/, '');
+    if (wanted.has(name)) out[name as Counter] = Number(line.slice(sp + 1));
+  }
+  return out;
+}
+
+/** Every node's counters, summed; a node that does not answer counts 0. */
+export async function scrapeCounters(cluster: Pick<CairnCluster, 'nodes'>): Promise<Counters> {
+  const per = await Promise.all(
+    cluster.nodes.map(async (n) => {
+      try {
+        const r = await httpRequest('127.0.0.1', n.httpPort, '/_status/vars', 'GET', undefined, 10_000);
+        return r.status === 200 ? parseCounters(r.body) : parseCounters('');
+      } catch {
+        return parseCounters('');
+      }
+    }),
+  );
+  const sum = parseCounters('');
+  for (const c of per) for (const k of COUNTERS) sum[k] += c[k];
+  return sum;
+}
+
+/** (after - before) / ops per counter, rounded to 2 decimals. */
+export function perOp(before: Counters, after: Counters, ops: number): Counters {
+  const out = parseCounters('');
+  for (const k of COUNTERS) out[k] = ops > 0 ? Math.round(((after[k] - before[k]) / ops) * 100) / 100 : 0;
+  return out;
+}
