@@ -134,7 +134,8 @@ const EMPTY = Buffer.alloc(0);
  * A handler that broke an invariant is a bug: after the caller got its
  * answer, the process crashes as DESIGN.md §3 requires — never swallowed here.
  */
-function crashIfBug(e: unknown): void {
+/** An AssertionError from a handler crashes the process once the caller has its answer (a bug, DESIGN.md §3). */
+export function crashIfBug(e: unknown): void {
   if (e instanceof AssertionError) {
     queueMicrotask(() => {
       throw e;

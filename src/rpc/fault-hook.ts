@@ -90,6 +90,11 @@ export class FaultHook {
     return this.specs.size > 0;
   }
 
+  /** Whether faults are set toward peerId. */
+  hasFaults(peerId: number): boolean {
+    return this.specs.size > 0 && this.specs.has(peerId);
+  }
+
   /** The faults in force, by peer id. */
   describe(): Record<number, FaultSpec> {
     const out: Record<number, FaultSpec> = {};

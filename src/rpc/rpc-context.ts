@@ -27,6 +27,10 @@
  * request was not sent) and one-ways are dropped — the layer above chooses
  * another replica or retries later instead of queueing behind a dead peer.
  *
+ * Calls to this node itself never touch a socket: local-call.ts serves them
+ * in process with the same contract (encoded payloads, errors through the
+ * error codec, deadlines, cancellation).
+ *
  * Clock offsets: ping(nodeId) measures the offset to a peer (clock-offset.ts);
  * isClockHealthy() tells the node layer whether to keep serving.
  *
@@ -50,6 +54,7 @@ import { Connection, type ConnectionHost } from './connection.js';
 import { type CallOptions, ConnectionClass, CONNECTION_CLASSES, type RpcHandler, type RpcTransport } from './transport.js';
 import { RpcError, unavailableError } from './errors.js';
 import { FaultHook } from './fault-hook.js';
+import { LocalCalls } from './local-call.js';
 import { DEFAULT_MAX_FRAME_BYTES } from './frame.js';
 import { RpcMetrics } from './metrics.js';
 
@@ -79,6 +84,8 @@ export interface RpcContextOptions {
   readonly logger?: Logger;
   /** Local address outgoing connections bind to (e.g. this node's 127.0.0.x). */
   readonly localAddress?: string;
+  /** Serve calls to this node itself in process (local-call.ts); default true. false: over a loopback connection like any peer. */
+  readonly localCalls?: boolean;
   /** Looks up a peer's advertised address when none was set with setPeerAddress. */
   readonly resolve?: (nodeId: number) => PeerAddress | undefined;
   readonly backoff?: Partial<BackoffOptions>;
@@ -212,6 +219,8 @@ export class RpcContext implements ConnectionHost, RpcTransport {
   private readonly server: RpcServer;
   private readonly offsets = new Map<number, OffsetMeasurement>();
   private closed = false;
+  /** Calls to this node itself (served without a socket). */
+  readonly local: LocalCalls;
 
   constructor(private readonly opts: RpcContextOptions) {
     this._nodeId = opts.nodeId;
@@ -228,6 +237,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     assert(this.backoff.jitter >= 0 && this.backoff.jitter < 1, 'rpc: backoff jitter must be in [0, 1)');
     this.server = new RpcServer(this);
     this.handlers.set(PING_METHOD, pingHandler(this.clock));
+    this.local = new LocalCalls(this);
   }
 
   get nodeId(): number {
@@ -346,6 +356,13 @@ export class RpcContext implements ConnectionHost, RpcTransport {
    */
   call(nodeId: number, method: number, payload: Uint8Array, opts?: CallOptions): Promise<Buffer> {
     assert(nodeId > 0, 'rpc: call needs a node id; use callAddress while joining');
+    // A call to this node itself is served in process (local-call.ts) — unless
+    // a test set network faults toward this node, which only the socket path
+    // models, or the method has no handler yet (a node still starting answers
+    // its own calls as it answers its peers').
+    if (nodeId === this._nodeId && !this.closed && this.opts.localCalls !== false && this.handlers.has(method) && !this.faults.hasFaults(nodeId)) {
+      return this.local.call(method, payload, opts);
+    }
     const conn = this.connectionTo(this.slotFor(nodeId, opts?.connectionClass ?? ConnectionClass.Default));
     if (!(conn instanceof Connection)) return Promise.reject(conn);
     return conn.call(method, payload, opts);
@@ -405,6 +422,7 @@ export class RpcContext implements ConnectionHost, RpcTransport {
     if (this.closed) return;
     this.closed = true;
     const reason = new RpcError('rpc.closed', `rpc: n${this._nodeId} shut down`);
+    this.local.close(reason);
     for (const slot of this.peers.values()) slot.conn?.close(reason);
     for (const slot of this.addressPeers.values()) slot.conn?.close(reason);
     await this.server.close();

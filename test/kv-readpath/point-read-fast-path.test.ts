@@ -79,7 +79,8 @@ describe('point-read fast path', () => {
     await put(d, tkey(1), 'one');
     const r = leaseholderOf(c, tkey(1));
     // The put is acknowledged once committed, maybe before the leaseholder applied it (its write latch still held,
-    // and a get would rightly take the slow path): wait for the apply (the race showed under load).
+    // and a get would rightly take the slow path): wait for the apply — sooner reached now that a node's calls to
+    // itself skip the socket (src/rpc/local-call.ts), which made this race show under load.
     await c.waitFor(() => !r.concurrency.latches.writeLatchedAt(tkey(1)), 5_000, 'the put to apply on the leaseholder');
     const before = r.concurrency.fastPointReads;
     const got = await get(d, tkey(1));
