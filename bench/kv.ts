@@ -17,6 +17,10 @@
  * median, with the put path's counters (Ready rounds and synced writes per
  * put, fast apply passes). Profile it with node --cpu-prof.
  *
+ * --no-local-calls (in-process): a node's calls to itself go over its
+ * loopback socket instead of in process (src/rpc/local-call.ts), for
+ * before/after comparisons in one build.
+ *
  * Both systems are driven the same way: one HTTP request per operation with
  * a JSON body, clients spread over the members/nodes (client i on i % 3).
  * Cairn: the node's admin KV endpoint `POST /_admin/kv` (one op; the node
@@ -69,6 +73,8 @@ interface Opts {
   engine: 'memory' | 'level';
   runs: number;
   ops: number;
+  /** in-process: a node's calls to itself served in process (default) or over its loopback socket (--no-local-calls). */
+  localCalls: boolean;
 }
 
 type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[]; readonly cpuPerOp: string };
@@ -165,7 +171,7 @@ async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: 
 
 /** --in-process: CPU per point get (or put) on the KV request path (see the header). */
 async function inProcessOps(o: Opts, nodes: number): Promise<void> {
-  const c = await TestCluster.start({ nodes, engine: o.engine });
+  const c = await TestCluster.start({ nodes, engine: o.engine, localCalls: o.localCalls });
   try {
     c.startTicker();
     const rpc = c.node(0).rpc;
@@ -217,7 +223,7 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
     const xs: number[] = [];
     for (let i = 0; i < o.runs; i++) xs.push(await run(o.ops));
     const sorted = [...xs].sort((a, b) => a - b);
-    process.stdout.write(`in-process ${nodes} node(s), ${o.engine} engines, ${o.clients} clients, ${o.ops} ${o.op}s/run: CPU per ${o.op} (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
+    process.stdout.write(`in-process ${nodes} node(s), ${o.engine} engines, ${o.clients} clients, local calls ${o.localCalls ? 'on' : 'off'}, ${o.ops} ${o.op}s/run: CPU per ${o.op} (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
   } finally {
     await c.close();
   }
@@ -237,6 +243,7 @@ async function main(): Promise<void> {
     .option('--engine <engine>', 'in-process: memory or level stores', 'memory')
     .option('--runs <n>', 'in-process: measured runs (median printed)', (v) => Number(v), 3)
     .option('--ops <n>', 'in-process: operations per run', (v) => Number(v), 10_000)
+    .option('--no-local-calls', "in-process: a node's calls to itself over its loopback socket, as a peer's")
     .parse()
     .opts<Opts>();
   if (o.inProcess !== undefined) {

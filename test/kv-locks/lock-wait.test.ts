@@ -195,31 +195,73 @@ describe('pushing from the client after the push delays', () => {
 });
 
 describe('SELECT FOR UPDATE (GetRequest.lock = exclusive)', () => {
-  it('blocks other writers and locking readers until the holder commits', async () => {
-    const env = await startTxnCluster(start, { nodes: 3 });
-    const k = tkey(7);
+  /**
+   * A FOR UPDATE holder on k (value '0'), then a writer of 'w' and a locking reader queued behind it in the
+   * order `first`; the holder commits 'h'. The queue order is made explicit: the second request starts only once
+   * the first is in the lock table — a request's arrival order at the leaseholder is not its call order (a call
+   * to the node itself is served in process, one microtask later, while a peer's call is still in its socket).
+   * Before that, the first test assumed call order: with local calls the locking reader, on the leaseholder's
+   * node, came first, read 'h' and looked stale — it was not (the writer committed above its read).
+   */
+  async function writerAndLocker(first: 'writer' | 'locker', localCalls: boolean): Promise<{ locked: string | null; lockerTs: Timestamp; writerTs: Timestamp }> {
+    const env = await startTxnCluster(start, { nodes: 3, localCalls });
+    const k = tkey(first === 'writer' ? 7 : 13);
     await db(env).runTxn((t) => t.commitInBatch(batch((b) => b.put(k, v('0')))));
     const holder = db(env).newTxn();
     const r = await holder.run(batch((b) => b.get(k, 'exclusive')));
     expect(str((r[0] as { value: Buffer | null }).value)).toBe('0');
     let wrote = false;
-    const writer = db(env, 1)
-      .runTxn((t) => t.commitInBatch(batch((b) => b.put(k, v('w')))))
-      .then(() => (wrote = true));
-    const locker = db(env, 2).runTxn(async (t) => {
-      const x = await t.run(batch((b) => b.get(k, 'exclusive')));
-      await t.commit();
-      return str((x[0] as { value: Buffer | null }).value);
-    });
+    const ts: { writer?: Timestamp; locker?: Timestamp } = {};
+    const startWriter = (): Promise<void> =>
+      db(env, 1)
+        .runTxn(async (t) => {
+          await t.commitInBatch(batch((b) => b.put(k, v('w'))));
+          ts.writer = t.provisionalCommitTimestamp();
+        })
+        .then(() => void (wrote = true));
+    const startLocker = (): Promise<string | null> =>
+      db(env, 2).runTxn(async (t) => {
+        const x = await t.run(batch((b) => b.get(k, 'exclusive')));
+        await t.commit();
+        ts.locker = t.provisionalCommitTimestamp();
+        return str((x[0] as { value: Buffer | null }).value);
+      });
+    let writer: Promise<void>;
+    let locker: Promise<string | null>;
+    if (first === 'writer') {
+      writer = startWriter();
+      await until('the writer to queue', () => waiters(env.c, k) === 1);
+      locker = startLocker();
+    } else {
+      locker = startLocker();
+      await until('the locking reader to queue', () => waiters(env.c, k) === 1);
+      writer = startWriter();
+    }
     await until('writer and locking reader to queue', () => waiters(env.c, k) === 2);
     expect(wrote).toBe(false);
     await holder.commitInBatch(batch((b) => b.put(k, v('h'))));
-    await writer;
-    // The locking reader queued after the writer: it sees the writer's value.
-    expect(await locker).toBe('w');
+    const [, locked] = await Promise.all([writer, locker]);
     expect(await getNow(env, k)).toBe('w');
     expect(leaseholder(env.c, k)?.concurrency.lockTable.metrics().locks).toBe(0);
-  });
+    return { locked, lockerTs: ts.locker as Timestamp, writerTs: ts.writer as Timestamp };
+  }
+
+  for (const localCalls of [true, false]) {
+    const path = localCalls ? 'calls to self in process' : 'calls to self over a socket';
+    it(`blocks other writers and locking readers until the holder commits (${path})`, async () => {
+      // The locking reader queued after the writer: it sees the writer's value, serialized after it.
+      const { locked, lockerTs, writerTs } = await writerAndLocker('writer', localCalls);
+      expect(locked).toBe('w');
+      expect(compareTimestamps(writerTs, lockerTs)).toBeLessThan(0);
+    });
+
+    it(`a locking reader queued before a writer reads the holder's value, and the writer commits above its read (${path})`, async () => {
+      // Served first, it reads 'h'; the writer's commit is pushed above that read (timestamp cache), never under it.
+      const { locked, lockerTs, writerTs } = await writerAndLocker('locker', localCalls);
+      expect(locked).toBe('h');
+      expect(compareTimestamps(lockerTs, writerTs)).toBeLessThan(0);
+    });
+  }
 
   it('a locking read above a newer committed version moves up and reads it (no restart)', async () => {
     const env = await startTxnCluster(start, { nodes: 1 });

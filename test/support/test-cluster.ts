@@ -57,6 +57,8 @@ export interface TestClusterOptions {
   readonly maxOffsetMicros?: number;
   /** Called on every lease change of every store (the timestamp-cache hook). */
   readonly onLeaseApplied?: (nodeId: number, rangeId: number, lease: Lease, prev: Lease | null) => void;
+  /** A node's calls to itself: in process (default) or, false, over a loopback socket like a peer's (RpcContextOptions.localCalls). */
+  readonly localCalls?: boolean;
 }
 
 export interface TestNode {
@@ -146,6 +148,7 @@ export class TestCluster {
       prng: new Prng(seed),
       backoff: { initialMs: 10, maxMs: 100 },
       resolve: (id) => this.addrs.get(id),
+      ...(this.opts.localCalls === undefined ? {} : { localCalls: this.opts.localCalls }),
     });
     const onLease = this.opts.onLeaseApplied;
     n.store = await Store.start({
