@@ -7,12 +7,14 @@
  *   node dist/bench/kv.js [--clients 64] [--duration 10s] [--keys 10000]
  *        [--value-size 1024] [--splits 0,6 | --splits 6] [--skip-etcd] [--out bench/results]
  *   node dist/bench/kv.js --in-process 1|3 [--op get|put] [--engine memory|level] [--runs 3] [--ops 10000]
+ *        [--gateways 1] [--no-local-calls]
  *
  * --in-process N: the KV request path alone, without HTTP/JSON: an
  * in-process cluster of N nodes (test/support/test-cluster.ts, memory
  * engines, in-process RPC with its codec), `--clients` concurrent point
  * gets (or replicated 1 KB puts, `--op put`; `--engine level` for LevelDB
- * stores with real fsyncs) through one DistSender; prints the process CPU
+ * stores with real fsyncs) through one DistSender (`--gateways 3`: the clients
+ * spread over the three nodes' DistSenders, as SQL gateways are); prints the process CPU
  * (client, servers and LevelDB's threads) per operation for each run and the
  * median, with the put path's counters (Ready rounds and synced writes per
  * put, fast apply passes). Profile it with node --cpu-prof.
@@ -75,6 +77,8 @@ interface Opts {
   ops: number;
   /** in-process: a node's calls to itself served in process (default) or over its loopback socket (--no-local-calls). */
   localCalls: boolean;
+  /** in-process: clients spread over the DistSenders of this many nodes (client i on node i % gateways). */
+  gateways: number;
 }
 
 type Measured = LoopResult & { readonly serverCpuSec: number; readonly rssMiB: number[]; readonly cpuPerOp: string };
@@ -174,9 +178,14 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
   const c = await TestCluster.start({ nodes, engine: o.engine, localCalls: o.localCalls });
   try {
     c.startTicker();
-    const rpc = c.node(0).rpc;
-    if (rpc === null) throw new Error('bench: node 1 has no RPC context');
-    const kv = new KvClient(new DistSender(new RpcNodeDialer(rpc, 10_000), { nodes: () => Array.from({ length: nodes }, (_, i) => i + 1), now: () => c.node(0).clock.now() }));
+    // One KV client per gateway node; client i sends through gateway i % gateways.
+    const gateways = Math.max(1, Math.min(nodes, o.gateways));
+    const kvs = Array.from({ length: gateways }, (_, g) => {
+      const rpc = c.node(g).rpc;
+      if (rpc === null) throw new Error(`bench: node ${g + 1} has no RPC context`);
+      return new KvClient(new DistSender(new RpcNodeDialer(rpc, 10_000), { nodes: () => Array.from({ length: nodes }, (_, i) => i + 1), now: () => c.node(g).clock.now() }));
+    });
+    const kv = kvs[0] as KvClient;
     const value = Buffer.alloc(o.valueSize, 0x61);
     const key = (k: number): Buffer => Buffer.from(`\x90bench${String(k).padStart(8, '0')}`, 'latin1');
     for (let b = 0; b < o.keys; b += 200) await kv.batch(Array.from({ length: Math.min(200, o.keys - b) }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value })));
@@ -192,14 +201,19 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
       return m;
     };
     const run = async (total: number): Promise<number> => {
-      let next = 0;
+      // Each gateway serves an equal share of the operations (a shared counter would hand most of them to the
+      // gateway whose calls finish soonest — the leaseholder's, with local calls — and skew the mix).
+      const next = Array.from({ length: gateways }, (_, g) => g);
       const m0 = counters();
       const t0 = process.cpuUsage();
       const w0 = performance.now();
       await Promise.all(
-        Array.from({ length: o.clients }, async () => {
-          while (next < total) {
-            const i = next++;
+        Array.from({ length: o.clients }, async (_, ci) => {
+          const g = ci % gateways;
+          const kv = kvs[g] as KvClient;
+          while ((next[g] as number) < total) {
+            const i = next[g] as number;
+            next[g] = i + gateways;
             if (o.op === 'put') await kv.put(key(i % o.keys), value);
             else if ((await kv.get(key(i % o.keys))) === null) throw new Error('bench: get found no value');
           }
@@ -220,10 +234,16 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
       return (d.user + d.system) / total;
     };
     await run(Math.min(o.ops, 3000)); // warm-up: caches, leases, JIT
+    // Calls the nodes served to themselves in process (local-call.ts): those of the gateway that leases the range.
+    const localCalls = (): number => Array.from({ length: nodes }, (_, i) => c.node(i).rpc?.local.calls ?? 0).reduce((a, b) => a + b, 0);
+    const l0 = localCalls();
     const xs: number[] = [];
     for (let i = 0; i < o.runs; i++) xs.push(await run(o.ops));
     const sorted = [...xs].sort((a, b) => a - b);
-    process.stdout.write(`in-process ${nodes} node(s), ${o.engine} engines, ${o.clients} clients, local calls ${o.localCalls ? 'on' : 'off'}, ${o.ops} ${o.op}s/run: CPU per ${o.op} (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`);
+    process.stdout.write(
+      `in-process ${nodes} node(s), ${o.engine} engines, ${o.clients} clients through ${gateways} gateway node(s), leaseholder n${c.leaseholder() + 1}, ${localCalls() - l0} calls served in process; ` +
+        `${o.ops} ${o.op}s/run: CPU per ${o.op} (client + servers) ${xs.map((x) => x.toFixed(1)).join(', ')} µs; median ${(sorted[sorted.length >> 1] as number).toFixed(1)} µs\n`,
+    );
   } finally {
     await c.close();
   }
@@ -244,6 +264,7 @@ async function main(): Promise<void> {
     .option('--runs <n>', 'in-process: measured runs (median printed)', (v) => Number(v), 3)
     .option('--ops <n>', 'in-process: operations per run', (v) => Number(v), 10_000)
     .option('--no-local-calls', "in-process: a node's calls to itself over its loopback socket, as a peer's")
+    .option('--gateways <n>', 'in-process: spread the clients over the KV clients of this many nodes', (v) => Number(v), 1)
     .parse()
     .opts<Opts>();
   if (o.inProcess !== undefined) {
