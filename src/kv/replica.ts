@@ -26,6 +26,13 @@
  *     the same MLI, so at most one copy of a command ever applies.
  *   - applying a command and advancing the applied index are one engine
  *     batch (the Store writes all replicas' applies of a round together).
+ *   - a lease is installed as it is staged (the apply rules of later entries
+ *     need it), but a lease this replica did not hold before serves nothing
+ *     until its batch is written (leaseApplying): a replica that lagged
+ *     applies the previous holder's last writes in that same batch, and
+ *     nothing on this node latches them — a read in between returned the
+ *     values they overwrote (kvnemesis's stale read;
+ *     test/kv-txn/lease-apply-engine).
  *
  * Outcomes for the client (DESIGN.md §6: unknown outcome → ambiguous):
  *   applied → its responses; a copy rejected by MLI while the command is
@@ -303,6 +310,15 @@ export class Replica {
   quiescent = false;
   private leaseRequest: Promise<void> | null = null;
   private transferring: Lease | null = null;
+  /**
+   * Set from the moment stageApply installs a lease this replica did not hold
+   * (a transfer to it, an acquisition after another holder) until the batch
+   * that installed it is written (finishApply): that batch may carry the
+   * previous holder's commands, staged before the lease but not yet in the
+   * engine, and nothing on this node latches them. Requests wait for it
+   * (ensureLease, evaluateSequenced); the fast path declines.
+   */
+  private leaseApplying: { lease: Lease; promise: Promise<void>; resolve: () => void; waiters: number } | null = null;
   private ticksHoldingWithoutLeadership = 0;
   private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
   stopped = false;
@@ -427,6 +443,23 @@ export class Replica {
     return this.proposals.size;
   }
 
+  /** Requests waiting for the batch that installed this replica's new lease to be written (tests). */
+  get leaseApplyWaiters(): number {
+    return this.leaseApplying?.waiters ?? 0;
+  }
+
+  /** Waits until no lease this replica newly holds is still waiting for its apply batch (see leaseApplying). */
+  private async leaseApplied(): Promise<void> {
+    for (let la = this.leaseApplying; la !== null; la = this.leaseApplying) {
+      la.waiters++;
+      try {
+        await la.promise;
+      } finally {
+        la.waiters--;
+      }
+    }
+  }
+
   // ---- request path -------------------------------------------------------------
 
   /** Serves a batch addressed to this range (see the header). */
@@ -487,7 +520,7 @@ export class Replica {
    * (concurrency-manager.ts) for the common read.
    */
   private serveReadsFast(ba: BatchRequest): BatchResponse | null {
-    if (canary.expiredLeaseReads || canary.skipUncertaintyRestart || canary.skipTimestampCache) return null;
+    if (canary.expiredLeaseReads || canary.skipUncertaintyRestart || canary.skipTimestampCache || this.leaseApplying !== null) return null;
     const reqs = ba.requests;
     const c = this.concurrency;
     const d = this.desc;
@@ -537,6 +570,7 @@ export class Replica {
     async?: (applying: Promise<unknown>) => void,
     asyncConsensus = false,
   ): Promise<BatchResponse> {
+    if (this.leaseApplying !== null && !staleReads) await this.leaseApplied();
     if (this.stopped) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     const now = this.ctx.clock.now();
     if (!staleReads && !this.ownsValidLease(now)) throw this.notLeaseHolder('lease lost while waiting for latches');
@@ -746,6 +780,7 @@ export class Replica {
 
   /** Returns when this replica holds a valid lease; throws NotLeaseHolderError with a hint otherwise. */
   private async ensureLease(): Promise<void> {
+    if (this.leaseApplying !== null) await this.leaseApplied();
     if (!this.ctx.clockHealthy()) throw new ClockUnhealthyError(this.ctx.ident.nodeId);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.ctx.clock.now();
@@ -998,9 +1033,19 @@ export class Replica {
   private installLease(lease: Lease, fx: ApplyEffects): void {
     const prev = this.lease;
     this.lease = lease;
-    // The timestamp cache moves with the lease, now: Replica.send serves on this.lease from here on, while
+    // The timestamp cache moves with the lease, now: Replica.send sees this.lease from here on, while
     // finishApply runs only after the apply batch is written (an await away).
     this.concurrency.onLeaseApplied(lease, prev);
+    // A lease newly ours serves nothing until this batch is written: the previous holder's commands staged before
+    // it are not in the engine yet (leaseApplying). Batches are written in order: the newest lease's batch covers older ones.
+    if (lease.replica.replicaId === this.replicaId && prev?.replica.replicaId !== this.replicaId) {
+      if (this.leaseApplying !== null) this.leaseApplying.lease = lease;
+      else {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.leaseApplying = { lease, promise, resolve, waiters: 0 };
+      }
+    }
     if (lease.replica.replicaId === this.replicaId && prev?.replica.replicaId !== this.replicaId) this.uncertaintyGuard.forgetHistory();
     fx.leases.push({ lease, prev });
     if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
@@ -1021,6 +1066,7 @@ export class Replica {
     this.storage.appliedTerm = this.applied.raftAppliedTerm;
     if (fx.truncation !== null) this.storage.commitTruncation(fx.truncation);
     for (const { lease, prev } of fx.leases) this.ctx.leaseApplied(this, lease, prev);
+    if (this.leaseApplying !== null && fx.leases.some((l) => l.lease === this.leaseApplying?.lease)) this.leaseAppliedDone();
     for (const t of fx.triggers) this.ctx.finishTrigger(this, t);
     for (const { id, snap: at } of fx.checksums) {
       const snap = at ?? engineSnapshot();
@@ -1068,6 +1114,8 @@ export class Replica {
     assert(asRaw !== undefined, `kv: r${this.rangeId} snapshot without applied state`);
     this.applied = decodeAppliedState(asRaw);
     assert(this.applied.raftAppliedIndex === index, `kv: r${this.rangeId} snapshot at ${index} carries applied index ${this.applied.raftAppliedIndex}`);
+    // The snapshot's state is written: whatever a staged lease waited for is superseded by it.
+    this.leaseAppliedDone();
     const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(this.rangeId)));
     const prev = this.lease;
     this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
@@ -1083,9 +1131,17 @@ export class Replica {
     }
   }
 
+  /** The batch that installed leaseApplying's lease is written (or superseded by a snapshot, or the replica stopped). */
+  private leaseAppliedDone(): void {
+    const la = this.leaseApplying;
+    this.leaseApplying = null;
+    la?.resolve();
+  }
+
   /** Stops the replica: every pending command answers ambiguous. */
   stop(): void {
     this.stopped = true;
+    this.leaseAppliedDone();
     this.concurrency.clearLocks();
     for (const p of this.proposals.values()) p.reject(new AmbiguousResultError(`r${this.rangeId}: replica stopped with the command in flight`));
     this.proposals.clear();
