@@ -32,6 +32,9 @@ import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { TestCluster } from '../support/test-cluster.js';
 import { descriptors } from '../kv-ranges/support.js';
 import { KVBatch } from '../../sql/kv.js';
+import { DistSender as DistSenderClass } from '../../src/kv/dist-sender.js';
+import { RpcNodeDialer, type NodeDialer } from '../../src/kv/kv-client.js';
+import type { BatchRequest, BatchResponse, Request } from '../../src/kv/api.js';
 import { tkey } from './support.js';
 
 export interface Read {
@@ -356,6 +359,97 @@ function dbs(db: TxnDB): TxnDB[] {
   return [db];
 }
 
+/**
+ * The RPC trace of every transaction (diagnostics of a violation): each batch
+ * a txn's coordinator sent (gets, scans, writes, refreshes, QueryIntents,
+ * EndTxn), and each PushTxn / ResolveIntent / RecoverTxn naming it, with the
+ * node and range that answered, the lease sequence that replica held then,
+ * the header timestamp and the response's (evaluation) timestamp or the error.
+ */
+export class RpcTracer {
+  readonly byTxn = new Map<string, string[]>();
+  private readonly t0 = performance.now();
+  constructor(private readonly c: TestCluster) {}
+
+  /** A DistSender entering the cluster through node i whose calls are traced. */
+  distSender(i: number): DistSender {
+    const rpc = this.c.node(i).rpc;
+    if (rpc === null) throw new Error(`node ${i} stopped`);
+    const inner = new RpcNodeDialer(rpc, 10_000);
+    const dialer: NodeDialer = { send: (nodeId, ba, opts) => this.traced(nodeId, ba, () => inner.send(nodeId, ba, opts)) };
+    const c = this.c;
+    return new DistSenderClass(dialer, {
+      nodes: () => Array.from({ length: c.size }, (_, j) => j).filter((j) => c.isRunning(j)).map((j) => j + 1),
+      now: () => c.node(i).clock.now(),
+    });
+  }
+
+  private note(id: string, line: string): void {
+    let l = this.byTxn.get(id);
+    if (l === undefined) this.byTxn.set(id, (l = []));
+    l.push(line);
+  }
+
+  private async traced(nodeId: number, ba: BatchRequest, send: () => Promise<BatchResponse>): Promise<BatchResponse> {
+    const ids = new Set<string>();
+    const own = ba.header.txn?.id.toString('hex').slice(0, 8);
+    if (own !== undefined) ids.add(own);
+    for (const q of ba.requests) {
+      if (q.kind === 'pushTxn') ids.add(q.pushee.id.toString('hex').slice(0, 8));
+      else if (q.kind === 'resolveIntent' || q.kind === 'resolveIntentRange' || q.kind === 'recoverTxn') ids.add(q.txn.id.toString('hex').slice(0, 8));
+      else if (q.kind === 'queryTxn' || q.kind === 'queryIntent') ids.add(q.txnId.toString('hex').slice(0, 8));
+    }
+    if (ids.size === 0) return send();
+    const start = performance.now() - this.t0;
+    const what = `${own === undefined ? 'nontxn' : `${own} e${ba.header.txn?.epoch}`} ts=${formatTimestamp(ba.header.timestamp)} [${ba.requests.map(describe).join(', ')}]`;
+    const where = (): string => {
+      const r = this.c.isRunning(nodeId - 1) ? this.c.store(nodeId - 1).replica(ba.header.rangeId) : undefined;
+      return `n${nodeId} r${ba.header.rangeId} ${r === undefined ? 'no-replica' : `lease=r${r.lease?.replica.replicaId ?? '-'}@n${r.lease?.replica.nodeId ?? '-'} seq${r.lease?.sequence ?? '-'} me=r${r.replicaId} gen${r.desc.generation}`}`;
+    };
+    const at = (): string => `${start.toFixed(1)}..${(performance.now() - this.t0).toFixed(1)}ms`;
+    try {
+      const res = await send();
+      const line = `${at()} ${where()} ${what} → ts=${formatTimestamp(res.timestamp)} ${res.responses.map(describeRes).join(' ')}`;
+      for (const id of ids) this.note(id, line);
+      return res;
+    } catch (e) {
+      const line = `${at()} ${where()} ${what} → ${e instanceof CairnError ? e.code : 'error'}: ${(e as Error).message.slice(0, 160)}`;
+      for (const id of ids) this.note(id, line);
+      throw e;
+    }
+  }
+}
+
+const kname = (k: Buffer): string => (k.length === 8 && k[0] === 0x90 && k[1] === 0x74 ? `k${keyIndex(k)}` : `<${k.toString('hex').slice(0, 16)}>`);
+
+function describe(q: Request): string {
+  const k = (q as { key?: Buffer }).key;
+  const e = (q as { endKey?: Buffer }).endKey;
+  const base = `${q.kind}${k === undefined ? '' : ` ${kname(k)}`}${e === undefined ? '' : `-${kname(e)}`}`;
+  switch (q.kind) {
+    case 'refresh':
+    case 'refreshRange':
+      return `${base} from ${formatTimestamp(q.refreshFrom)}`;
+    case 'pushTxn':
+      return `${base} ${q.pushType} pushee=${q.pushee.id.toString('hex').slice(0, 8)}@${formatTimestamp(q.pushee.writeTimestamp)} by ${q.pusherId.toString('hex').slice(0, 8) || 'nontxn'} to ${formatTimestamp(q.pushTo)}`;
+    case 'resolveIntent':
+    case 'resolveIntentRange':
+      return `${base} ${q.status}@${formatTimestamp(q.txn.writeTimestamp)}`;
+    case 'endTxn':
+      return `${base} commit=${q.commit} inflight=${q.inFlightWrites.map((w) => kname(w.key)).join('/')}`;
+    default:
+      return base;
+  }
+}
+
+function describeRes(r: unknown): string {
+  const x = r as { kind?: string; value?: Buffer | null; ts?: Timestamp; rows?: { key: Buffer; value: Buffer }[]; record?: { status: string; writeTimestamp: Timestamp } | null; pushed?: boolean };
+  if (x.kind === 'get') return `=${x.value == null ? 'null' : x.value.toString()}${x.ts === undefined ? '' : `@${formatTimestamp(x.ts)}`}`;
+  if (x.kind === 'scan') return `={${(x.rows ?? []).map((kv) => `${kname(kv.key)}=${kv.value.toString()}`).join(',')}}`;
+  if (x.record !== undefined) return x.record === null ? 'rec=null' : `rec=${x.record.status}@${formatTimestamp(x.record.writeTimestamp)}${x.pushed === undefined ? '' : ` pushed=${x.pushed}`}`;
+  return '';
+}
+
 /** The checks of the header; returns the violations found (empty: valid). */
 export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Timestamp; value: string | null }[]>): string[] {
   const errs: string[] = [];
@@ -420,10 +514,19 @@ export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Tim
  * the whole history of every key the first violations name, each version
  * with its writer, the writer's status and commit timestamp.
  */
-export function explainViolations(errs: readonly string[], logs: readonly TxnLog[], history: Map<number, { ts: Timestamp; value: string | null }[]>, max = 3): string {
+export function explainViolations(errs: readonly string[], logs: readonly TxnLog[], history: Map<number, { ts: Timestamp; value: string | null }[]>, max = 3, tracer?: RpcTracer): string {
   const writer = new Map<string, TxnLog>();
   for (const l of logs) for (const v of l.writes.values()) if (v !== null) writer.set(v, l);
+  const byKeyTs = new Map<string, TxnLog>();
+  for (const l of logs) if (l.commitTs !== null) for (const k of l.writes.keys()) byKeyTs.set(`${k}@${formatTimestamp(l.commitTs)}`, l);
   const out: string[] = [];
+  const traced = new Set<string>();
+  const trace = (l: TxnLog | undefined): void => {
+    if (tracer === undefined || l === undefined || l.id === undefined || traced.has(l.id)) return;
+    traced.add(l.id);
+    out.push(`  rpc trace of ${l.name} id=${l.id}:`);
+    for (const line of tracer.byTxn.get(l.id) ?? []) out.push(`    ${line}`);
+  };
   const txnLine = (l: TxnLog): string =>
     `${l.name} id=${l.id ?? '?'} n${l.node ?? '?'} ${l.status} commit=${l.commitTs === null ? '-' : formatTimestamp(l.commitTs)}\n` +
     l.reads.map((r) => `    read ${r.key} = ${r.value}${r.own !== undefined ? ' (own)' : ''} at ${r.at ?? '?'}\n`).join('') +
@@ -443,12 +546,21 @@ export function explainViolations(errs: readonly string[], logs: readonly TxnLog
     if (km !== null) keys.add(Number(km[1]));
     const sm = /scan \[(\d+),(\d+)\)/.exec(e);
     if (sm !== null) for (let k = Number(sm[1]); k < Number(sm[2]); k++) keys.add(k);
+    const writers: TxnLog[] = [];
     for (const k of [...keys].sort((a, b) => a - b)) {
       out.push(`  key ${k}:`);
       for (const ver of history.get(k) ?? []) {
-        const w = ver.value === null ? undefined : writer.get(ver.value);
+        const w = ver.value === null ? byKeyTs.get(`${k}@${formatTimestamp(ver.ts)}`) : writer.get(ver.value);
+        if (w !== undefined) writers.push(w);
         out.push(`    ${formatTimestamp(ver.ts)} ${ver.value}${w === undefined ? '' : ` by ${w.name} id=${w.id ?? '?'} n${w.node ?? '?'} ${w.status} commit=${w.commitTs === null ? '-' : formatTimestamp(w.commitTs)}`}`);
       }
+    }
+    trace(l);
+    // The writers of the versions around the violating read (a deleted version names no writer: the txn that wrote it is not traced).
+    if (l !== undefined && l.commitTs !== null) {
+      const C = l.commitTs;
+      const near = writers.filter((w) => w.commitTs !== null && Math.abs(w.commitTs.wall - C.wall) < 2_000_000);
+      for (const w of near) trace(w);
     }
   }
   return out.join('\n');

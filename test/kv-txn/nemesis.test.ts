@@ -2,7 +2,9 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters } from '../support/test-cluster.js';
 import { ReplicaConcurrency } from '../../src/kv/concurrency-manager.js';
 import { startTxnCluster, tkey } from './support.js';
-import { explainViolations, readHistory, runNemesis, validate, type TxnLog } from './nemesis-support.js';
+import { RpcTracer, explainViolations, readHistory, runNemesis, validate, type TxnLog } from './nemesis-support.js';
+import { TxnDB } from '../../src/kv/client/txn-db.js';
+import { Prng } from '../../src/util/prng.js';
 import type { Timestamp } from '../../src/util/hlc.js';
 
 const start = autoCloseClusters();
@@ -23,16 +25,19 @@ describe('kvnemesis-style randomized transactions', () => {
     const workers = Number(process.env.TXN_NEMESIS_WORKERS ?? 8);
     const txnsPerWorker = Number(process.env.TXN_NEMESIS_TXNS ?? 125);
     const t0 = Date.now();
-    const { logs, counts } = await runNemesis(env.c, env.ds, env.dbs, { seed: SEED, keys, workers, txnsPerWorker, nemesis: process.env.TXN_NEMESIS_OFF !== '1' });
+    // The workers' TxnDBs send through traced DistSenders: a violation prints the RPCs of the txns involved.
+    const tracer = new RpcTracer(env.c);
+    const dbs = env.dbs.map((_, i) => new TxnDB({ sender: tracer.distSender(i), clock: env.c.node(i).clock, nodeId: i + 1, prng: new Prng(2000 + i) }));
+    const { logs, counts } = await runNemesis(env.c, env.ds, dbs, { seed: SEED, keys, workers, txnsPerWorker, nemesis: process.env.TXN_NEMESIS_OFF !== '1' });
     const history = await readHistory(env.c, env.dbs[0]!, keys);
     const errs = validate(logs, history);
     const committed = logs.filter((l) => l.status === 'committed').length;
-    const m = env.dbs.map((d) => d.metrics);
+    const m = dbs.map((d) => d.metrics);
     console.log(
       `txn nemesis: ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
         `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}`,
     );
-    if (errs.length > 0) console.log(explainViolations(errs, logs, history));
+    if (errs.length > 0) console.log(explainViolations(errs, logs, history, 3, tracer));
     expect(errs.slice(0, 10)).toEqual([]);
     expect(committed).toBeGreaterThan(logs.length / 2);
     expect(counts.splits + counts.merges + counts.leaseTransfers).toBeGreaterThan(0);
