@@ -64,7 +64,10 @@
  *
  * Invariant: when a batch is sent the read timestamp equals the write
  * timestamp (refreshes happen eagerly as soon as the write ts moves), so
- * one header timestamp serves reads and writes.
+ * one header timestamp serves reads and writes. A new epoch (restart)
+ * starts at or above every timestamp a refresh of this id was sent at: the
+ * timestamp cache lets a transaction's writes pass under its own reads,
+ * which a failed refresh leaves behind on the ranges where it succeeded.
  *
  * Departures: a chained QueryIntent that misses a pipelined intent a
  * pusher moved up costs a record read and a refresh before it is proven
@@ -166,6 +169,13 @@ export class TxnCoordSender {
   /** Set by the heartbeat: the record says ABORTED / pushed. */
   private abortedByOther = false;
   private pushedTo: Timestamp | null = null;
+  /**
+   * The highest timestamp a refresh of this epoch was sent at: ranges where it
+   * succeeded hold this transaction's reads there, under its id, which its own
+   * writes may skip (concurrency-manager.ts prepare). A restart starts the new
+   * epoch at least here (see restart).
+   */
+  private refreshedTo: Timestamp = ZERO_TIMESTAMP;
   /** Write pipelining: the writes acknowledged before their Raft round, to prove (txn-pipeliner.ts). */
   private readonly pipeliner: TxnPipeliner;
 
@@ -312,7 +322,11 @@ export class TxnCoordSender {
     this.stopHeartbeat?.();
     this.stopHeartbeat = null;
     if (!this.fixed) {
-      this.readTs = this.writeTs = tsMax(now, this.writeTs);
+      // Never below a refresh of the old epoch (CockroachDB forwards the write timestamp before refreshing): a failed
+      // refresh still left its reads at refreshedTo in the timestamp caches of the ranges where it succeeded, under
+      // this id, hiding other transactions' reads below it from this id's writes — a new epoch below refreshedTo
+      // wrote under reads it never saw (kvnemesis's stale read; test/kv-txn/refresh-restart-tscache).
+      this.readTs = this.writeTs = tsMax(tsMax(now, this.writeTs), this.refreshedTo);
       this.uncertaintyLimit = { wall: this.readTs.wall + this.ctx.clock.maxOffsetMicros, logical: 0 };
     }
     this.pushedTo = null;
@@ -535,6 +549,7 @@ export class TxnCoordSender {
     // A read set condensing could not bring under its budget is not refreshed: restart (CockroachDB's refreshInvalid).
     if (this.readSpans.overBudget) throw this.fail(new TxnRetryError(reason, 'the read set is too large to refresh'));
     if (this.readSpans.size > 0) {
+      this.refreshedTo = tsMax(this.refreshedTo, ts);
       const requests: Request[] = this.readSpans.spans().map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
       try {
         const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
