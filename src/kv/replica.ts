@@ -1050,11 +1050,19 @@ export class Replica {
     fx.leases.push({ lease, prev });
     if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
       // We lost the lease: commands proposed under it cannot apply any more,
-      // but the client cannot be told "failed" (DESIGN.md §6).
+      // but one that may have applied already cannot be told "failed" (DESIGN.md §6);
+      // one no copy of which ever reached Raft (dropped, held) is in no log: not the leaseholder.
       for (const p of this.proposals.values()) {
         if (p.cmd.isLeaseRequest) continue;
         this.proposals.delete(p.cmdId);
-        fx.done.push({ p, error: new AmbiguousResultError(`r${this.rangeId}: lease transferred to r${this.rangeId}/${lease.replica.replicaId} with the command in flight`) });
+        const to = `r${this.rangeId}/${lease.replica.replicaId}`;
+        fx.done.push({
+          p,
+          error:
+            p.proposed === true
+              ? new AmbiguousResultError(`r${this.rangeId}: lease transferred to ${to} with the command in flight`)
+              : this.notLeaseHolder(`lease transferred to ${to} before the command reached Raft`),
+        });
       }
     }
     if (lease.replica.replicaId === this.replicaId) this.nextMaxLeaseIndex = Math.max(this.nextMaxLeaseIndex, this.applied.leaseAppliedIndex);

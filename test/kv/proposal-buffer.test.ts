@@ -19,6 +19,9 @@ import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import { Prng } from '../../src/util/prng.js';
 import { ProposalDroppedError } from '../../raft/types.js';
+import { NotLeaseHolderError } from '../../src/kv/api.js';
+import { decodeBatchRepr } from '../../storage/engine.js';
+import { decodeMvccKey } from '../../storage/mvcc-key.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90pb-${s}`, 'latin1');
@@ -175,6 +178,7 @@ async function expectReproposedOnce(b: Buffered, dropped: { ids: number[] }): Pr
 describe('proposal buffer: a batch Raft drops stays pending and is proposed again', () => {
   afterEach(() => {
     replicaTestingKnobs.onApply = undefined;
+    replicaTestingKnobs.proposalFilter = undefined;
   });
 
   it('leadership moving: dropped at the flush (transfer in progress), re-proposed to the new leader, applied once', async () => {
@@ -242,5 +246,33 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
     } finally {
       gate.open();
     }
+  });
+
+  it('a command no copy of which reached Raft answers NotLeaseHolder (not ambiguous) when the lease moves away, and never applies', async () => {
+    const c = await startCluster({ nodes: 3, settings: { electionTicks: 50, leaseDurationMicros: 10_000_000 } });
+    c.startTicker();
+    await c.client(0).put(key('warm'), Buffer.from('w'));
+    await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
+    const lh = c.leaseholder();
+    const r = c.store(lh).replica(1)!;
+    // Held back from Raft (as a dropped batch is until its re-proposal): every copy, so none is in any log.
+    let heldId: number | undefined;
+    replicaTestingKnobs.proposalFilter = (rr, cmd) => {
+      if (rr !== r || cmd.isLeaseRequest) return undefined;
+      if (heldId === undefined && decodeBatchRepr(cmd.repr).some((op) => decodeMvccKey(op.key).key.equals(key('held')))) heldId = cmd.cmdId;
+      return cmd.cmdId === heldId ? 'hold' : undefined;
+    };
+    const applied: number[] = [];
+    replicaTestingKnobs.onApply = (_rr, cmd) => void applied.push(cmd.cmdId);
+    const put = track(c.store(lh).send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key('held'), value: Buffer.from('h') }] }));
+    await c.waitFor(() => heldId !== undefined, 10_000, 'the put evaluated and held');
+    const target = r.desc.replicas.find((d) => d.replicaId !== r.replicaId)!;
+    await c.store(lh).transferLease(1, target.replicaId);
+    const err = await put.promise.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(NotLeaseHolderError);
+    expect((err as NotLeaseHolderError).ambiguous).toBe(false);
+    expect((err as NotLeaseHolderError).retryable).toBe(true);
+    expect(applied).not.toContain(heldId);
+    expect(await c.client(lh).get(key('held'))).toBe(null);
   });
 });
