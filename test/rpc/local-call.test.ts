@@ -6,6 +6,7 @@
 // class/code/flags/SQLSTATE, timeouts and cancellations (ambiguous once the
 // handler started, retryable before).
 import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { CairnError } from '../../src/util/errors.js';
 import { AssertionError } from '../../src/util/assert.js';
 import { RpcError } from '../../src/rpc/errors.js';
@@ -166,5 +167,91 @@ describe('calls to the node itself (local-call.ts)', () => {
       process.off('uncaughtException', onError);
     }
     expect(thrown[0]).toBeInstanceOf(AssertionError);
+  });
+
+  // DESIGN.md §6, "Timeouts not cancelled", on the path without a socket (test/rpc/ambiguity.test.ts is the same
+  // property over TCP): a call to itself that failed without being ambiguous never ran its handler, not then and
+  // not later; an answered call ran exactly once. Calls get random deadlines, cancellations (in the same step, or
+  // later), handler times (synchronous, or a few ms), pauses between them, and the node may close right after the
+  // last call.
+  it('a call to itself that failed without being ambiguous never runs; an answered one ran once (property)', async () => {
+    type Op =
+      | { readonly op: 'call'; readonly timeoutMs: number; readonly abortAfterMs: number | null; readonly serveMs: number }
+      | { readonly op: 'pause'; readonly ms: number };
+    const opArb: fc.Arbitrary<Op> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          op: fc.constant('call' as const),
+          timeoutMs: fc.constantFrom(0, 1, 3, 10),
+          abortAfterMs: fc.option(fc.constantFrom(0, 1, 5), { nil: null }),
+          serveMs: fc.constantFrom(-1, 0, 2, 8),
+        }),
+      },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('pause' as const), ms: fc.constantFrom(0, 1, 4) }) },
+    );
+    const SERVE = 7;
+    const tally = { ok: 0, ambiguous: 0, notSent: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 3, maxLength: 20 }), fc.boolean(), async (ops, closeAtEnd) => {
+        const n1 = await nodes.start(1);
+        const ran = new Map<number, number>();
+        // serveMs -1: answered synchronously; otherwise after serveMs ms.
+        n1.ctx.register(SERVE, (p) => {
+          const id = p.readUInt32BE(0);
+          const serveMs = p.readInt32BE(4);
+          ran.set(id, (ran.get(id) ?? 0) + 1);
+          if (serveMs < 0) return p.subarray(0, 4);
+          return new Promise<Uint8Array>((r) => setTimeout(() => r(p.subarray(0, 4)), serveMs));
+        });
+        const calls: { id: number; p: Promise<Buffer> }[] = [];
+        for (const op of ops) {
+          if (op.op === 'pause') {
+            await new Promise((r) => setTimeout(r, op.ms));
+            continue;
+          }
+          const id = calls.length + 1;
+          const payload = Buffer.alloc(8);
+          payload.writeUInt32BE(id, 0);
+          payload.writeInt32BE(op.serveMs, 4);
+          const ac = new AbortController();
+          const p = n1.ctx.call(1, SERVE, payload, { timeoutMs: op.timeoutMs, signal: ac.signal });
+          if (op.abortAfterMs === 0) ac.abort();
+          else if (op.abortAfterMs !== null) setTimeout(() => ac.abort(), op.abortAfterMs);
+          p.catch(() => {}); // judged below; not an unhandled rejection meanwhile
+          calls.push({ id, p });
+        }
+        // In the step of the last call: calls not yet started fail retryably, started ones ambiguously.
+        const closing = closeAtEnd ? n1.ctx.close() : Promise.resolve();
+        const outcomes = await Promise.allSettled(calls.map(({ p }) => p));
+        await closing;
+        // Every call was queued (one microtask) when it was made: any handler that was going to run has run.
+        for (let i = 0; i < calls.length; i++) {
+          const id = (calls[i] as { id: number }).id;
+          const o = outcomes[i] as PromiseSettledResult<Buffer>;
+          if (o.status === 'fulfilled') {
+            tally.ok++;
+            expect(o.value.readUInt32BE(0)).toBe(id);
+            expect(ran.get(id)).toBe(1);
+            continue;
+          }
+          const err = o.reason as { code?: string; ambiguous?: boolean; message: string };
+          expect(err.code, err.message).toMatch(/^rpc\./);
+          if (err.ambiguous) {
+            tally.ambiguous++;
+            expect(ran.get(id) ?? 0).toBeLessThanOrEqual(1);
+          } else {
+            tally.notSent++;
+            expect(ran.get(id) ?? 0, `call ${id} failed with ${err.code} but ran`).toBe(0);
+          }
+        }
+        await nodes.closeAll();
+      }),
+      { numRuns: 40, seed: 20261130 },
+    );
+    // The property was exercised on every kind of outcome.
+    expect(tally.ok).toBeGreaterThan(0);
+    expect(tally.ambiguous).toBeGreaterThan(0);
+    expect(tally.notSent).toBeGreaterThan(0);
   });
 });
