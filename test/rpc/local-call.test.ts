@@ -11,7 +11,7 @@ import { CairnError } from '../../src/util/errors.js';
 import { AssertionError } from '../../src/util/assert.js';
 import { RpcError } from '../../src/rpc/errors.js';
 import type { RpcContext } from '../../src/rpc/rpc-context.js';
-import { Nodes, rejection, waitFor } from './nodes.js';
+import { judgeCall, Nodes, rejection, waitFor, type OutcomeTally } from './nodes.js';
 
 const ECHO = 1;
 const FAIL_CAIRN = 2;
@@ -191,7 +191,7 @@ describe('calls to the node itself (local-call.ts)', () => {
       { weight: 1, arbitrary: fc.record({ op: fc.constant('pause' as const), ms: fc.constantFrom(0, 1, 4) }) },
     );
     const SERVE = 7;
-    const tally = { ok: 0, ambiguous: 0, notSent: 0 };
+    const tally: OutcomeTally = { ok: 0, ambiguous: 0, notSent: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 3, maxLength: 20 }), fc.boolean(), async (ops, closeAtEnd) => {
         const n1 = await nodes.start(1);
@@ -228,22 +228,7 @@ describe('calls to the node itself (local-call.ts)', () => {
         // Every call was queued (one microtask) when it was made: any handler that was going to run has run.
         for (let i = 0; i < calls.length; i++) {
           const id = (calls[i] as { id: number }).id;
-          const o = outcomes[i] as PromiseSettledResult<Buffer>;
-          if (o.status === 'fulfilled') {
-            tally.ok++;
-            expect(o.value.readUInt32BE(0)).toBe(id);
-            expect(ran.get(id)).toBe(1);
-            continue;
-          }
-          const err = o.reason as { code?: string; ambiguous?: boolean; message: string };
-          expect(err.code, err.message).toMatch(/^rpc\./);
-          if (err.ambiguous) {
-            tally.ambiguous++;
-            expect(ran.get(id) ?? 0).toBeLessThanOrEqual(1);
-          } else {
-            tally.notSent++;
-            expect(ran.get(id) ?? 0, `call ${id} failed with ${err.code} but ran`).toBe(0);
-          }
+          judgeCall(id, outcomes[i] as PromiseSettledResult<Buffer>, ran.get(id) ?? 0, tally, true);
         }
         await nodes.closeAll();
       }),

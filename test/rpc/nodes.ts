@@ -3,6 +3,7 @@
  * (ephemeral ports), each with a manual physical clock, and a bounded
  * wait-for-condition helper.
  */
+import { expect } from 'vitest';
 import { Clock, ManualPhysical } from '../../src/util/hlc.js';
 import { Prng } from '../../src/util/prng.js';
 import { RpcContext, type PeerAddress, type RpcContextOptions } from '../../src/rpc/rpc-context.js';
@@ -104,4 +105,37 @@ export function countRuns(ctx: RpcContext, method: typeof ECHO | typeof NEVER): 
     return method === ECHO ? p : new Promise<Uint8Array>(() => {});
   });
   return counter;
+}
+
+/** How the calls of a property run ended (to show every kind of outcome was exercised). */
+export interface OutcomeTally {
+  ok: number;
+  ambiguous: number;
+  notSent: number;
+}
+
+/**
+ * DESIGN.md §6 ("Timeouts not cancelled") for one settled call whose handler
+ * ran `runs` times: an answer is the call's own (its payload starts with the
+ * call's id) and its handler ran — exactly once with `exactlyOnce` (no network
+ * to duplicate the request); a failure is an rpc.* error, and one that is not
+ * ambiguous never ran.
+ */
+export function judgeCall(id: number, o: PromiseSettledResult<Buffer>, runs: number, tally: OutcomeTally, exactlyOnce: boolean): void {
+  if (o.status === 'fulfilled') {
+    tally.ok++;
+    expect(o.value.readUInt32BE(0)).toBe(id);
+    if (exactlyOnce) expect(runs).toBe(1);
+    else expect(runs).toBeGreaterThanOrEqual(1);
+    return;
+  }
+  const err = o.reason as { code?: string; ambiguous?: boolean; message: string };
+  expect(err.code, err.message).toMatch(/^rpc\./);
+  if (err.ambiguous) {
+    tally.ambiguous++;
+    if (exactlyOnce) expect(runs).toBeLessThanOrEqual(1);
+  } else {
+    tally.notSent++;
+    expect(runs, `call ${id} failed with ${err.code} but ran`).toBe(0);
+  }
 }
