@@ -33,6 +33,7 @@
  * stopped in `finally`, also on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import {
@@ -63,6 +64,8 @@ export interface WorkloadMeasurement extends Percentiles {
   readonly serverCpuSec: number | null;
   readonly clientCpuSec: number;
   readonly rssMiB: number[];
+  /** The machine's 1-minute load average at the end of the run (the host is shared: figures are read beside it). */
+  readonly loadAvg1: number;
   /** Cairn started here: the nodes' counters over the run, summed over the nodes, per operation (support/node-metrics.ts). */
   readonly kvPerOp: Counters | null;
   readonly run: YcsbRunResult;
@@ -73,6 +76,8 @@ export interface TargetResult {
   readonly server: string;
   readonly load: YcsbInitResult;
   readonly loadCpu: { serverCpuSec: number; clientCpuSec: number } | null;
+  /** The 1-minute load average when the load phase ended. */
+  readonly loadPhaseLoadAvg1: number;
   readonly runs: WorkloadMeasurement[];
 }
 
@@ -114,7 +119,8 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     { output: quiet },
   );
   const loadCpu = measured ? lm.stop() : null;
-  log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}, batches retried ${load.retries}\n`);
+  const loadPhaseLoadAvg1 = Math.round((loadavg()[0] ?? 0) * 10) / 10;
+  log(`${t.name} load: ${p(load.rowsPerSec)} rows/s, last/first 10 % ${load.lastToFirstRatio.toFixed(2)}, batches retried ${load.retries}, load avg ${loadPhaseLoadAvg1}\n`);
   if (measured) {
     const q = await settle(t.pids);
     log(`${t.name}: after the load, servers settled to ${q.cores.toFixed(2)} cores in ${q.waitedSec.toFixed(0)} s${q.settled ? '' : ' (still busy: not settled in time)'}\n`);
@@ -144,14 +150,15 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
         serverCpuSec: measured ? cpu.serverCpuSec : null,
         clientCpuSec: cpu.clientCpuSec,
         rssMiB: measured ? t.rssMiB() : [],
+        loadAvg1: Math.round((loadavg()[0] ?? 0) * 10) / 10,
         kvPerOp,
         run,
       };
       runs.push(r);
-      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}${r.errors > 0 ? ` ${JSON.stringify(r.errorsBySqlState)}` : ''}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s${kvLine(kvPerOp)}\n`);
+      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}${r.errors > 0 ? ` ${JSON.stringify(r.errorsBySqlState)}` : ''}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s  load ${r.loadAvg1}${kvLine(kvPerOp)}\n`);
     }
   }
-  return { target: t.name, server: load.server, load, loadCpu, runs };
+  return { target: t.name, server: load.server, load, loadCpu, loadPhaseLoadAvg1, runs };
 }
 
 /**
@@ -192,10 +199,10 @@ export function markdown(results: readonly TargetResult[], o: YcsbBenchOptions, 
       out.push(`## Workload ${w}, ${c} clients`, '');
       const rows = results.map((r) => {
         const m = find(r, w, c);
-        if (m === undefined) return [r.target, '–', '–', '–', '–', '–', '–', '–', '–', '–'];
-        return [r.target, m.opsPerSec, m.p50Ms, m.p95Ms, m.p99Ms, m.errors, m.retries, m.serverCpuSec ?? '–', m.clientCpuSec, m.rssMiB.join(' / ') || '–'];
+        if (m === undefined) return [r.target, '–', '–', '–', '–', '–', '–', '–', '–', '–', '–'];
+        return [r.target, m.opsPerSec, m.p50Ms, m.p95Ms, m.p99Ms, m.errors, m.retries, m.serverCpuSec ?? '–', m.clientCpuSec, m.rssMiB.join(' / ') || '–', m.loadAvg1];
       });
-      out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'client CPU s', 'RSS MiB'], rows));
+      out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'client CPU s', 'RSS MiB', 'load avg'], rows));
       if (cairn !== undefined && pg !== undefined) out.push(`Cairn / PostgreSQL throughput: ${ratio(find(cairn, w, c)?.opsPerSec, find(pg, w, c)?.opsPerSec)}`, '');
       const k = find(cairn, w, c)?.kvPerOp;
       if (k !== undefined && k !== null) {
@@ -206,8 +213,8 @@ export function markdown(results: readonly TargetResult[], o: YcsbBenchOptions, 
   out.push('## Load phase', '');
   out.push(
     mdTable(
-      ['target', 'rows', 'seconds', 'rows/s', 'first 10 % rows/s', 'last 10 % rows/s', 'last/first', 'server CPU s', 'client CPU s'],
-      results.map((r) => [r.target, r.load.rows, r.load.elapsedSec.toFixed(1), p(r.load.rowsPerSec), p(r.load.firstTenthRowsPerSec), p(r.load.lastTenthRowsPerSec), r.load.lastToFirstRatio.toFixed(2), r.loadCpu?.serverCpuSec ?? '–', r.loadCpu?.clientCpuSec ?? '–']),
+      ['target', 'rows', 'seconds', 'rows/s', 'first 10 % rows/s', 'last 10 % rows/s', 'last/first', 'server CPU s', 'client CPU s', 'load avg'],
+      results.map((r) => [r.target, r.load.rows, r.load.elapsedSec.toFixed(1), p(r.load.rowsPerSec), p(r.load.firstTenthRowsPerSec), p(r.load.lastTenthRowsPerSec), r.load.lastToFirstRatio.toFixed(2), r.loadCpu?.serverCpuSec ?? '–', r.loadCpu?.clientCpuSec ?? '–', r.loadPhaseLoadAvg1]),
     ),
   );
   for (const r of results) {
@@ -273,7 +280,7 @@ export async function runYcsbBench(o: YcsbBenchOptions): Promise<{ results: Targ
   }
   const date = new Date().toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
   const { log: _log, ...cfg } = o;
-  const meta = { date, ...cfg, node: process.version, targets };
+  const meta = { date, ...cfg, node: process.version, loadAvgAtEnd: loadavg().map((x) => x.toFixed(2)).join(' '), targets };
   mkdirSync(o.out, { recursive: true });
   const base = join(o.out, date);
   const slim = results.map((r) => ({ ...r, runs: r.runs.map(({ run, ...m }) => ({ ...m, ops: run.ops, reconnects: run.reconnects, elapsedSec: run.elapsedSec })) }));
