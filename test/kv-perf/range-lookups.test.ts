@@ -15,6 +15,7 @@ import { KEY_MAX, KEY_MIN } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { KvClient } from '../../src/kv/kv-client.js';
+import type { DistSender } from '../../src/kv/dist-sender.js';
 import { TestCluster } from '../support/test-cluster.js';
 import { newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
@@ -137,14 +138,20 @@ afterEach(async () => {
   cluster = null;
 });
 
+/** A ticking 3-node cluster holding key(0) … key(n - 1), and node 1's DistSender and client. */
+async function startWithKeys(n: number): Promise<{ c: TestCluster; ds: DistSender; kv: KvClient }> {
+  const c = (cluster = await TestCluster.start({ nodes: 3 }));
+  c.startTicker();
+  const ds = distSender(c, 0);
+  const kv = new KvClient(ds);
+  for (let b = 0; b < n; b += 250) await kv.batch(Array.from({ length: Math.min(250, n - b) }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value: val(b + j) })));
+  return { c, ds, kv };
+}
+
 describe('DistSender meta2 lookups on a cluster', () => {
   it('1,000 concurrent gets over a freshly split table: O(ranges) lookups (cold and stale caches); a lease move costs none', async () => {
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
-    c.startTicker();
-    const ds = distSender(c, 0);
-    const kv = new KvClient(ds);
     const N = 1000;
-    for (let b = 0; b < N; b += 250) await kv.batch(Array.from({ length: 250 }, (_, j) => ({ kind: 'put' as const, key: key(b + j), value: val(b + j) })));
+    const { c, ds } = await startWithKeys(N);
     // A client whose cache holds the one range before the splits.
     const stale = distSender(c, 1);
     expect((await new KvClient(stale).get(key(0)))?.equals(val(0))).toBe(true);
@@ -189,12 +196,8 @@ describe('DistSender meta2 lookups on a cluster', () => {
     // scan (once a second) dropped the cached leaseholder of every range the node follows — the ranges its gateway
     // routes elsewhere — and YCSB over 12 ranges paid a meta2 lookup and a NotLeaseHolder redirect on 0.4 of its
     // operations (throughput 30–140 ops/s).
-    const c = (cluster = await TestCluster.start({ nodes: 3 }));
-    c.startTicker();
-    const ds = distSender(c, 0);
-    const kv = new KvClient(ds);
     const N = 200;
-    await kv.batch(Array.from({ length: N }, (_, j) => ({ kind: 'put' as const, key: key(j), value: val(j) })));
+    const { c, ds, kv } = await startWithKeys(N);
     for (let i = 20; i < N; i += 20) expect(await adminSplit(ds, key(i))).not.toBeNull();
     // Every range's lease held somewhere and known to the cache (reads take lapsed leases; bounded).
     const ids = (): number[] => descriptors(c).map((d) => d.rangeId);
@@ -214,10 +217,10 @@ describe('DistSender meta2 lookups on a cluster', () => {
     for (const r of ranges) expect(ds.cache.leaseholder(r)).toBeDefined();
     const lookups = ds.cache.lookups;
     const nlh = ds.metrics.notLeaseHolder;
-    const got = await Promise.all(Array.from({ length: N }, (_, i) => kv.get(key(i))));
-    got.forEach((v, i) => expect(v?.equals(val(i))).toBe(true));
+    // One get per range, one after another (concurrent gets to a range whose lease just moved would each count).
+    for (let i = 0; i < N; i += 20) expect((await kv.get(key(i)))?.equals(val(i))).toBe(true);
     expect(ds.cache.lookups).toBe(lookups);
-    // A lease may still move on its own (the ticker runs): allow one redirect per range at most, not one per key.
+    // A lease may still move on its own (the ticker runs): a redirect or two, not one per range the node follows.
     expect(ds.metrics.notLeaseHolder - nlh).toBeLessThanOrEqual(2 + touched.length - ranges.length);
   }, 60_000);
 });
