@@ -157,7 +157,7 @@ export interface StoreContext {
   stageTrigger(r: Replica, batch: WriteBatch, trigger: Buffer, repr: Buffer): void;
   /** The apply batch holding the trigger is durable: create/remove replicas. */
   finishTrigger(r: Replica, trigger: Buffer): void;
-  readonly metrics: { proposals: number; reproposals: number; appliedCommands: number; rejectedCommands: number };
+  readonly metrics: { proposals: number; reproposals: number; proposalBatchesDropped: number; appliedCommands: number; rejectedCommands: number };
   /** False while this node's clock is out of bounds against its peers: replicas then neither serve nor take leases (DESIGN.md §6). */
   clockHealthy(): boolean;
 }
@@ -764,6 +764,7 @@ export class Replica {
     } catch (e) {
       if (!(e instanceof ProposalDroppedError)) throw e;
       dropped = true;
+      this.ctx.metrics.proposalBatchesDropped++;
     }
     for (const p of batch) {
       p.dropped = dropped;

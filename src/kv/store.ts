@@ -134,6 +134,8 @@ export interface StoreOptions {
 export interface StoreMetrics {
   proposals: number;
   reproposals: number;
+  /** Proposal-buffer flushes Raft dropped (no leader, leadership transfer): their commands stay pending, re-proposed. */
+  proposalBatchesDropped: number;
   appliedCommands: number;
   rejectedCommands: number;
   readyRounds: number;
@@ -206,6 +208,7 @@ export class Store implements StoreContext {
   readonly metrics: StoreMetrics = {
     proposals: 0,
     reproposals: 0,
+    proposalBatchesDropped: 0,
     appliedCommands: 0,
     rejectedCommands: 0,
     readyRounds: 0,

@@ -1212,6 +1212,7 @@ export class Node {
     m.gaugeFunc('cairn_ranges_underreplicated', 'Ranges led here with fewer live voters than wanted', () => this.localStatus().underreplicated);
     m.counterFunc('cairn_raft_proposals_total', 'Raft proposals', () => sm('proposals'));
     m.counterFunc('cairn_raft_reproposals_total', 'Raft re-proposals', () => sm('reproposals'));
+    m.counterFunc('cairn_raft_proposal_batches_dropped_total', 'Proposal-buffer flushes Raft dropped (their commands stay pending and are re-proposed)', () => sm('proposalBatchesDropped'));
     m.counterFunc('cairn_raft_applied_commands_total', 'Commands applied', () => sm('appliedCommands'));
     m.counterFunc('cairn_raft_rejected_commands_total', 'Commands rejected at apply', () => sm('rejectedCommands'));
     m.counterFunc('cairn_raft_ready_rounds_total', 'Ready rounds of the store loop', () => sm('readyRounds'));

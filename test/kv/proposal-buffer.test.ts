@@ -144,6 +144,7 @@ async function bufferedBehindHeldRound(n: number) {
   const first = store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key('first'), value: Buffer.from('f') }] });
   await c.waitFor(() => gate.holding, 10_000, "the leaseholder's sync held");
   const proposals = watchProposals(r);
+  const drops0 = store.metrics.proposalBatchesDropped;
   const base = r.pendingProposals;
   const puts = Array.from({ length: n }, (_, i) =>
     track(store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key(`d${i}`), value: Buffer.from(`v${i}`) }] })),
@@ -155,7 +156,7 @@ async function bufferedBehindHeldRound(n: number) {
   await c.waitFor(() => r.pendingProposals >= base + n + 1, 10_000, 'all evaluated and pending');
   expect(proposals.batches).toEqual([]); // the pipelined write was answered before its command reached Raft
   expect(puts.some((p) => p.settled)).toBe(false);
-  return { c, lh, store, r, gate, applied, first, proposals, puts, txn, n };
+  return { c, lh, store, r, gate, applied, first, proposals, puts, txn, n, drops0 };
 }
 type Buffered = Awaited<ReturnType<typeof bufferedBehindHeldRound>>;
 
@@ -192,6 +193,7 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
       await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
       const dropped = proposals.batches.find((x) => x.dropped)!;
       expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
+      expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
       // Nothing answered "failed": the dropped commands are still pending (the ticker is stopped: no timeout).
       expect(b.puts.some((p) => p.settled)).toBe(false);
       await c.waitFor(() => c.leader() === target, 10_000, 'leadership moved');
@@ -218,6 +220,7 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
       await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
       const dropped = proposals.batches.find((x) => x.dropped)!;
       expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
+      expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
       expect(proposals.batches.every((x) => x.dropped)).toBe(true);
       expect(b.puts.some((p) => p.settled)).toBe(false);
       partition(c, lh, false);
