@@ -9,6 +9,17 @@
  *
  * The leader's loop is held inside a round by holding its synced write (a
  * slow fsync we control), so the batch is deterministic whatever the load.
+ *
+ * A batch Raft drops at the flush (issue 4; f99abb9 reverted the first
+ * buffer for failing such a batch, which lost pipelined writes already
+ * answered): with the leaseholder's ticker stopped and its round held, 8 puts
+ * and an answered async-consensus write are buffered, then Raft is made to
+ * drop the flush — a leadership transfer in progress (Raft §3.10), or no
+ * leader at all (the leaseholder cut off steps down by check-quorum, §6.2).
+ * Nothing is answered failed; each command is proposed again (leader
+ * change), applies exactly once on every replica, and the transaction
+ * commits. Also: a flush orders commands by max lease index; a command no
+ * copy of which reached Raft answers NotLeaseHolder when the lease moves.
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
