@@ -46,13 +46,18 @@ function partition(c: TestCluster, i: number, on: boolean): void {
   }
 }
 
+/** A 3-node cluster, ticking, whose r1 has its lease on its Raft leader; `lh` is that node. 10 s leases outlast a held round. */
+async function steadyCluster(electionTicks: number): Promise<{ c: TestCluster; lh: number }> {
+  const c = await startCluster({ nodes: 3, settings: { electionTicks, leaseDurationMicros: 10_000_000 } });
+  c.startTicker();
+  await c.client(0).put(key('warm'), Buffer.from('w'));
+  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
+  return { c, lh: c.leaseholder() };
+}
+
 describe('proposal buffer', () => {
   it('proposes the commands evaluated during a round together: a few Raft messages for 32 puts, all applied in order', async () => {
-    const c = await startCluster({ nodes: 3, settings: { electionTicks: 300, leaseDurationMicros: 10_000_000 } });
-    c.startTicker();
-    await c.client(0).put(key('warm'), Buffer.from('w'));
-    await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
-    const lh = c.leaseholder();
+    const { c, lh } = await steadyCluster(300);
     const leader = () => c.store(lh).replica(1)!;
     const kv = c.client(lh);
     const gate = gateSyncs(c.node(lh).engine);
@@ -135,11 +140,7 @@ const ZERO = { wall: 0, logical: 0 };
  * test moves Raft from here on.
  */
 async function bufferedBehindHeldRound(n: number) {
-  const c = await startCluster({ nodes: 3, settings: { electionTicks: 50, leaseDurationMicros: 10_000_000 } });
-  c.startTicker();
-  await c.client(0).put(key('warm'), Buffer.from('w'));
-  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
-  const lh = c.leaseholder();
+  const { c, lh } = await steadyCluster(50);
   // A fresh lease's timestamp cache starts 2 max offsets ahead: let the clocks pass it (the txn then commits at its own timestamp).
   await new Promise((r) => setTimeout(r, 2 * (c.node(lh).clock.maxOffsetMicros / 1000) + 20));
   c.stopTicker();
@@ -171,6 +172,22 @@ async function bufferedBehindHeldRound(n: number) {
 }
 type Buffered = Awaited<ReturnType<typeof bufferedBehindHeldRound>>;
 
+/**
+ * Opens the held round, with Raft set up to drop the next flush: waits for
+ * the dropped batch (all the buffered commands) and checks nothing was
+ * answered "failed" — the commands are still pending (the ticker is
+ * stopped: no proposal timeout).
+ */
+async function releaseIntoDrop(b: Buffered): Promise<{ ids: number[] }> {
+  b.gate.open();
+  await b.c.waitFor(() => b.proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
+  const dropped = b.proposals.batches.find((x) => x.dropped)!;
+  expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
+  expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
+  expect(b.puts.some((p) => p.settled)).toBe(false);
+  return dropped;
+}
+
 /** Every command of the dropped batch applied exactly once on every replica; every write answered and readable; the txn commits. */
 async function expectReproposedOnce(b: Buffered, dropped: { ids: number[] }): Promise<void> {
   const { c, r, applied, puts, txn, n } = b;
@@ -200,13 +217,7 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
       const target = [0, 1, 2].find((i) => i !== lh) as number;
       // Raft §3.10: a leader transferring leadership takes no proposals.
       r.raw.transferLeader(c.store(target).replica(1)!.replicaId);
-      gate.open();
-      await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
-      const dropped = proposals.batches.find((x) => x.dropped)!;
-      expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
-      expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
-      // Nothing answered "failed": the dropped commands are still pending (the ticker is stopped: no timeout).
-      expect(b.puts.some((p) => p.settled)).toBe(false);
+      const dropped = await releaseIntoDrop(b);
       await c.waitFor(() => c.leader() === target, 10_000, 'leadership moved');
       await expectReproposedOnce(b, dropped);
       // Re-proposed by the leader change, as a follower forwarding to the new leader.
@@ -227,13 +238,8 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
       for (let t = 0; t < 3 * c.settings.electionTicks && r.isLeader(); t++) c.store(lh).tick();
       expect(r.isLeader()).toBe(false);
       expect(r.leaderHint()).toBe(null);
-      gate.open();
-      await c.waitFor(() => proposals.batches.some((x) => x.dropped), 10_000, 'the buffered batch dropped');
-      const dropped = proposals.batches.find((x) => x.dropped)!;
-      expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
-      expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
+      const dropped = await releaseIntoDrop(b);
       expect(proposals.batches.every((x) => x.dropped)).toBe(true);
-      expect(b.puts.some((p) => p.settled)).toBe(false);
       partition(c, lh, false);
       c.startTicker();
       await expectReproposedOnce(b, dropped);
@@ -263,11 +269,7 @@ describe('proposal buffer: a batch Raft drops stays pending and is proposed agai
   });
 
   it('a command no copy of which reached Raft answers NotLeaseHolder (not ambiguous) when the lease moves away, and never applies', async () => {
-    const c = await startCluster({ nodes: 3, settings: { electionTicks: 50, leaseDurationMicros: 10_000_000 } });
-    c.startTicker();
-    await c.client(0).put(key('warm'), Buffer.from('w'));
-    await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
-    const lh = c.leaseholder();
+    const { c, lh } = await steadyCluster(50);
     const r = c.store(lh).replica(1)!;
     // Held back from Raft (as a dropped batch is until its re-proposal): every copy, so none is in any log.
     let heldId: number | undefined;
