@@ -17,7 +17,7 @@ import { adminSplit } from '../../src/kv/split.js';
 import { KvClient } from '../../src/kv/kv-client.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
 import { TestCluster } from '../support/test-cluster.js';
-import { newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
+import { HEALTHY_RECHECK_SCANS, isSuspectReplica, newReplicaGCQueue } from '../../src/kv/replica-change-gc.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import { descriptors, distSender, key, val } from '../kv-ranges/support.js';
 
@@ -222,5 +222,16 @@ describe('DistSender meta2 lookups on a cluster', () => {
     expect(ds.cache.lookups).toBe(lookups);
     // A lease may still move on its own (the ticker runs): a redirect or two, not one per range the node follows.
     expect(ds.metrics.notLeaseHolder - nlh).toBeLessThanOrEqual(2 + touched.length - ranges.length);
+
+    // Healthy followers (of a known leader) are checked once per HEALTHY_RECHECK_SCANS scans, suspect ones every scan:
+    // the scans in between look up only the suspects (before: one meta2 scan per followed range per scan).
+    const suspects = (): number => c.store(0).allReplicas().filter((r) => !r.isLeader() && !r.ownsValidLease() && isSuspectReplica(r)).length;
+    for (let scan = 1; scan < HEALTHY_RECHECK_SCANS; scan++) {
+      const before = suspects();
+      const n = await gc.runOnce();
+      expect(n).toBeLessThanOrEqual(Math.max(before, suspects()));
+    }
+    // The HEALTHY_RECHECK_SCANS-th scan after the first checks the healthy followers again.
+    expect(await gc.runOnce()).toBeGreaterThan(0);
   }, 60_000);
 });
