@@ -53,8 +53,9 @@
  * horizon when the replica is created (a restart or a split forgets the
  * reads served before it) or its descriptor widens (a merge brings in reads
  * the right-hand range served).
- * A write below a read is pushed to just above it: a transactional batch
- * then returns its new timestamp (BatchResponse.timestamp), which the
+ * A write below a read is pushed to just above it (a read of its own
+ * transaction too, when above the write: the cache's one maximum per key may
+ * hide other reads beneath it). A transactional batch then returns its new timestamp (BatchResponse.timestamp), which the
  * coordinator refreshes to; a batch that commits (EndTxn) is refused with
  * TxnRetryError(RETRY_SERIALIZABLE) instead, since its reads were not
  * validated at the pushed timestamp.
@@ -437,7 +438,10 @@ export class ReplicaConcurrency {
       const s = q as { key: Buffer; endKey?: Buffer };
       if (isLocal(s.key)) continue;
       const r = this.tscache.getMax({ key: s.key, endKey: s.endKey ?? null });
-      if (own !== undefined && r.txnId === own) continue;
+      // The transaction's own read is no reason to move — unless it lies above the write: the cache keeps one maximum
+      // per key, so it may hide other transactions' reads between the two (a read its coordinator never learnt of: a
+      // locking read bumped by evaluateReads in a batch whose other part failed elsewhere).
+      if (own !== undefined && r.txnId === own && tsLessEq(r.ts, h.timestamp)) continue;
       if (tsLessEq(h.timestamp, r.ts) && (max === null || tsLess(max, r.ts))) max = r.ts;
     }
     if (max === null) return h;
