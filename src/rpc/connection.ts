@@ -62,7 +62,7 @@ import {
   type Envelope,
   MessageKind,
 } from './envelope.js';
-import { abandonedCallError, connectionLostError, RpcError, unavailableError } from './errors.js';
+import { abandonedCallError, connectionLostError, RpcError, unavailableError, unknownMethodError } from './errors.js';
 import type { FaultHook } from './fault-hook.js';
 import { beginFrame, encodeFrame, endFrame, FRAME_HEADER_BYTES, FrameDecoder } from './frame.js';
 import { clusterIdConflict, decodeHandshake, encodeHandshake, type Handshake } from './handshake.js';
@@ -532,7 +532,7 @@ export class Connection {
   private serve(env: Envelope): void {
     const handler = this.host.handler(env.method);
     if (handler === undefined) {
-      this.respondError(env, new RpcError('rpc.unknown_method', `rpc: n${this.host.nodeId} has no handler for method ${env.method}`));
+      this.respondError(env, unknownMethodError(this.host.nodeId, env.method));
       return;
     }
     let result: ReturnType<RpcHandler>;

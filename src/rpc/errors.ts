@@ -14,7 +14,10 @@
  *   rpc.cluster_id_mismatch no         no         handshake: the peer belongs to another cluster
  *   rpc.node_id_mismatch    no         no         handshake: the address is another node
  *   rpc.version_mismatch    no         no         handshake: incompatible protocol
- *   rpc.unknown_method      no         no         the peer has no handler for the method
+ *   rpc.unknown_method      yes        no         the peer has no handler for the method: the
+ *                                                 request never ran (a restarting node accepts
+ *                                                 connections before its store registers the
+ *                                                 KV methods) — another replica may serve it
  *   rpc.message_too_large   no         no         the message cannot fit a frame
  *   rpc.internal            no         no         the remote handler failed with a non-Cairn error
  *   rpc.closed              no         no         this RpcContext was closed
@@ -50,6 +53,14 @@ export function abandonedCallError(code: 'rpc.timeout' | 'rpc.canceled', peer: s
     retryable: !sent,
     ambiguous: sent,
     sqlState: sent ? '40003' : '57014',
+  });
+}
+
+/** The peer has no handler for the method (see the table): nothing ran, so it is safe to retry elsewhere. */
+export function unknownMethodError(nodeId: number, method: number): RpcError {
+  return new RpcError('rpc.unknown_method', `rpc: n${nodeId} has no handler for method ${method} (not served there, or not yet: a node still starting)`, {
+    retryable: true,
+    sqlState: '57P03',
   });
 }
 

@@ -40,7 +40,7 @@ import type { Logger } from '../util/log.js';
 import { BufReader } from './codec.js';
 import { crashIfBug } from './connection.js';
 import { decodeErrorPayload, encodeErrorPayload, ENVELOPE_MAX_OVERHEAD } from './envelope.js';
-import { abandonedCallError, connectionLostError, RpcError, unavailableError } from './errors.js';
+import { abandonedCallError, connectionLostError, RpcError, unavailableError, unknownMethodError } from './errors.js';
 import { FRAME_HEADER_BYTES } from './frame.js';
 import type { CallOptions, RpcHandler } from './transport.js';
 
@@ -126,7 +126,7 @@ export class LocalCalls {
     this.calls++;
     const handler = this.host.handler(call.method);
     if (handler === undefined) {
-      this.fail(call, new RpcError('rpc.unknown_method', `rpc: n${this.host.nodeId} has no handler for method ${call.method}`));
+      this.fail(call, unknownMethodError(this.host.nodeId, call.method));
       return;
     }
     let result: ReturnType<RpcHandler>;

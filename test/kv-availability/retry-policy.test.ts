@@ -19,7 +19,7 @@ import { describe, it, expect } from 'vitest';
 import { DistSender } from '../../src/kv/dist-sender.js';
 import { NotLeaseHolderError, type BatchHeader, type BatchRequest, type BatchResponse, type Lease, type RangeDescriptor, type ReplicaDescriptor, type Request } from '../../src/kv/api.js';
 import type { NodeDialer } from '../../src/kv/kv-client.js';
-import { abandonedCallError, connectionLostError, unavailableError } from '../../src/rpc/errors.js';
+import { abandonedCallError, connectionLostError, unavailableError, unknownMethodError } from '../../src/rpc/errors.js';
 import { CairnError } from '../../src/util/errors.js';
 import { KEY_MAX, KEY_MIN } from '../../storage/keys.js';
 
@@ -31,7 +31,7 @@ const TXN = {} as NonNullable<BatchHeader['txn']>; // only its presence matters 
 const key = Buffer.from('\x90k', 'latin1');
 const OK: BatchResponse = { now: ZERO, timestamp: ZERO, responses: [{ kind: 'get', value: null, ts: ZERO }] };
 
-type Behaviour = 'ok' | 'lost' | 'unavailable' | 'nlh' | 'hang';
+type Behaviour = 'ok' | 'lost' | 'unavailable' | 'nlh' | 'hang' | 'starting';
 
 /** A NodeDialer whose answer per node is scripted; records the calls. */
 class ScriptedDialer implements NodeDialer {
@@ -46,6 +46,8 @@ class ScriptedDialer implements NodeDialer {
         return Promise.reject(connectionLostError(`n${nodeId}`, 1, 'peer gone'));
       case 'nlh':
         return Promise.reject(new NotLeaseHolderError(1, LEASE_N1, null));
+      case 'starting': // a restarted node accepts connections before its store registers the KV methods
+        return Promise.reject(unknownMethodError(nodeId, 100));
       case 'hang':
         return new Promise((_, reject) => opts?.signal?.addEventListener('abort', () => reject(abandonedCallError('rpc.canceled', `n${nodeId}`, 1, true))));
       default:
@@ -101,6 +103,16 @@ describe('after a replica stops answering', () => {
     expect(e.code).toBe('kv.ambiguous_result');
     expect(e.sqlState).toBe('40003');
     expect(bad.dialer.calls).toEqual([1, 2, 3]); // no re-division after an ambiguous send
+  });
+
+  it('a node without the Batch handler yet (restarting) is skipped for every kind of batch: the request never ran', async () => {
+    for (const b of [batch([get]), batch([put], true), batch([put, endTxn], true), batch([put])]) {
+      const { ds, dialer } = sender({ 1: 'starting', 2: 'ok', 3: 'ok' });
+      expect(await ds.send(b)).toBe(OK);
+      expect(dialer.calls).toEqual([1, 2]);
+    }
+    const e = await failure(sender({ 1: 'starting', 2: 'starting', 3: 'starting' }).ds.send(batch([put, endTxn], true)));
+    expect([e.retryable, e.ambiguous]).toEqual([true, false]);
   });
 
   it('a commit and a non-transactional write are ambiguous at once, not retried', async () => {

@@ -163,7 +163,7 @@ describe('round trips', () => {
     expect(e2.code).toBe('rpc.internal');
     expect(e2.message).toMatch(/boom/);
     const e3 = await rejection(n1.ctx.call(2, 77, Buffer.alloc(0)));
-    expect(e3.code).toBe('rpc.unknown_method');
+    expect([e3.code, e3.retryable, e3.ambiguous]).toEqual(['rpc.unknown_method', true, false]); // never ran: safe elsewhere
   });
 
   it('finds peers through the resolve option when no address was set', async () => {
