@@ -233,7 +233,7 @@ async function inProcessOps(o: Opts, nodes: number): Promise<void> {
       }
       return (d.user + d.system) / total;
     };
-    await run(Math.min(o.ops, 3000)); // warm-up: caches, leases, JIT
+    await run(Math.max(o.ops, 10_000)); // warm-up: caches, leases, JIT (3,000 left the first measured run ~1.5–2× the others)
     // Calls the nodes served to themselves in process (local-call.ts): those of the gateway that leases the range.
     const localCalls = (): number => Array.from({ length: nodes }, (_, i) => c.node(i).rpc?.local.calls ?? 0).reduce((a, b) => a + b, 0);
     const l0 = localCalls();
