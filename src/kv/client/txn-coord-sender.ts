@@ -17,6 +17,18 @@
  *                                         from the read ts to the new ts; success moves
  *                                         the read ts up (no restart), failure is a
  *                                         retryable TxnRetryError with its reason
+ *                   a (non-committing) write refused as pushed by the tscache
+ *                                       → carried refresh: the next attempt is sent at the
+ *                                         named ts with the Refresh(Range)s of every read
+ *                                         span at the head of its batch, evaluated with the
+ *                                         write under its latches (one range) — a refresh
+ *                                         enters the tscache, so refreshing first and then
+ *                                         resending let concurrent writers of a span they
+ *                                         all read push each other's writes for ever (the
+ *                                         g2 stall of issue 9: no intent ever written, every
+ *                                         refresh succeeds, MAX_RETRIES rounds); now a failed
+ *                                         attempt enters nothing and the first write to land
+ *                                         fails the others' refreshes
  *              ─► track read spans (refresh) and lock spans (resolution; also the
  *                 keys of locking reads — FOR UPDATE — whose unreplicated locks
  *                 EndTxn and resolution release on the leaseholders)
@@ -382,15 +394,26 @@ export class TxnCoordSender {
     let readsNoted = false;
     let provedNoted = false;
     let pushRetried = false;
+    // A write of this segment was refused as pushed by the timestamp cache: the next attempt carries the refresh of
+    // the read spans to this timestamp in its own batch (carried refresh, see the header).
+    let refreshWith: Timestamp | null = null;
     for (let attempt = 0; ; attempt++) {
       const all: readonly Request[] = end === null ? chained.requests : [...chained.requests, this.endTxnRequest(inFlight)];
       if (all.length === 0) return [];
       let res: BatchResponse;
+      let carried = 0;
       try {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
+        if (refreshWith !== null && !tsLess(this.readTs, refreshWith)) refreshWith = null;
         this.committing = end !== null;
         const observed = this.observed === undefined || this.fixed ? {} : { observedTimestamps: this.observed };
-        const ba = { header: { rangeId: 0, timestamp: this.readTs, txn: this.meta(), uncertaintyLimit: tsMax(this.uncertaintyLimit, this.readTs), ...(pipelined ? { asyncConsensus: true } : {}), ...observed }, requests: all };
+        const head = refreshWith === null ? [] : this.refreshRequests();
+        carried = head.length;
+        // Parts of a carried refresh may succeed on some ranges while the batch fails: like refreshTo, mark it sent.
+        if (carried > 0) this.refreshedTo = tsMax(this.refreshedTo, refreshWith as Timestamp);
+        const ts = refreshWith ?? this.readTs;
+        const txn = refreshWith === null ? this.meta() : { ...this.meta(), writeTimestamp: refreshWith };
+        const ba = { header: { rangeId: 0, timestamp: ts, txn, uncertaintyLimit: tsMax(this.uncertaintyLimit, ts), ...(pipelined && carried === 0 ? { asyncConsensus: true } : {}), ...observed }, requests: carried === 0 ? all : [...head, ...all] };
         // Test-only (CAIRN_CRASH_POINT, src/kv/crash-point.ts): off in production, where `armed` is false.
         res = await (crashPoint.armed && end !== null ? sendAtCrashPoint(this.ctx.sender, ba) : this.ctx.sender.send(ba));
       } catch (e) {
@@ -408,13 +431,38 @@ export class TxnCoordSender {
           continue;
         }
         if (attempt >= MAX_RETRIES) throw this.fail(e);
+        const pushedTo = end === null && writes ? this.cachePushOf(e) : null;
+        if (pushedTo !== null) {
+          refreshWith = refreshWith === null ? pushedTo : tsMax(refreshWith, pushedTo);
+          continue;
+        }
+        if (carried > 0 && e instanceof CairnError && e.code === 'kv.refresh_failed') {
+          this.ctx.metrics.refreshes++;
+          this.ctx.metrics.refreshFailures++;
+          throw this.fail(new TxnRetryError('RETRY_SERIALIZABLE', e.message));
+        }
+        if (carried > 0 && !(e instanceof CairnError && e.ambiguous)) {
+          // Whatever else the attempt met (a cput's actual value, a newer version, an intent) it met at refreshWith,
+          // above the reads not yet validated there — a failed cput would report a value from our future. Validate the
+          // reads there on their own (the old path) and evaluate the segment again at that timestamp.
+          await this.refreshTo(refreshWith as Timestamp, 'RETRY_SERIALIZABLE');
+          refreshWith = null;
+          continue;
+        }
         // A locking read conflicts like a write, whatever the timestamps: it pushes to abort, as writers do.
         await this.handleError(e, writes || end !== null || locking.length > 0);
         continue;
       }
+      if (carried > 0) {
+        // The carried refresh succeeded with the batch: the reads hold up to refreshWith.
+        this.ctx.metrics.refreshes++;
+        this.readTs = this.writeTs = refreshWith as Timestamp;
+        refreshWith = null;
+      }
       this.observed = mergeObservedTimestamps(this.observed, res.observedTimestamps);
-      // The chained QueryIntents proved their writes; a pipelined segment's writes are in flight from now on.
-      if (!provedNoted) this.pipeliner.onSuccess(chained.proved, pipelined ? reqs : null, this.seq);
+      // The chained QueryIntents proved their writes; a pipelined segment's writes are in flight from now on (a batch
+      // that carried a refresh was not pipelined: its writes applied before the answer).
+      if (!provedNoted) this.pipeliner.onSuccess(chained.proved, pipelined && carried === 0 ? reqs : null, this.seq);
       provedNoted = true;
       if (!writes && end === null && tsLess(this.writeTs, res.timestamp)) {
         // A leaseholder served this segment's reads above our timestamp (a locking read met a newer version and
@@ -439,7 +487,7 @@ export class TxnCoordSender {
       }
       if (end !== null) this.afterCommit(res.responses[res.responses.length - 1] as TxnRecordResponse);
       if ((writes || locking.length > 0) && !this.recordCreated && this.stopHeartbeat === null && this.state === 'pending') this.startHeartbeat();
-      const off = chained.proved.length;
+      const off = carried + chained.proved.length;
       return seg.map((q, i) => toKvResult(q, res.responses[i + off] as Response));
     }
   }
@@ -500,6 +548,18 @@ export class TxnCoordSender {
     throw this.fail(e);
   }
 
+  /**
+   * The timestamp a write of a (non-committing) segment was refused at because the timestamp cache pushed it
+   * (ReplicaConcurrency.prepare names it), when the next attempt may carry the refresh there; null otherwise (the
+   * error is handled as before: no read spans — nothing to refresh —, a read set over budget, a fixed timestamp).
+   */
+  private cachePushOf(e: unknown): Timestamp | null {
+    if (!(e instanceof CairnError) || e.code !== 'kv.txn_retry') return null;
+    if (this.readSpans.size === 0 || this.readSpans.overBudget || this.fixed || this.commitTsFixed) return null;
+    const named = retryTimestampOf(e);
+    return named === null ? null : tsMax(named, this.writeTs);
+  }
+
   /** Where a commit refused as pushed must move: above the record's pushed timestamp and the clock. */
   private async pushedTimestamp(e: CairnError): Promise<Timestamp> {
     const named = retryTimestampOf(e);
@@ -550,7 +610,7 @@ export class TxnCoordSender {
     if (this.readSpans.overBudget) throw this.fail(new TxnRetryError(reason, 'the read set is too large to refresh'));
     if (this.readSpans.size > 0) {
       this.refreshedTo = tsMax(this.refreshedTo, ts);
-      const requests: Request[] = this.readSpans.spans().map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
+      const requests = this.refreshRequests();
       try {
         const res = await this.ctx.sender.send({ header: { rangeId: 0, timestamp: ts, txn: { ...this.meta(), writeTimestamp: ts } }, requests });
         this.observed = mergeObservedTimestamps(this.observed, res.observedTimestamps);
@@ -561,6 +621,11 @@ export class TxnCoordSender {
       }
     }
     this.readTs = this.writeTs = ts;
+  }
+
+  /** Refresh(Range) of every read span from the read timestamp (to the timestamp of the batch carrying them). */
+  private refreshRequests(): Request[] {
+    return this.readSpans.spans().map((s) => (s.endKey === null ? { kind: 'refresh', key: s.key, refreshFrom: this.readTs } : { kind: 'refreshRange', key: s.key, endKey: s.endKey, refreshFrom: this.readTs }));
   }
 
   private noteReads(seg: readonly KVRequest[]): void {
