@@ -91,9 +91,15 @@ export class OpAbort extends CairnError {
   }
 }
 
+/** SQLSTATE classes whose code alone says nothing useful (internal and system errors): the history keeps the message too. */
+const EXPLAINED_CLASSES = new Set(['XX', '58']);
+
 function errorName(e: unknown): string {
   if (e instanceof OpAbort) return e.message;
-  return sqlStateOf(e) ?? (e instanceof Error ? e.message : String(e));
+  const state = sqlStateOf(e);
+  if (state === undefined) return e instanceof Error ? e.message : String(e);
+  if (!EXPLAINED_CLASSES.has(state.slice(0, 2)) || !(e instanceof Error)) return state;
+  return `${state}: ${e.message.slice(0, 300)}`;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { Op } from '../../jepsen-style/history/history.js';
 import { AmbiguousResultError, CairnError, isCairnError } from '../../src/util/index.js';
 import { HistoryRecorder } from '../../jepsen-style/history/recorder.js';
 import { outcomeOfError } from '../../jepsen-style/history/outcome.js';
+import { runTxn, type SqlConn, type WorkloadOptions } from '../../jepsen-style/workloads/workload.js';
 
 describe('pairHistory', () => {
   it('pairs invocations with completions; info and missing completions are pending forever', () => {
@@ -218,5 +219,25 @@ describe('outcomeOfError (DESIGN.md §6: unknown outcome → info, always)', () 
     expect(outcomeOfError(new CairnError('kv.retry', 'retry', { retryable: true }))).toBe('fail');
     expect(outcomeOfError(pg('08006'), { readOnly: true })).toBe('fail');
     expect(outcomeOfError(pg('08001'), { notSent: true })).toBe('fail');
+  });
+});
+
+describe('runTxn records what an error was', () => {
+  const failing = (e: Error): SqlConn => ({
+    query: async (text) => {
+      if (text.startsWith('BEGIN') || text === 'ROLLBACK') return { rows: [], rowCount: 0 };
+      throw e;
+    },
+  });
+  const pg = (code: string, message: string) => Object.assign(new Error(message), { code });
+  const op = { f: 'transfer', value: 1 };
+  const opts = { isolation: 'serializable' } as WorkloadOptions;
+
+  it('keeps the message of internal (XX) and system (58) errors, the SQLSTATE alone otherwise', async () => {
+    const run = (e: Error) => runTxn(failing(e), opts, op, false, async () => failing(e).query('UPDATE t SET v = 1'));
+    expect(await run(pg('XX000', 'kv: something broke'))).toEqual({ type: 'fail', value: 1, error: 'XX000: kv: something broke' });
+    expect(await run(pg('58000', 'server: n2 is not serving'))).toEqual({ type: 'fail', value: 1, error: '58000: server: n2 is not serving' });
+    expect(await run(pg('40001', 'restart transaction'))).toEqual({ type: 'fail', value: 1, error: '40001' });
+    expect((await run(pg('XX000', 'y'.repeat(1000)))).error).toHaveLength('XX000: '.length + 300);
   });
 });
