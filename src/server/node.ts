@@ -1249,21 +1249,23 @@ export class Node {
     });
     m.gaugeFunc('cairn_sql_connections_total', 'SQL connections accepted', () => this.sql.connections);
     m.gaugeFunc('cairn_sql_open_connections', 'SQL connections whose socket is open', () => this.sql.openConnections);
-    const txn = (k: keyof TxnDB['metrics']): (() => number) => () => this.txnDb?.metrics[k] ?? 0;
-    m.counterFunc('cairn_txn_commits_total', 'Transactions committed by coordinators on this node', txn('commits'));
-    m.counterFunc('cairn_txn_aborts_total', 'Transactions rolled back or aborted by coordinators on this node', txn('aborts'));
-    m.counterFunc('cairn_txn_restarts_total', 'Transaction restarts (new epoch)', txn('restarts'));
-    m.counterFunc('cairn_txn_refreshes_total', 'Read-span refreshes', txn('refreshes'));
-    m.counterFunc('cairn_txn_refresh_failures_total', 'Read-span refreshes that failed', txn('refreshFailures'));
-    m.counterFunc('cairn_txn_one_phase_commits_total', 'Commits in one Raft round (1PC)', txn('onePhaseCommits'));
-    m.counterFunc('cairn_txn_parallel_commits_total', 'Commits through a STAGING record (parallel commit)', txn('parallelCommits'));
-    const push = (k: keyof TxnDB['pusher']['metrics']): (() => number) => () => this.txnDb?.pusher.metrics[k] ?? 0;
-    m.counterFunc('cairn_txn_pushes_total', 'PushTxn requests sent by this node\'s transactions', push('pushes'));
-    m.counterFunc('cairn_txn_push_waits_total', 'Unsuccessful pushes followed by a wait', push('waits'));
-    m.counterFunc('cairn_txn_deadlocks_broken_total', 'Waits-for cycles broken by a force push', push('deadlocksBroken'));
-    m.counterFunc('cairn_txn_recoveries_total', 'STAGING records recovered by pushers', push('recoveries'));
-    m.counterFunc('cairn_txn_lock_wait_timeouts_total', 'Pushers that gave up waiting (kv.lock_wait_timeout)', push('lockWaitTimeouts'));
-    m.gaugeFunc('cairn_txn_pushers_waiting', 'Requests of this node\'s transactions pushing a conflicting transaction right now', push('inFlight'));
+    // The coordinators' and their pusher's counters (TxnDB.metrics, TxnPusher.metrics): what a stalled workload is doing.
+    const txnCounters: readonly [string, string, () => number][] = [
+      ['commits', 'Transactions committed by coordinators on this node', () => this.txnDb?.metrics.commits ?? 0],
+      ['aborts', 'Transactions rolled back or aborted by coordinators on this node', () => this.txnDb?.metrics.aborts ?? 0],
+      ['restarts', 'Transaction restarts (new epoch)', () => this.txnDb?.metrics.restarts ?? 0],
+      ['refreshes', 'Read-span refreshes', () => this.txnDb?.metrics.refreshes ?? 0],
+      ['refresh_failures', 'Read-span refreshes that failed', () => this.txnDb?.metrics.refreshFailures ?? 0],
+      ['one_phase_commits', 'Commits in one Raft round (1PC)', () => this.txnDb?.metrics.onePhaseCommits ?? 0],
+      ['parallel_commits', 'Commits through a STAGING record (parallel commit)', () => this.txnDb?.metrics.parallelCommits ?? 0],
+      ['pushes', "PushTxn requests sent by this node's transactions", () => this.txnDb?.pusher.metrics.pushes ?? 0],
+      ['push_waits', 'Unsuccessful pushes followed by a wait', () => this.txnDb?.pusher.metrics.waits ?? 0],
+      ['deadlocks_broken', 'Waits-for cycles broken by a force push', () => this.txnDb?.pusher.metrics.deadlocksBroken ?? 0],
+      ['recoveries', 'STAGING records recovered by pushers', () => this.txnDb?.pusher.metrics.recoveries ?? 0],
+      ['lock_wait_timeouts', 'Pushers that gave up waiting (kv.lock_wait_timeout)', () => this.txnDb?.pusher.metrics.lockWaitTimeouts ?? 0],
+    ];
+    for (const [name, help, read] of txnCounters) m.counterFunc(`cairn_txn_${name}_total`, help, read);
+    m.gaugeFunc('cairn_txn_pushers_waiting', "Requests of this node's transactions pushing a conflicting transaction right now", () => this.txnDb?.pusher.metrics.inFlight ?? 0);
     m.gaugeFunc('cairn_node_id', 'This node id (0 while joining)', () => this.rpc.nodeId);
     m.gaugeFunc('cairn_clock_skew_injected_micros', 'Physical clock skew injected through /_admin/clock', () => this.clockSkewMicros);
   }
