@@ -13,7 +13,9 @@
  *            ─► evaluate ─► an intent the lock table did not know
  *                           (WriteIntentError) becomes a discovered lock and the
  *                           request waits for it (handleWriteIntentError)
- *            ─► finish(h): the batch's reads enter the timestamp cache; push/query
+ *            ─► finish(h): the batch's reads enter the timestamp cache (with the
+ *                          keys conditional puts read: their intents may be rolled
+ *                          back by a savepoint and removed at commit); push/query
  *                          responses get the waiters' ids (deadlock detection);
  *                          onApplied: locks acquired (intents written, FOR UPDATE)
  *                          and released (ResolveIntent, EndTxn's local resolution)
@@ -493,6 +495,10 @@ export class ReplicaConcurrency {
       const q = reqs[i] as Request;
       // A locking read declares its key as written (latches, lock table), but it read it all the same.
       if (isLockingRead(q)) this.tscache.add({ key: q.key, endKey: q.kind === 'get' ? null : q.endKey }, h.timestamp, own);
+      // A conditional put read its key too. Its intent guards that read only while it stands: a savepoint rollback
+      // ignores the write, and resolution at commit removes the intent — a write below the read could then land
+      // unpushed (kvnemesis; CockroachDB #175036). So the read enters the cache, as a failed cput's does.
+      else if (q.kind === 'cput' && !isLocal(q.key)) this.tscache.add({ key: q.key, endKey: null }, h.timestamp, own);
       if (q.kind !== 'pushTxn' && q.kind !== 'queryTxn') continue;
       const res = responses[i] as TxnRecordResponse;
       const pushee = (q.kind === 'pushTxn' ? q.pushee.id : q.txnId).toString('hex');
