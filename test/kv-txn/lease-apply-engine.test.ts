@@ -35,14 +35,6 @@ afterEach(() => {
   Store.prototype.handleRaftMessages = origHandle;
 });
 
-async function until(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 describe('a lease applied together with the previous holder’s writes (issue 5)', () => {
   it('is not served before the batch holding those writes is in the engine', async () => {
     const env = await startTxnCluster(start, { nodes: 3 });
@@ -59,7 +51,7 @@ describe('a lease applied together with the previous holder’s writes (issue 5)
     await put('old');
     const tr = () => c.store(t).replica(d.rangeId);
     const holder = c.store(lh).replica(d.rangeId);
-    await until('the target applied the old value', () => (tr()?.applied.raftAppliedIndex ?? 0) >= (holder?.applied.raftAppliedIndex ?? 1));
+    await c.waitFor(() => (tr()?.applied.raftAppliedIndex ?? 0) >= (holder?.applied.raftAppliedIndex ?? 1), 20_000, 'the target applied the old value');
 
     // The target hears nothing of the range while X commits and the lease moves to it.
     let drop = true;
@@ -85,7 +77,7 @@ describe('a lease applied together with the previous holder’s writes (issue 5)
       return write(b, o);
     };
     drop = false;
-    await until('the target staged its new lease', () => held !== null);
+    await c.waitFor(() => held !== null, 20_000, 'the target staged its new lease');
     // X was applied in the held batch (the target caught up on X and the transfer at once).
     const xInBatch = (held as unknown as WriteBatch).ops().some((op) => op.value !== null && op.value.includes(Buffer.from('x')) && op.key.subarray(0, k.length).equals(k));
     expect(xInBatch, 'the target applied X in the same batch as its lease').toBe(true);
@@ -100,7 +92,7 @@ describe('a lease applied together with the previous holder’s writes (issue 5)
         (res) => void (answer = (res.responses[0] as GetResponse).value?.toString() ?? null),
         (e: unknown) => void (refused = e),
       );
-    await until('the read answered or waiting for the lease', () => answer !== undefined || refused !== null || (tr()?.leaseApplyWaiters ?? 0) > 0);
+    await c.waitFor(() => answer !== undefined || refused !== null || (tr()?.leaseApplyWaiters ?? 0) > 0, 20_000, 'the read answered or waiting for the lease');
     const before = answer;
     (release as unknown as () => void)();
     await read;
