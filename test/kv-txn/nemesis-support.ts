@@ -577,7 +577,7 @@ export function dumpRanges(c: TestCluster): string {
       const l = r.lease;
       lines.push(
         `n${i + 1} r${r.rangeId} init=${r.initialized} rid=${r.replicaId} gen=${r.desc.generation} [${reps}] raft{state=${rf.state} term=${rf.term} lead=${rf.lead} commit=${rf.raftLog.committed} applied=${rf.raftLog.applied}} ` +
-          `lease=${l === null ? '-' : `r${l.replica.replicaId}@n${l.replica.nodeId} seq${l.sequence}`} valid=${r.ownsValidLease(c.node(i).clock.now())} pending=${r.pendingProposals}`,
+          `lease=${l === null ? '-' : `r${l.replica.replicaId}@n${l.replica.nodeId} seq${l.sequence}`} valid=${r.ownsValidLease(c.node(i).clock.now())} pending=${r.pendingProposals} leaseApplyWaiters=${r.leaseApplyWaiters}`,
       );
     }
   }
