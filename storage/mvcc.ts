@@ -123,7 +123,8 @@ export class WriteTooOldError extends CairnError {
 export class WriteIntentError extends CairnError {
   override name = 'WriteIntentError';
   constructor(readonly intents: readonly Intent[]) {
-    super('mvcc.write_intent', `mvcc: conflicting intents on ${intents.map((i) => prettyKey(i.key)).join(', ')}`, { sqlState: '40001' });
+    const named = intents.slice(0, 5).map((i) => prettyKey(i.key)).join(', ');
+    super('mvcc.write_intent', `mvcc: conflicting intents on ${named}${intents.length > 5 ? ` and ${intents.length - 5} more` : ''}`, { sqlState: '40001' });
   }
 }
 

@@ -105,6 +105,13 @@ export const DEFAULT_PUSH_DELAY_MS = 100;
  */
 export const DEFAULT_PUSH_AFTER_DELAYS = 3;
 
+/**
+ * The most intents of one blocker a waiter hands its client in one
+ * WriteIntentError (CockroachDB's max_intents_per_error is 5,000): the
+ * client pushes once and resolves them in one batch (IntentResolver pages it).
+ */
+const MAX_INTENTS_PER_PUSH = 5_000;
+
 /** Server-side timestamp bumps of a read batch whose locking reads met newer versions. */
 const MAX_READ_BUMPS = 3;
 
@@ -180,8 +187,12 @@ export class ReplicaConcurrency {
         if (b === undefined || !b.key.equals(o.key) || !b.txn.equals(o.pushee.id)) blockedBy.set(req, (b = { key: o.key, txn: o.pushee.id, delays: 0 }));
         if (++b.delays >= pushAfter) {
           blockedBy.delete(req);
-          // The push itself is the client's (see the header): name the blocker to it.
-          return Promise.reject(new WriteIntentError([{ key: o.key, txn: o.pushee as TxnMeta }]));
+          // The push itself is the client's (see the header): name the blocker to it, with every intent of the
+          // blocker in this request's way — one push then resolves them all in one batch (a reader behind a bulk
+          // writer's thousands of intents would otherwise pay push delays and a push per intent).
+          const keys = this.manager.lockTable.intentsHeldBy(o.pushee, req.lockSpans, MAX_INTENTS_PER_PUSH);
+          if (!keys.some((k) => k.equals(o.key))) keys.unshift(o.key);
+          return Promise.reject(new WriteIntentError(keys.map((key) => ({ key, txn: o.pushee as TxnMeta }))));
         }
         // Keep the place in the queue and wait another delay (sequenceReq re-scans with the same guard).
         return Promise.resolve();
