@@ -17,6 +17,10 @@
  *                its commit timestamp (its own earlier writes included) —
  *                together: the committed history is serializable in
  *                commit-timestamp order.
+ *   tracer       — (RpcTracer) every RPC of every transaction, with the
+ *                serving node/range/lease and the evaluation timestamp; a
+ *                violation prints the violator's and the nearby writers'
+ *                traces (which read was a refresh, who was pushed, when).
  */
 import { CairnError } from '../../src/util/errors.js';
 import { compareTimestamps, formatTimestamp, tsEqual, tsLess, tsPrev, MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
