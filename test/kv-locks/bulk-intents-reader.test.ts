@@ -24,7 +24,7 @@ import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 
 const start = autoCloseClusters();
 
-const N = 1200;
+const N = 6000;
 /** N keys inside the range [tkey(10), tkey(20)), apart from the writer's anchor tkey(1) in the first range. */
 const bulkKey = (i: number): Buffer => Buffer.concat([tkey(15), Buffer.from(String(i).padStart(5, '0'))]);
 
