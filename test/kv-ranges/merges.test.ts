@@ -73,7 +73,12 @@ describe('merges', () => {
     // Killed after the freeze of [150, max): the queues complete the merge into [100, 150).
     await expect(adminMerge(ds, key(100), { afterFreeze: killed })).rejects.toThrow('driver killed');
     await restartAll();
-    for (let i = 0; i < 20 && descriptors(c).length > 3; i++) await runQueues();
+    // After a full restart the ranges elect leaders only as requests wake them: a queue round that found no leader
+    // did nothing, so each round waits for leaders first (20 rounds that all ran before any election proved nothing).
+    for (let i = 0; i < 20 && descriptors(c).length > 3; i++) {
+      await c.waitFor(() => descriptors(c).every((d) => c.leader(d.rangeId) >= 0), 10_000, 'a leader on every range');
+      await runQueues();
+    }
     expect(descriptors(c).length).toBe(3);
     await repairUntil(c, () => new KvClient(distSender(c, 0)), runQueues);
     await expectAllKeys(new KvClient(ds), N);
