@@ -23,7 +23,7 @@
  */
 import { afterAll, beforeAll, describe, it, expect } from 'vitest';
 import { Prng } from '../../src/util/prng.js';
-import { formatTimestamp, tsLess, tsLessEq, type Timestamp } from '../../src/util/hlc.js';
+import { formatTimestamp, tsLess, tsLessEq, ZERO_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import { CairnError } from '../../src/util/errors.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import type { Sender } from '../../src/kv/kv-client.js';
@@ -47,11 +47,13 @@ function rangeOf(c: TestCluster, k: Buffer): number {
   return d.rangeId;
 }
 
-async function moveLease(c: TestCluster, k: Buffer, to: number): Promise<void> {
+async function moveLease(c: TestCluster, ds: Sender, k: Buffer, to: number): Promise<void> {
   const rangeId = rangeOf(c, k);
   const d = descriptors(c).find((x) => x.rangeId === rangeId);
   const target = d?.replicas.find((r) => r.nodeId - 1 === to);
   if (target === undefined) throw new Error(`no replica of r${rangeId} on n${to + 1}`);
+  // An idle range's lease lapses (a loaded machine can take longer than a lease here): a read makes a replica take it.
+  if (c.leaseholder(rangeId) < 0) await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: k }] });
   await c.waitFor(() => c.leaseholder(rangeId) >= 0, 10_000, `a leaseholder of r${rangeId}`);
   const lh = c.leaseholder(rangeId);
   if (lh !== to) await c.store(lh).transferLease(rangeId, target.replicaId);
@@ -72,8 +74,8 @@ async function clocksPass(c: TestCluster, ts: Timestamp): Promise<void> {
 let env: TxnEnv & { db: TxnDB };
 beforeAll(async () => {
   const e = await startTxnCluster((o) => TestCluster.start(o), { nodes: 3, maxOffsetMicros: MAX_OFFSET, splits: [SPLIT], settings: { leaseDurationMicros: 6_000_000 } });
-  await moveLease(e.c, tkey(1), N);
-  await moveLease(e.c, tkey(200), M);
+  await moveLease(e.c, e.ds[0]!, tkey(1), N);
+  await moveLease(e.c, e.ds[0]!, tkey(200), M);
   // A lease taken from another replica raises the new holder's guard floor to now + 2 max offsets: let it pass.
   await clocksPass(e.c, { wall: e.c.node(0).clock.now().wall + 2 * MAX_OFFSET, logical: 0 });
   env = { ...e, db: e.dbs[0] as TxnDB };
@@ -254,7 +256,7 @@ describe('observed timestamps narrow the uncertainty limit per node (issue 5)', 
     const observed = observedTimestampOf(t.observedTimestamps(), N + 1) as Timestamp;
     await clocksPass(c, observed);
     const w = await write(db, [J], 'w'); // on n3, under B's lease there, above n2's reading
-    await moveLease(c, J, N); // B's lease moves to n2 after T's observation of n2
+    await moveLease(c, env.ds[0]!, J, N); // B's lease moves to n2 after T's observation of n2
     const start = leaseStart(c, J, N);
     expect(tsLess(observed, w) && tsLessEq(w, start), `observed ${formatTimestamp(observed)} < w ${formatTimestamp(w)} ≤ lease start ${formatTimestamp(start)}`).toBe(true);
     expect(tsLessEq(w, { wall: readTs.wall + MAX_OFFSET, logical: 0 })).toBe(true);
