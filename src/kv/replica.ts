@@ -42,6 +42,19 @@
  *   lease it was evaluated under is gone before any copy reached Raft (it
  *   can never apply, and is in no log) → NotLeaseHolderError.
  *
+ *   A timed-out request is answered ambiguous, but its command stays pending
+ *   (re-proposed like any other) and the request keeps its latches until the
+ *   command finishes: it applies (the lock table and the timestamp cache then
+ *   learn it as any applied write's), or it is rejected for good (the lease
+ *   changed, the MLI re-proposal path's own rules), or the replica stops
+ *   (CockroachDB keeps a cancelled proposal's latches the same way). Releasing
+ *   them at the timeout let a read on the leaseholder miss the command — no
+ *   latch, no intent in the engine yet — and record its timestamp, and the
+ *   command then applied below it (test/kv-txn/proposal-timeout-latches). A
+ *   command that cannot reach a quorum thus holds its latches until it can
+ *   (or its lease moves); lease requests, which answer nobody else, are still
+ *   abandoned at the timeout.
+ *
  * Proposal buffer (CockroachDB's propBuf): a command is not handed to Raft
  * at evaluation but queued; the Store's Ready round hands the queue to Raft
  * as ONE proposal (flushProposals), in max-lease-index order. If Raft drops
@@ -53,8 +66,9 @@
  *
  * Re-proposal: a pending command is proposed again (same bytes, same MLI)
  * when the Raft leader changes and every `reproposalTicks` ticks until it
- * applies; after `proposalTimeoutTicks` it answers ambiguous. So a pending
- * command always has a proposal in flight or queued, until it is answered.
+ * applies; after `proposalTimeoutTicks` its client is answered ambiguous
+ * (see "Outcomes": the command stays pending). So a pending command always
+ * has a proposal in flight or queued, until it finishes.
  *
  * Async consensus (write pipelining, api.ts "Async consensus"): a
  * transactional batch of point intent writes (and QueryIntents) flagged
@@ -180,6 +194,13 @@ interface Proposal {
   proposed?: boolean;
   /** Raft dropped the last batch holding it: proposed again at the next tick that knows a leader. */
   dropped?: boolean;
+  /**
+   * Answers the client ambiguous at the proposal timeout while the command
+   * stays pending (its request's latches are held until it finishes; see the
+   * header's "Outcomes"); null once called. Unset for commands whose caller
+   * cannot outlive its answer (lease requests): those are abandoned at the timeout.
+   */
+  timedOut?: ((e: AmbiguousResultError) => void) | null;
 }
 
 /** Deferred effects of one round's applies, run once the apply batch is durable. */
@@ -671,18 +692,22 @@ export class Replica {
       if (canary.ackBeforeQuorum && !isLeaseRequest) resolve({ now: this.ctx.clock.now(), timestamp: h.timestamp, responses });
     });
     if (!this.proposals.has(cmd.cmdId)) return applying;
+    const proposal = p as Proposal;
     if (async !== undefined) {
+      proposal.timedOut = () => undefined; // answered already; the request finishes when the command does
       async(applying);
       return { now: this.ctx.clock.now(), timestamp: h.timestamp, responses };
     }
-    if (onCommit === undefined || isLeaseRequest || !noSideEffects(se)) return applying;
-    const proposal = p as Proposal;
-    const committed = new Promise<BatchResponse>((resolve, reject) => {
-      proposal.committed = resolve;
+    if (onCommit === undefined || isLeaseRequest) return applying;
+    // The caller finishes the request (lock table, timestamp cache, latches) when the command applies or fails for
+    // good; the client's answer may come before: at commit (no side effects), or ambiguous at the proposal timeout.
+    const answer = new Promise<BatchResponse>((resolve, reject) => {
+      if (noSideEffects(se)) proposal.committed = resolve;
+      proposal.timedOut = reject;
       applying.then(resolve, reject);
     });
     onCommit(applying);
-    return committed;
+    return answer;
   }
 
   private assignMaxLeaseIndex(): number {
@@ -888,12 +913,20 @@ export class Replica {
       if (!p.cmd.isLeaseRequest && replicaTestingKnobs.proposalFilter?.(this, p.cmd) === 'drop') {
         this.proposals.delete(p.cmdId);
         p.reject(new AmbiguousResultError(`r${this.rangeId}: command dropped by a testing knob`));
-      } else if (p.age >= s.proposalTimeoutTicks) {
-        this.proposals.delete(p.cmdId);
-        p.reject(new AmbiguousResultError(`r${this.rangeId}: command not applied after ${p.age} ticks`));
-      } else if (p.ticks >= s.reproposalTicks || (p.dropped === true && this.raw.raft.lead !== 0)) {
-        this.repropose(p);
+        continue;
       }
+      if (p.age >= s.proposalTimeoutTicks && p.timedOut !== null) {
+        const e = new AmbiguousResultError(`r${this.rangeId}: command not applied after ${p.age} ticks`);
+        if (p.timedOut === undefined) {
+          this.proposals.delete(p.cmdId);
+          p.reject(e);
+          continue;
+        }
+        // Answered ambiguous, but still pending (see the header's "Outcomes"): its latches stay held until it finishes.
+        p.timedOut(e);
+        p.timedOut = null;
+      }
+      if (p.ticks >= s.reproposalTicks || (p.dropped === true && this.raw.raft.lead !== 0)) this.repropose(p);
     }
     if (this.initialized) {
       this.maintainLease();
