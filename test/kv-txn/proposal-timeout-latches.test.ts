@@ -20,7 +20,7 @@
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
-import { replicaTestingKnobs } from '../../src/kv/replica.js';
+import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
 import { AmbiguousResultError } from '../../src/util/errors.js';
 import type { GetResponse } from '../../src/kv/api.js';
 import { decodeBatchRepr } from '../../storage/engine.js';
@@ -44,15 +44,18 @@ function partition(c: TestCluster, i: number, on: boolean): void {
   }
 }
 
-/** Resolves true if `p` settles within `ms` (a bounded look at whether a request is still blocked). */
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const t = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true, () => true), t]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * Whether a request is answered before it queues behind a conflicting latch of `r`'s range: waits (bounded)
+ * until either happens, and tells which.
+ */
+async function answeredBeforeLatchWait(c: TestCluster, r: Replica, p: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await c.waitFor(() => settled || r.concurrency.latches.metrics().waiting > 0, 10_000, 'the request answered or waiting for a latch');
+  return settled;
 }
 
 /** A 3-node cluster whose r1 lease is on its Raft leader (`lh`), with 10 s leases and the given proposal timeout. */
@@ -91,7 +94,7 @@ describe('a timed-out proposal keeps its latches until its command finishes', ()
     expect(r.isLeader()).toBe(true);
     const readTs: Timestamp = c.node(lh).clock.now();
     const read = store.send({ header: { rangeId: 1, timestamp: readTs }, requests: [{ kind: 'get', key: key('k') }] });
-    const servedBeforeApply = await settlesWithin(read, 150);
+    const servedBeforeApply = await answeredBeforeLatchWait(c, r, read);
     // The command may still apply: it is still pending, under its latches.
     const latched = r.concurrency.latches.writeLatchedAt(key('k'));
     // Heal: the command commits and applies under the same lease (its max lease index is still valid).
@@ -128,7 +131,7 @@ describe('a timed-out proposal keeps its latches until its command finishes', ()
     expect(err).toBeInstanceOf(AmbiguousResultError);
     expect(r.concurrency.latches.writeLatchedAt(key('k'))).toBe(true);
     const read = c.client(lh).get(key('k'));
-    expect(await settlesWithin(read, 150)).toBe(false);
+    expect(await answeredBeforeLatchWait(c, r, read)).toBe(false);
     const target = r.desc.replicas.find((d) => d.replicaId !== r.replicaId)!;
     await store.transferLease(1, target.replicaId);
     // The lease it was proposed under is gone: it can never apply, its latches go, the read is served (elsewhere).
