@@ -40,7 +40,10 @@
  *   apply); the lease changed hands with the command in flight, the proposal
  *   timed out, or the replica/store stopped → AmbiguousResultError; the
  *   lease it was evaluated under is gone before any copy reached Raft (it
- *   can never apply, and is in no log) → NotLeaseHolderError.
+ *   can never apply, and is in no log) → NotLeaseHolderError; a snapshot
+ *   whose lease applied index reached the command's MLI → AmbiguousResultError
+ *   (applied inside the snapshot, or never: a re-proposal under a new MLI
+ *   could apply it twice).
  *
  *   A timed-out request is answered ambiguous, but its command stays pending
  *   (re-proposed like any other) and the request keeps its latches until the
@@ -1158,6 +1161,15 @@ export class Replica {
     assert(this.applied.raftAppliedIndex === index, `kv: r${this.rangeId} snapshot at ${index} carries applied index ${this.applied.raftAppliedIndex}`);
     // The snapshot's state is written: whatever a staged lease waited for is superseded by it.
     this.leaseAppliedDone();
+    // A pending command whose max lease index the snapshot's state has reached was applied inside it or can never
+    // apply; nobody can tell which. Re-proposed, the MLI check would refuse it and, the lease still ours, propose it
+    // again under a new index — applying it a second time. Answer it ambiguous (CockroachDB: "unable to determine
+    // whether command was applied via snapshot").
+    for (const [id, p] of this.proposals) {
+      if (p.cmd.isLeaseRequest || p.cmd.maxLeaseIndex > this.applied.leaseAppliedIndex) continue;
+      this.proposals.delete(id);
+      p.reject(new AmbiguousResultError(`r${this.rangeId}: a snapshot at index ${index} may have applied the command`));
+    }
     const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(this.rangeId)));
     const prev = this.lease;
     this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
