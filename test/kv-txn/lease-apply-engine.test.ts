@@ -22,12 +22,10 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import type { WriteBatch, WriteOptions } from '../../storage/engine.js';
-import { compareBytes } from '../../storage/encoding/bytes.js';
 import { Store } from '../../src/kv/store.js';
 import type { GetResponse } from '../../src/kv/api.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { descriptors } from '../kv-ranges/support.js';
-import { startTxnCluster, tkey } from './support.js';
+import { startTxnCluster, tkey, leaseMoveOf } from './support.js';
 
 const start = autoCloseClusters();
 const origHandle = Store.prototype.handleRaftMessages;
@@ -41,12 +39,7 @@ describe('a lease applied together with the previous holder’s writes (issue 5)
     const { c } = env;
     const ds = env.ds[0] as NonNullable<(typeof env.ds)[0]>;
     const k = tkey(1);
-    const d = descriptors(c).find((x) => compareBytes(x.startKey, k) <= 0 && compareBytes(k, x.endKey) < 0);
-    if (d === undefined) throw new Error('no range');
-    const lh = c.leaseholder(d.rangeId);
-    const target = d.replicas.find((r) => r.nodeId - 1 !== lh);
-    if (target === undefined || lh < 0) throw new Error('no lease target');
-    const t = target.nodeId - 1;
+    const { d, lh, target, t } = leaseMoveOf(c, k);
     const put = (v: string) => ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'put', key: k, value: Buffer.from(v) }] });
     await put('old');
     const tr = () => c.store(t).replica(d.rangeId);

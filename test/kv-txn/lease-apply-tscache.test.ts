@@ -18,10 +18,8 @@
 import { describe, it, expect } from 'vitest';
 import { formatTimestamp, tsLess } from '../../src/util/hlc.js';
 import type { WriteBatch, WriteOptions } from '../../storage/engine.js';
-import { compareBytes } from '../../storage/encoding/bytes.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { descriptors } from '../kv-ranges/support.js';
-import { startTxnCluster, tkey, batch } from './support.js';
+import { startTxnCluster, tkey, batch, leaseMoveOf } from './support.js';
 
 const start = autoCloseClusters();
 
@@ -39,12 +37,7 @@ describe('timestamp cache of a new leaseholder (issue 5)', () => {
     const { c } = env;
     const db = env.dbs[0] as NonNullable<(typeof env.dbs)[0]>;
     const k = tkey(1);
-    const d = descriptors(c).find((x) => compareBytes(x.startKey, k) <= 0 && compareBytes(k, x.endKey) < 0);
-    if (d === undefined) throw new Error('no range');
-    const lh = c.leaseholder(d.rangeId);
-    const target = d.replicas.find((r) => r.nodeId - 1 !== lh);
-    if (target === undefined) throw new Error('no lease target');
-    const t = target.nodeId - 1;
+    const { d, lh, target, t } = leaseMoveOf(c, k);
 
     // Y starts first (its timestamp is below X's read); X reads k on the current leaseholder.
     const y = db.newTxn();

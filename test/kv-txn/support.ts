@@ -5,7 +5,9 @@ import { adminSplit } from '../../src/kv/split.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { TestCluster, TestClusterOptions } from '../support/test-cluster.js';
-import { distSender } from '../kv-ranges/support.js';
+import { descriptors, distSender } from '../kv-ranges/support.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import type { RangeDescriptor, ReplicaDescriptor } from '../../src/kv/api.js';
 import { KVBatch } from '../../sql/kv.js';
 import type { BatchRequest, BatchResponse } from '../../src/kv/api.js';
 import type { Sender } from '../../src/kv/kv-client.js';
@@ -57,4 +59,17 @@ export function withoutObservedTimestamps(s: Sender): Sender {
       return s.send({ header, requests: ba.requests });
     },
   };
+}
+
+/**
+ * The range holding `k`, the node index of its leaseholder and of a replica
+ * that could take the lease (the lease-move tests' starting point).
+ */
+export function leaseMoveOf(c: TestCluster, k: Buffer): { d: RangeDescriptor; lh: number; target: ReplicaDescriptor; t: number } {
+  const d = descriptors(c).find((x) => compareBytes(x.startKey, k) <= 0 && compareBytes(k, x.endKey) < 0);
+  if (d === undefined) throw new Error('no range');
+  const lh = c.leaseholder(d.rangeId);
+  const target = d.replicas.find((r) => r.nodeId - 1 !== lh);
+  if (target === undefined || lh < 0) throw new Error('no lease target');
+  return { d, lh, target, t: target.nodeId - 1 };
 }
