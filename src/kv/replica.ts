@@ -43,7 +43,7 @@
  *   can never apply, and is in no log) → NotLeaseHolderError; a snapshot
  *   whose lease applied index reached the command's MLI → AmbiguousResultError
  *   (applied inside the snapshot, or never: a re-proposal under a new MLI
- *   could apply it twice).
+ *   could apply it twice; test/kv-txn/snapshot-pending-command).
  *
  *   A timed-out request is answered ambiguous, but its command stays pending
  *   (re-proposed like any other) and the request keeps its latches until the
