@@ -16,7 +16,14 @@
  *                each committed transaction's reads equal the MVCC state at
  *                its commit timestamp (its own earlier writes included) —
  *                together: the committed history is serializable in
- *                commit-timestamp order.
+ *                commit-timestamp order. An ambiguous transaction is
+ *                resolved from the data: nothing it wrote may show unless it
+ *                had sent its commit; if a final value of it shows, it
+ *                committed at that value's timestamp and is checked as a
+ *                committed one (all its writes there, its reads there).
+ *                statsMismatches: every replica's MVCC stats equal a recount
+ *                (a command applied twice agrees on every replica, so
+ *                checksums miss it; the stats do not).
  *   tracer       — (RpcTracer) every RPC of every transaction, with the
  *                serving node/range/lease and the evaluation timestamp; a
  *                violation prints the violator's and the nearby writers'
@@ -25,7 +32,10 @@
 import { CairnError } from '../../src/util/errors.js';
 import { compareTimestamps, formatTimestamp, tsEqual, tsLess, tsPrev, MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import { Prng } from '../../src/util/prng.js';
-import { mvccGet } from '../../storage/mvcc.js';
+import { mvccGet, computeStats, addStats } from '../../storage/mvcc.js';
+import { encodeMvccKey } from '../../storage/mvcc-key.js';
+import { LOCAL_MAX, rangeAppliedStateKey, rangeLocalSpan } from '../../storage/keys.js';
+import { decodeAppliedState } from '../../src/kv/api-codec.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { adminMerge } from '../../src/kv/merge.js';
@@ -34,7 +44,7 @@ import type { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { TestCluster } from '../support/test-cluster.js';
-import { descriptors } from '../kv-ranges/support.js';
+import { descriptors, members } from '../kv-ranges/support.js';
 import { KVBatch } from '../../sql/kv.js';
 import { DistSender as DistSenderClass } from '../../src/kv/dist-sender.js';
 import { RpcNodeDialer, type NodeDialer } from '../../src/kv/kv-client.js';
@@ -70,6 +80,8 @@ export interface TxnLog {
   writes: Map<number, string | null>;
   /** Values this txn wrote that must never be visible (earlier attempts, rolled-back savepoints, aborts). */
   discarded: string[];
+  /** Ambiguous only: whether the commit had been sent (else the txn cannot have committed). */
+  commitSent?: boolean;
 }
 
 export interface NemesisOptions {
@@ -115,6 +127,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
     const written: string[] = [];
     let sp: { token: unknown; writes: Map<number, string | null>; nWritten: number } | null = null;
     let committedInBatch = false;
+    let commitSent = false;
     try {
       for (let i = 0; i < nops; i++) {
         const p = plan[i] as number;
@@ -140,8 +153,9 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
           written.push(v);
           if (i === nops - 1 && ending >= 12 && ending % 2 === 0) {
             // The last write rides with the commit (1PC on one range, else a parallel commit).
+            commitSent = true;
+            writes.set(k, v); // before the call: an ambiguous answer leaves it possibly committed
             await txn.commitInBatch(b);
-            writes.set(k, v);
             committedInBatch = true;
             break;
           }
@@ -185,6 +199,7 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
         return log;
       }
       note(name, `attempt ${attempt} ${ending < 12 ? 'rollback' : 'commit'}`);
+      commitSent = true;
       if (!committedInBatch) await txn.commit();
       log.status = 'committed';
       log.id = txn.txnId.toString('hex').slice(0, 8);
@@ -198,9 +213,16 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
       return log;
     } catch (e) {
       if (e instanceof CairnError && e.ambiguous) {
+        // Resolved from the data by the validator: committed (all final writes at one timestamp, reads checked
+        // there) or not (none visible). Without a commit sent it cannot have committed: nothing it wrote may show.
         log.status = 'ambiguous';
+        log.commitSent = commitSent;
         log.id = txn.txnId.toString('hex').slice(0, 8);
         log.writes = writes;
+        log.reads = reads;
+        log.scans = scans;
+        const final = new Set([...writes.values()].filter((x): x is string => x !== null));
+        log.discarded.push(...written.filter((x) => !commitSent || !final.has(x)));
         return log;
       }
       log.discarded.push(...written);
@@ -364,6 +386,43 @@ function dbs(db: TxnDB): TxnDB[] {
 }
 
 /**
+ * Every replica's persisted MVCC stats against a recount of its data (range-
+ * local keys + user data), both read from one engine snapshot (the applied
+ * state and the data it describes are written in one batch, so no apply in
+ * flight can skew the comparison). A command applied twice (06852b9's shape)
+ * leaves every replica agreeing — checksums match — but counted twice; this
+ * is what sees it. Returns the mismatches, one line per replica.
+ */
+export async function statsMismatches(c: TestCluster): Promise<string[]> {
+  const out: string[] = [];
+  for (const d of descriptors(c)) {
+    for (const { i, r } of members(c, d)) {
+      if (r.desc.generation !== d.generation) continue;
+      const snap = c.node(i).engine.snapshot();
+      try {
+        const raw = snap.getSync(encodeMvccKey(rangeAppliedStateKey(d.rangeId)));
+        if (raw === undefined) {
+          out.push(`r${d.rangeId} on n${i + 1}: no applied state`);
+          continue;
+        }
+        const applied = decodeAppliedState(raw);
+        const local = rangeLocalSpan(d.startKey, d.endKey);
+        const recount = await computeStats(snap, local.key, local.endKey);
+        addStats(recount, await computeStats(snap, compareBytes(d.startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : Buffer.from(d.startKey), Buffer.from(d.endKey)));
+        const a = applied.stats as unknown as Record<string, number>;
+        const b = recount as unknown as Record<string, number>;
+        if ([...new Set([...Object.keys(a), ...Object.keys(b)])].some((f) => a[f] !== b[f])) {
+          out.push(`r${d.rangeId} on n${i + 1} at applied index ${applied.raftAppliedIndex}: stats ${JSON.stringify(applied.stats)}, recount ${JSON.stringify(recount)}`);
+        }
+      } finally {
+        await snap.close();
+      }
+    }
+  }
+  return out;
+}
+
+/**
  * The RPC trace of every transaction (diagnostics of a violation): each batch
  * a txn's coordinator sent (gets, scans, writes, refreshes, QueryIntents,
  * EndTxn), and each PushTxn / ResolveIntent / RecoverTxn naming it, with the
@@ -484,19 +543,37 @@ export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Tim
     }
     return v;
   };
+  // Where an ambiguous transaction's final values show (any one's timestamp), or null: none shows.
+  const shownAt = (l: TxnLog): Timestamp | null => {
+    for (const [k, v] of l.writes) {
+      const ver = v === null ? undefined : (history.get(k) ?? []).find((x) => x.value === v);
+      if (ver !== undefined) return ver.ts;
+    }
+    return null;
+  };
   for (const l of logs) {
-    if (l.status !== 'committed') continue;
-    const C = l.commitTs as Timestamp;
+    let C: Timestamp;
+    let name = l.name;
+    if (l.status === 'committed') C = l.commitTs as Timestamp;
+    else if (l.status === 'ambiguous' && l.commitSent === true) {
+      // 4. An ambiguous commit is resolved from the data: a final value of it shows → it committed, at that
+      // value's timestamp, and is checked like a committed one (all or nothing; its reads at C). None shows →
+      // aborted (or it wrote only deletes: undecidable, and then unchecked).
+      const t = shownAt(l);
+      if (t === null) continue;
+      C = t;
+      name = `${l.name} (ambiguous; its writes show: committed)`;
+    } else continue;
     // 2. Every committed write is there, at C.
     for (const [k, v] of l.writes) {
       const ver = (history.get(k) ?? []).find((x) => tsEqual(x.ts, C));
-      if (ver === undefined || ver.value !== v) errs.push(`${l.name}: write of key ${k} = ${v} missing at ${formatTimestamp(C)} (found ${ver === undefined ? 'nothing' : ver.value})`);
+      if (ver === undefined || ver.value !== v) errs.push(`${name}: write of key ${k} = ${v} missing at ${formatTimestamp(C)} (found ${ver === undefined ? 'nothing' : ver.value})`);
     }
     // 3. Reads equal the state at C (below C for keys the txn itself writes).
     const expect = (k: number, own: string | null | undefined): string | null => (own !== undefined ? own : at(k, C, l.writes.has(k)));
     for (const r of l.reads) {
       const e = expect(r.key, r.own);
-      if (e !== r.value) errs.push(`${l.name}: read key ${r.key} = ${r.value}, but at its commit ts ${formatTimestamp(C)} the value is ${e}`);
+      if (e !== r.value) errs.push(`${name}: read key ${r.key} = ${r.value}, but at its commit ts ${formatTimestamp(C)} the value is ${e}`);
     }
     for (const s of l.scans) {
       const want: string[] = [];
@@ -505,7 +582,7 @@ export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Tim
         if (e !== null) want.push(`${k}=${e}`);
       }
       const got = s.rows.map(([k, v]) => `${k}=${v}`);
-      if (want.join(',') !== got.join(',')) errs.push(`${l.name}: scan [${s.lo},${s.hi}) = {${got.join(',')}}, at ${formatTimestamp(C)} {${want.join(',')}}`);
+      if (want.join(',') !== got.join(',')) errs.push(`${name}: scan [${s.lo},${s.hi}) = {${got.join(',')}}, at ${formatTimestamp(C)} {${want.join(',')}}`);
     }
   }
   void tsLess;
@@ -538,7 +615,7 @@ export function explainViolations(errs: readonly string[], logs: readonly TxnLog
     [...l.writes].map(([k, v]) => `    write ${k} = ${v}\n`).join('');
   for (const e of errs.slice(0, max)) {
     out.push(`violation: ${e}`);
-    const name = /^(w\d+t\d+):/.exec(e)?.[1];
+    const name = /^(w\d+t\d+)[: ]/.exec(e)?.[1];
     const l = name === undefined ? undefined : logs.find((x) => x.name === name);
     const keys = new Set<number>();
     if (l !== undefined) {

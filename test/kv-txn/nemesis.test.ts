@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters } from '../support/test-cluster.js';
 import { ReplicaConcurrency } from '../../src/kv/concurrency-manager.js';
 import { startTxnCluster, tkey } from './support.js';
-import { RpcTracer, explainViolations, readHistory, runNemesis, validate, type TxnLog } from './nemesis-support.js';
+import { RpcTracer, explainViolations, readHistory, runNemesis, statsMismatches, validate, type TxnLog } from './nemesis-support.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import { Prng } from '../../src/util/prng.js';
 import type { Timestamp } from '../../src/util/hlc.js';
@@ -32,13 +32,16 @@ describe('kvnemesis-style randomized transactions', () => {
     const history = await readHistory(env.c, env.dbs[0]!, keys);
     const errs = validate(logs, history);
     const committed = logs.filter((l) => l.status === 'committed').length;
+    const ambiguous = logs.filter((l) => l.status === 'ambiguous').length;
     const m = dbs.map((d) => d.metrics);
     console.log(
       `txn nemesis: ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
-        `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}`,
+        `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}, ambiguous ${ambiguous}`,
     );
     if (errs.length > 0) console.log(explainViolations(errs, logs, history, 3, tracer));
     expect(errs.slice(0, 10)).toEqual([]);
+    // No command applied twice (or stats mis-maintained) on any replica.
+    expect(await statsMismatches(env.c)).toEqual([]);
     expect(committed).toBeGreaterThan(logs.length / 2);
     expect(counts.splits + counts.merges + counts.leaseTransfers).toBeGreaterThan(0);
     if (process.env.TXN_NEMESIS_MOVES !== '0' && process.env.TXN_NEMESIS_OFF !== '1') expect(counts.replicaMoves).toBeGreaterThan(0);
