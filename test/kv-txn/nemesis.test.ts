@@ -17,7 +17,9 @@ const SEED = Number(process.env.TXN_NEMESIS_SEED ?? Date.now() % 100_000);
 describe('kvnemesis-style randomized transactions', () => {
   it('concurrent random transactions with splits, merges, lease transfers and replica moves are serializable', async () => {
     console.log(`txn nemesis seed ${SEED} (TXN_NEMESIS_SEED=${SEED} replays the generator)`);
-    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(10), tkey(20)] });
+    // TXN_NEMESIS_ENGINE=level runs on LevelDB engines (real asynchronous writes between apply and engine); default memory.
+    const engine = process.env.TXN_NEMESIS_ENGINE === 'level' ? ('level' as const) : ('memory' as const);
+    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(10), tkey(20)], engine });
     // A 4th node, so that replica moves have somewhere to go (TXN_NEMESIS_MOVES=0 leaves it out: no moves).
     if (process.env.TXN_NEMESIS_MOVES !== '0') await env.c.addNode();
     // TXN_NEMESIS_KEYS / _WORKERS / _TXNS change the contention and length of a hunting run (defaults: the CI run).
@@ -35,7 +37,7 @@ describe('kvnemesis-style randomized transactions', () => {
     const ambiguous = logs.filter((l) => l.status === 'ambiguous').length;
     const m = dbs.map((d) => d.metrics);
     console.log(
-      `txn nemesis: ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
+      `txn nemesis (${engine}): ${logs.length} txns (${committed} committed) in ${Date.now() - t0} ms; nemesis ${JSON.stringify(counts)}; ` +
         `1PC ${m.reduce((a, x) => a + x.onePhaseCommits, 0)}, parallel ${m.reduce((a, x) => a + x.parallelCommits, 0)}, refreshes ${m.reduce((a, x) => a + x.refreshes, 0)}, restarts ${m.reduce((a, x) => a + x.restarts, 0)}, ambiguous ${ambiguous}`,
     );
     if (errs.length > 0) console.log(explainViolations(errs, logs, history, 3, tracer));
