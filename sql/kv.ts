@@ -204,6 +204,12 @@ export interface KVTxn {
   restart(): Promise<void>;
   /** Priority, set by SET TRANSACTION PRIORITY before the first batch. */
   setPriority(p: 'low' | 'normal' | 'high'): void;
+  /**
+   * The session's cancel check (a statement cancelled by CancelRequest, statement_timeout or its client's
+   * disconnect): the KV layer calls it at safe points of a long call — a retry of a batch, between the pushes of a
+   * lock wait — and lets what it throws end the call; the caller then rolls back. Optional (MemoryKV never waits).
+   */
+  setCancelCheck?(check: (() => void) | undefined): void;
 }
 
 /** One range, as SHOW RANGES reports it. */

@@ -47,8 +47,13 @@
  * cache. Parameter types are inferred while planning (sem/expr.ts); a
  * parameter nothing constrains is text.
  *
- * Cancellation (CancelRequest) and statement_timeout set a flag that the
- * executor checks between KV batches and every 1024 rows: 57014.
+ * Cancellation (CancelRequest, statement_timeout, and the client closing its
+ * connection while a statement runs) sets a flag that the executor checks
+ * between KV batches and every 1024 rows, and that the KV transaction checks
+ * at its safe points (KVTxn.setCancelCheck: before a retry of a batch,
+ * between the pushes of a lock wait): 57014. The statement's transaction is
+ * then rolled back (implicit: at once; explicit: marked aborted, rolled back
+ * by ROLLBACK or when the connection closes), which releases its intents.
  *
  * Errors: every expected failure leaves as a PgError (SqlError's position,
  * detail and hint preserved; retryable KV errors become 40001
@@ -310,7 +315,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     // Several statements outside BEGIN share one implicit transaction (as in
     // PostgreSQL): committed after the last, rolled back by any error.
     const batch = this.txn === undefined && parsed.length > 1 && parsed.every((p) => !TXN_CONTROL.has(p.ast.kind));
-    if (batch) this.txn = { sql: new SqlTxn(this.deps.db.newTxn()), aborted: false, committed: false, savepoints: [], readOnly: false };
+    if (batch) this.txn = { sql: new SqlTxn(this.newTxn()), aborted: false, committed: false, savepoints: [], readOnly: false };
     try {
       const emitter: RowEmitter = {
         begin: (cols) => sink.rowDescription(describeColumns(cols, [0]) as ColumnDescriptor[]),
@@ -535,6 +540,13 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
   }
 
+  /** A transaction of this session's statements: the KV layer checks their cancellation at its safe points. */
+  private newTxn(opts?: KVTxnOptions): KVTxn {
+    const kv = this.deps.db.newTxn(opts);
+    kv.setCancelCheck?.(this.checkCancel);
+    return kv;
+  }
+
   private checkCancel = (): void => {
     const r = this.running;
     if (r !== undefined && r.cancelled) throw new PgError('sql.query_canceled', '57014', r.reason);
@@ -629,14 +641,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const txnOpts = defer ? undefined : opts;
     let kv: KVTxn | undefined;
     for (let attempt = 0; ; attempt++) {
-      if (kv === undefined) kv = this.deps.db.newTxn(txnOpts);
+      if (kv === undefined) kv = this.newTxn(txnOpts);
       else {
         try {
           await kv.restart();
         } catch {
           // A transaction that cannot be restarted is replaced by a fresh one.
           await kv.rollback();
-          kv = this.deps.db.newTxn(txnOpts);
+          kv = this.newTxn(txnOpts);
         }
       }
       const txn = new SqlTxn(kv);
@@ -1069,7 +1081,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       return { tag: 'BEGIN', columns: undefined, rows: [] };
     }
     const asOf = modes.asOfSystemTime !== undefined ? asOfTimestamp(modes.asOfSystemTime, this.deps.db.now()) : undefined;
-    const kv = this.deps.db.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf, ...(modes.priority === undefined ? {} : { priority: modes.priority }) });
+    const kv = this.newTxn({ readOnly: modes.readOnly === true || asOf !== undefined ? true : undefined, asOf, ...(modes.priority === undefined ? {} : { priority: modes.priority }) });
     this.txn = { sql: new SqlTxn(kv), aborted: false, committed: false, savepoints: [], readOnly: modes.readOnly === true || asOf !== undefined };
     return { tag: 'BEGIN', columns: undefined, rows: [] };
   }

@@ -25,7 +25,9 @@
  *           waits on us (QueryTxn), loop
  *
  * Waiting is bounded by `maxWaitMs` (then a retryable LockWaitTimeout
- * error) and observable through `metrics`.
+ * error), ends early when the pusher's `checkCancel` throws (checked before
+ * every sleep: a cancelled statement, a client gone) and is observable
+ * through `metrics`.
  * Ownership: one per TxnDB; time through the injected clock and sleep.
  */
 import { CairnError } from '../util/errors.js';
@@ -46,6 +48,8 @@ export interface PusherTxn {
   readonly anchor: Buffer | null;
   /** A timestamp push moves the pushee to this (above the pusher's read timestamp and uncertainty limit). */
   readonly pushTo: Timestamp;
+  /** Called before every wait between pushes; throws to give up (the statement was cancelled: client gone, timeout). */
+  readonly checkCancel?: (() => void) | undefined;
 }
 
 export class LockWaitTimeoutKvError extends CairnError {
@@ -156,6 +160,7 @@ export class TxnPusher {
       // A pushee without a record may have committed in one phase (nothing would ever show it): let the request
       // queue on the leaseholder again, whose lock table learns of the commit. With a record, wait on it.
       if (r.record === null && ++waited >= WAIT_PUSHES) return;
+      pusher?.checkCancel?.();
       await this.sleep(backoff);
       backoff = Math.min(50, backoff * 2);
       if (pusher !== null && pusher.anchor !== null) deps = await this.waitersOf(pusher);

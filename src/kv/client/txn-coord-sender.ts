@@ -190,6 +190,8 @@ export class TxnCoordSender {
   private refreshedTo: Timestamp = ZERO_TIMESTAMP;
   /** Write pipelining: the writes acknowledged before their Raft round, to prove (txn-pipeliner.ts). */
   private readonly pipeliner: TxnPipeliner;
+  /** The statement's cancel check (KVTxn.setCancelCheck): called at the safe points, throws to end the statement. */
+  private cancelCheck: (() => void) | undefined;
 
   constructor(
     private readonly ctx: TxnCoordContext,
@@ -235,6 +237,14 @@ export class TxnCoordSender {
   }
   setPriority(p: KVPriority): void {
     this.priority = priorityOf(p);
+  }
+  /**
+   * Safe points — before each new attempt of a batch (after the last one's failure is settled: a STAGING record
+   * proven or prevented) and between the pushes of a lock wait — call `check`; what it throws ends the call
+   * (nothing marked: the caller rolls back, which aborts the record and releases the intents).
+   */
+  setCancelCheck(check: (() => void) | undefined): void {
+    this.cancelCheck = check;
   }
 
   async run(batch: KVBatchLike): Promise<KVResult[]> {
@@ -398,6 +408,7 @@ export class TxnCoordSender {
     // the read spans to this timestamp in its own batch (carried refresh, see the header).
     let refreshWith: Timestamp | null = null;
     for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) this.cancelCheck?.();
       const all: readonly Request[] = end === null ? chained.requests : [...chained.requests, this.endTxnRequest(inFlight)];
       if (all.length === 0) return [];
       let res: BatchResponse;
@@ -539,7 +550,7 @@ export class TxnCoordSender {
   /** Translates an error of a send into a retry of the segment, or throws. */
   private async handleError(e: unknown, write: boolean): Promise<void> {
     if (e instanceof WriteIntentError) {
-      await this.ctx.pusher.handle(e.intents, { id: this.id, priority: this.priority, anchor: this.recordCreated || this.lockSpans.size > 0 ? this.anchor : null, pushTo: tsNext(tsMax(this.readTs, this.uncertaintyLimit)) }, write);
+      await this.ctx.pusher.handle(e.intents, { id: this.id, priority: this.priority, anchor: this.recordCreated || this.lockSpans.size > 0 ? this.anchor : null, pushTo: tsNext(tsMax(this.readTs, this.uncertaintyLimit)), checkCancel: this.cancelCheck }, write);
       return;
     }
     if (e instanceof WriteTooOldError) return this.refreshTo(tsMax(e.actualTimestamp, this.writeTs), 'RETRY_WRITE_TOO_OLD');
