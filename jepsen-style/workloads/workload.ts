@@ -91,8 +91,11 @@ export class OpAbort extends CairnError {
   }
 }
 
-/** SQLSTATE classes whose code alone says nothing useful (internal and system errors): the history keeps the message too. */
-const EXPLAINED_CLASSES = new Set(['XX', '58']);
+/**
+ * SQLSTATE classes whose code alone says nothing useful (internal and system errors), or hides which of several causes it
+ * was (40001 / 40003: which retry reason, which conflict): the history keeps the message too.
+ */
+const EXPLAINED_CLASSES = new Set(['XX', '58', '40']);
 
 function errorName(e: unknown): string {
   if (e instanceof OpAbort) return e.message;

@@ -233,11 +233,12 @@ describe('runTxn records what an error was', () => {
   const op = { f: 'transfer', value: 1 };
   const opts = { isolation: 'serializable' } as WorkloadOptions;
 
-  it('keeps the message of internal (XX) and system (58) errors, the SQLSTATE alone otherwise', async () => {
+  it('keeps the message of internal (XX), system (58) and rollback (40) errors, the SQLSTATE alone otherwise', async () => {
     const run = (e: Error) => runTxn(failing(e), opts, op, false, async () => failing(e).query('UPDATE t SET v = 1'));
     expect(await run(pg('XX000', 'kv: something broke'))).toEqual({ type: 'fail', value: 1, error: 'XX000: kv: something broke' });
     expect(await run(pg('58000', 'server: n2 is not serving'))).toEqual({ type: 'fail', value: 1, error: '58000: server: n2 is not serving' });
-    expect(await run(pg('40001', 'restart transaction'))).toEqual({ type: 'fail', value: 1, error: '40001' });
+    expect(await run(pg('40001', 'restart transaction'))).toEqual({ type: 'fail', value: 1, error: '40001: restart transaction' });
+    expect(await run(pg('23505', 'duplicate key'))).toEqual({ type: 'fail', value: 1, error: '23505' });
     expect((await run(pg('XX000', 'y'.repeat(1000)))).error).toHaveLength('XX000: '.length + 300);
   });
 });
