@@ -22,7 +22,7 @@ function int(name: string) {
 const program = new Command('jepsen')
   .description('Black-box consistency test of Cairn (or PostgreSQL) under faults')
   .requiredOption('--workload <name>', `one of ${Object.keys(WORKLOADS).join(', ')}`)
-  .option('--nemesis <list>', 'none | kill | pause | partition | clock | clock-safe | split | lease | pause-leaseholder | partition-leaseholder | clock-lag | clock-writer, or a comma list', 'none')
+  .option('--nemesis <list>', 'none | kill | pause | partition | clock | clock-safe | split | merge | lease | pause-leaseholder | partition-leaseholder | clock-lag | clock-writer, or a comma list', 'none')
   .option('--nodes <n>', 'cluster size (Cairn)', int('--nodes'), 5)
   .option('--time <s>', 'seconds of workload', int('--time'), 300)
   .option('--concurrency <n>', 'client processes', int('--concurrency'), 10)

@@ -9,11 +9,11 @@ import type { Nemesis } from './nemesis.js';
 import { ComposedNemesis } from './nemesis.js';
 import { PartitionNemesis } from './partition.js';
 import { PauseLeaseholderNemesis, PauseNemesis } from './pause.js';
-import { LeaseNemesis, SplitNemesis } from './split.js';
+import { LeaseNemesis, MergeNemesis, SplitNemesis } from './split.js';
 
 export * from './nemesis.js';
 
-export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag', 'clock-writer'] as const;
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'merge', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag', 'clock-writer'] as const;
 
 /** What some nemeses need to know about the system under test. */
 export interface NemesisOptions {
@@ -49,6 +49,8 @@ export function nemesisFor(spec: string, tables: readonly string[], opts: Nemesi
         return new ClockNemesis(opts.maxOffsetMs, true);
       case 'split':
         return new SplitNemesis(tables);
+      case 'merge':
+        return new MergeNemesis();
       case 'lease':
         return new LeaseNemesis();
       default:

@@ -1,8 +1,12 @@
 /**
- * split and lease: range reorganisation under load.
+ * split, merge and lease: range reorganisation under load.
  *
  *   split — `ALTER TABLE <t> SPLIT AT VALUES (<k>)` on one of the workload's tables at a
  *           random key (through SQL on a random live node);
+ *   merge — a random range other than the first is merged into its left neighbour
+ *           (`POST /_admin/merge { key: <left's start key> }` through a random live node:
+ *           the left range absorbs it), undoing a split (so: `split,merge`, with `kill`
+ *           too); with one range it logs "nothing to merge";
  *   lease — moves a range's lease to another node through `POST /_admin/transfer-lease
  *           { rangeId, toNodeId }`, the range picked from /_status/ranges.
  * Both are instantaneous: stop() only collects evidence — the ranges / leaseholders that
@@ -93,5 +97,27 @@ export class LeaseNemesis extends RangeNemesis {
       outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
     }
     return { description: `transfer r${r.rangeId} lease n${r.leaseholder} → n${to}`, nodes: [r.leaseholder!, to], evidence: [`transfer: ${outcome}`], durationMs: 1000 };
+  }
+}
+
+export class MergeNemesis extends RangeNemesis {
+  readonly name = 'merge';
+
+  protected async act(ctx: NemesisContext, ranges: RangeLeadership[] | undefined): Promise<FaultStart> {
+    // Hex strings of the start keys order as the keys do (same digits, a prefix first).
+    const sorted = (ranges ?? []).filter((r) => r.startKey !== undefined).sort((a, b) => (a.startKey! < b.startKey! ? -1 : a.startKey! > b.startKey! ? 1 : 0));
+    if (sorted.length < 2) return { description: `merge: ${sorted.length} range(s) known, nothing to merge`, nodes: [], evidence: [], durationMs: 1000 };
+    const j = 1 + ctx.prng.intn(sorted.length - 1);
+    const left = sorted[j - 1]!;
+    const right = sorted[j]!;
+    const i = liveNode(ctx);
+    let outcome: string;
+    try {
+      const r = (await adminPost(ctx.target.nodes[i]!.httpUrl!, '/_admin/merge', { key: left.startKey }, 10_000)) as { merged?: { rangeId?: number } | null };
+      outcome = r.merged === null || r.merged === undefined ? 'not merged (last range)' : `ok, r${r.merged.rangeId ?? '?'} now covers both`;
+    } catch (e) {
+      outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    return { description: `merge r${right.rangeId} into r${left.rangeId} via n${i + 1}`, nodes: [i + 1], evidence: [`merge: ${outcome}`], durationMs: 1000 };
   }
 }

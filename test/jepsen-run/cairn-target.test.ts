@@ -6,11 +6,13 @@
 // the nemesis's own kills are not.
 import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { Prng } from '../../src/util/index.js';
 import { CairnTarget } from '../../jepsen-style/control/cairn-target.js';
 import { clusterRanges } from '../../jepsen-style/control/admin.js';
 import { isAlive } from '../../jepsen-style/control/target.js';
 import { KillNemesis } from '../../jepsen-style/nemesis/kill.js';
+import { MergeNemesis, SplitNemesis } from '../../jepsen-style/nemesis/split.js';
 import { tempStore } from './support.js';
 
 const dir = tempStore();
@@ -56,6 +58,25 @@ describe('CairnTarget', () => {
     expect(target.crashes()).toEqual([]); // the nemesis's kill is not a crash
   }, 90_000);
 
+  it('split then merge on a table under test: a range appears, then the merge removes it again', async () => {
+    const c = new pg.Client({ connectionString: target.nodes[0]!.sqlUrl });
+    await c.connect();
+    await c.query('CREATE TABLE nm (k INT PRIMARY KEY)');
+    await c.end();
+    const ctx = { target, prng: new Prng(7), log: () => undefined };
+    const before = (await clusterRanges(target.nodes))!.length;
+    const split = new SplitNemesis(['nm']);
+    const s = await split.start(ctx);
+    expect(s.evidence).toEqual(['SPLIT AT: ok']);
+    expect((await split.stop(ctx)).join(' ')).toMatch(/r\d+/);
+    await rangesBecome(before + 1);
+    const merge = new MergeNemesis();
+    const m = await merge.start(ctx);
+    expect(m.evidence[0]).toMatch(/^merge: ok, r\d+ now covers both$/);
+    await merge.stop(ctx);
+    await rangesBecome(before);
+  }, 90_000);
+
   it('records a node that exits on its own as a crash, with its exit status', async () => {
     const pid = target.pid(2)!;
     const before = Date.now();
@@ -72,6 +93,17 @@ describe('CairnTarget', () => {
     await target.waitReady(60_000);
   }, 90_000);
 });
+
+/** Polls /_status/ranges until the cluster reports `n` ranges (bounded). */
+async function rangesBecome(n: number, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const got = (await clusterRanges(target.nodes))?.length;
+    if (got === n) return;
+    if (Date.now() > end) throw new Error(`${got} ranges, expected ${n}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
