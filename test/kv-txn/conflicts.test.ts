@@ -45,6 +45,10 @@ async function intentWithRecord(env: TxnEnv, meta: TxnMeta, key: Buffer, value: 
   if (status === 'committed') await send(ds, meta, [{ kind: 'endTxn', key: meta.key, commit: true, inFlightWrites: [], lockSpans: [] }]);
   if (status === 'aborted') await send(ds, meta, [{ kind: 'endTxn', key: meta.key, commit: false, inFlightWrites: [], lockSpans: [] }]);
 }
+/** Waits (bounded) until node 0's clock passes `since` + the liveness expiry: a record last active at or before `since` has expired. */
+async function untilExpired(env: TxnEnv, since: Timestamp): Promise<void> {
+  await env.c.waitFor(() => env.c.node(0).clock.now().wall > since.wall + txnLiveness.expiryMicros, 10_000, 'the record expired');
+}
 async function get(env: TxnEnv, key: Buffer, priority: 'low' | 'normal' | 'high' = 'normal'): Promise<string | null> {
   const t = (env.dbs[0] as NonNullable<TxnEnv['dbs'][0]>).newTxn({ priority });
   const r = await t.run(batch((b) => b.get(key)));
@@ -111,11 +115,10 @@ describe('conflict matrix', () => {
       return x;
     });
     const writer = put(env, tkey(1), 'w', 'low');
-    await new Promise((r) => setTimeout(r, 150));
-    expect(readDone).toBe(false);
     // They wait in the leaseholder's lock table (after the push delays: in their client's pusher).
-    const queued = env.c.store(0).allReplicas().reduce((a, r) => a + r.concurrency.lockTable.metrics().waiters, 0);
-    expect(queued + db.pusher.metrics.waits).toBeGreaterThan(0);
+    const waiting = (): number => env.c.store(0).allReplicas().reduce((a, r) => a + r.concurrency.lockTable.metrics().waiters, 0) + db.pusher.metrics.waits;
+    await env.c.waitFor(() => waiting() > 0 || readDone, 10_000, 'the reader waiting');
+    expect(readDone).toBe(false);
     await pushee.commit();
     expect(await reader).toBe('p');
     await writer;
@@ -128,7 +131,7 @@ describe('conflict matrix', () => {
     const old = env.c.node(0).clock.now();
     const meta = rawTxn(env, tkey(1), { priority: 1 << 30, ts: old });
     await intentWithRecord(env, meta, tkey(1), 'x', 'pending');
-    await new Promise((r) => setTimeout(r, 150));
+    await untilExpired(env, env.c.node(0).clock.now());
     await put(env, tkey(1), 'w', 'low');
     const rec = await send(env.ds[0] as DistSender, null, [{ kind: 'queryTxn', key: meta.key, txnId: meta.id }]);
     expect((rec.responses[0] as TxnRecordResponse).record?.status).toBe('aborted');
@@ -148,7 +151,7 @@ describe('conflict matrix', () => {
       meta = { ...meta, writeTimestamp: ts };
       const staged = await send(ds, meta, [{ kind: 'endTxn', key: tkey(1), commit: true, inFlightWrites: [{ key: tkey(60), seq: 1 }], lockSpans: [{ key: tkey(1), endKey: null }, { key: tkey(60), endKey: null }] }]);
       expect((staged.responses[0] as TxnRecordResponse).record?.status).toBe('staging');
-      await new Promise((r) => setTimeout(r, 150));
+      await untilExpired(env, tsMax(env.c.node(0).clock.now(), staged.timestamp));
       expect(await get(env, tkey(1), 'low')).toBe(present ? 'a' : null);
       const rec = await send(ds, null, [{ kind: 'queryTxn', key: meta.key, txnId: meta.id }]);
       expect((rec.responses[0] as TxnRecordResponse).record?.status).toBe(present ? 'committed' : 'aborted');
