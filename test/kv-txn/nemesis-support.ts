@@ -1,8 +1,10 @@
 /**
  * kvnemesis-style randomized transactions (CockroachDB's kvnemesis, reduced):
- *   generator  — random transactions of gets, scans, puts, deletes, cputs and
- *                savepoints (rolled back or released), ending in commit,
- *                commitInBatch or rollback; every written value is unique
+ *   generator  — random transactions of gets (some locking), scans (forward
+ *                or reverse, some limited, some locking), puts, deletes,
+ *                cputs and savepoints (rolled back or released), ending in
+ *                commit, commitInBatch or rollback; every written value is
+ *                unique
  *   applier    — concurrent workers on every node's TxnDB, retrying
  *                retryable errors, logging exactly what the final attempt
  *                read and wrote and the commit timestamp
@@ -62,6 +64,9 @@ export interface Read {
 export interface ScanRead {
   readonly lo: number;
   readonly hi: number;
+  /** Reverse scan (rows descending) / at most `limit` rows (0: no limit). */
+  readonly reverse?: boolean;
+  readonly limit?: number;
   readonly rows: readonly [number, string][];
   readonly own: ReadonlyMap<number, string | null>;
   /** The read timestamp before and after the operation (diagnostics). */
@@ -136,18 +141,24 @@ async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: n
         const v = `${name}.${attempt}.${i}`;
         const b = new KVBatch();
         if (p < 30) {
-          b.get(tkey(k));
+          // A quarter of the gets lock the key (SELECT … FOR UPDATE, UPDATE's reads): unreplicated locks.
+          b.get(tkey(k), rng.intn(4) === 0 ? 'exclusive' : 'none');
           const before = txn.readTimestamp();
           const r = await txn.run(b);
           reads.push({ key: k, value: (r[0] as { value: Buffer | null }).value?.toString() ?? null, own: writes.has(k) ? (writes.get(k) as string | null) : undefined, at: span(before, txn.readTimestamp()) });
         } else if (p < 42) {
           const hi = Math.min(nkeys, k + 1 + rng.intn(5));
-          b.scan(tkey(k), tkey(hi));
+          // Forward or reverse, limited or not, locking or not (SQL's ORDER BY … DESC, LIMIT, FOR UPDATE scans).
+          const reverse = rng.bool(0.3);
+          const limit = rng.bool(0.3) ? 1 + rng.intn(3) : 0;
+          const lock = rng.intn(5) === 0 ? ('exclusive' as const) : ('none' as const);
+          if (reverse) b.reverseScan(tkey(k), tkey(hi), { limit, lock });
+          else b.scan(tkey(k), tkey(hi), { limit, lock });
           const before = txn.readTimestamp();
           const r = await txn.run(b);
           const own = new Map<number, string | null>();
           for (const [wk, wv] of writes) if (wk >= k && wk < hi) own.set(wk, wv);
-          scans.push({ lo: k, hi, rows: (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => [keyIndex(kv.key), kv.value.toString()] as [number, string]), own, at: span(before, txn.readTimestamp()) });
+          scans.push({ lo: k, hi, reverse, limit, rows: (r[0] as unknown as { rows: { key: Buffer; value: Buffer }[] }).rows.map((kv) => [keyIndex(kv.key), kv.value.toString()] as [number, string]), own, at: span(before, txn.readTimestamp()) });
         } else if (p < 67) {
           b.put(tkey(k), val(v));
           written.push(v);
@@ -581,8 +592,11 @@ export function validate(logs: readonly TxnLog[], history: Map<number, { ts: Tim
         const e = expect(k, s.own.has(k) ? (s.own.get(k) as string | null) : undefined);
         if (e !== null) want.push(`${k}=${e}`);
       }
+      if (s.reverse === true) want.reverse();
+      if ((s.limit ?? 0) > 0) want.length = Math.min(want.length, s.limit as number);
       const got = s.rows.map(([k, v]) => `${k}=${v}`);
-      if (want.join(',') !== got.join(',')) errs.push(`${name}: scan [${s.lo},${s.hi}) = {${got.join(',')}}, at ${formatTimestamp(C)} {${want.join(',')}}`);
+      const how = `${s.reverse === true ? ' reverse' : ''}${(s.limit ?? 0) > 0 ? ` limit ${s.limit}` : ''}`;
+      if (want.join(',') !== got.join(',')) errs.push(`${name}: scan${how} [${s.lo},${s.hi}) = {${got.join(',')}}, at ${formatTimestamp(C)} {${want.join(',')}}`);
     }
   }
   void tsLess;

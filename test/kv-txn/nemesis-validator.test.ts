@@ -40,6 +40,13 @@ const baseHistory = (): History => history({ 0: [[10, 'a']], 1: [[10, 'b']], 2: 
 describe('validate (kvnemesis)', () => {
   it('passes a serializable history', () => {
     expect(validate(base(), baseHistory())).toEqual([]);
+    // Reverse and limited scans: the rows of the span in their order, cut at the limit.
+    const scans: ScanRead[] = [
+      { lo: 0, hi: 3, reverse: true, rows: [[2, 'c'], [1, 'b'], [0, 'a']], own: new Map() },
+      { lo: 0, hi: 3, limit: 2, rows: [[0, 'a'], [1, 'b']], own: new Map() },
+      { lo: 0, hi: 3, reverse: true, limit: 1, rows: [[2, 'c']], own: new Map() },
+    ];
+    expect(validate([...base(), txn('w1t0', 'committed', { at: 30, scans })], baseHistory())).toEqual([]);
   });
 
   it('finds each kind of violation', () => {
@@ -54,6 +61,12 @@ describe('validate (kvnemesis)', () => {
         [...base(), txn('w1t0', 'committed', { at: 30, scans: [{ lo: 0, hi: 3, rows: [[0, 'a'], [2, 'c']], own: new Map() }] })],
         baseHistory(),
         /w1t0: scan \[0,3\) = \{0=a,2=c\}, at .* \{0=a,1=b,2=c\}/,
+      ],
+      [
+        'a reverse limited scan skipping the last row',
+        [...base(), txn('w1t0', 'committed', { at: 30, scans: [{ lo: 0, hi: 3, reverse: true, limit: 1, rows: [[1, 'b']], own: new Map() }] })],
+        baseHistory(),
+        /w1t0: scan reverse limit 1 \[0,3\) = \{1=b\}, at .* \{2=c\}/,
       ],
     ];
     for (const [what, logs, h, want] of cases) {
