@@ -138,6 +138,34 @@ describe('conflict matrix', () => {
     expect(await get(env, tkey(1))).toBe('w');
   });
 
+  it('STAGING intent, coordinator alive: even a higher-priority reader and writer wait for it, never recover it', async () => {
+    const env = await startTxnCluster(start, { nodes: 1, splits: [tkey(50)] });
+    txnLiveness.expiryMicros = 60_000_000; // the record stays live for the whole test
+    const ds = env.ds[0] as DistSender;
+    const db = env.dbs[0] as NonNullable<TxnEnv['dbs'][0]>;
+    let meta = rawTxn(env, tkey(1));
+    let ts = (await send(ds, meta, [{ kind: 'put', key: tkey(1), value: v('a') }])).timestamp;
+    ts = tsMax(ts, (await send(ds, { ...meta, writeTimestamp: ts }, [{ kind: 'put', key: tkey(60), value: v('b') }])).timestamp);
+    meta = { ...meta, writeTimestamp: ts };
+    const lockSpans = [{ key: tkey(1), endKey: null }, { key: tkey(60), endKey: null }];
+    const staged = await send(ds, meta, [{ kind: 'endTxn', key: tkey(1), commit: true, inFlightWrites: [{ key: tkey(60), seq: 1 }], lockSpans }]);
+    expect((staged.responses[0] as TxnRecordResponse).record?.status).toBe('staging');
+    let readDone = false;
+    const reader = get(env, tkey(1), 'high').then((x) => ((readDone = true), x));
+    const writer = put(env, tkey(60), 'w', 'high');
+    const waiting = (): number => env.c.store(0).allReplicas().reduce((a, r) => a + r.concurrency.lockTable.metrics().waiters, 0) + db.pusher.metrics.waits;
+    await env.c.waitFor(() => waiting() >= 2 || readDone, 10_000, 'the reader and the writer waiting');
+    expect(readDone).toBe(false);
+    expect(db.pusher.metrics.recoveries).toBe(0);
+    // The coordinator finishes its commit: the record goes COMMITTED, the reader sees 'a', the writer lands above 'b'.
+    const done = await send(ds, meta, [{ kind: 'endTxn', key: tkey(1), commit: true, inFlightWrites: [], lockSpans }]);
+    expect((done.responses[0] as TxnRecordResponse).record?.status).toBe('committed');
+    expect(await reader).toBe('a');
+    await writer;
+    expect(await get(env, tkey(60))).toBe('w');
+    expect(db.pusher.metrics.recoveries).toBe(0);
+  });
+
   for (const present of [true, false]) {
     it(`STAGING intent, expired: recovery ${present ? 'proves every in-flight write → COMMITTED' : 'prevents a missing write → ABORTED'}`, async () => {
       const env = await startTxnCluster(start, { nodes: 1, splits: [tkey(50)] });
