@@ -72,7 +72,7 @@ import { cpuMeter, cpuPerOp } from './support/proc-stats.js';
 import { scatterSpan, splitAtKeys } from './support/scatter.js';
 import { mdTable, ratio } from './support/report.js';
 import { StallWatch, clusterDiagnostics } from './support/stall-watch.js';
-import { perOp, scrapeCounters, type Counter, type Counters } from './support/node-metrics.js';
+import { meanBetween, perOp, scrapeCounters, scrapeHistogramTotals, type Counter, type Counters, type HistogramTotals } from './support/node-metrics.js';
 import { TestCluster } from '../test/support/test-cluster.js';
 import { RpcNodeDialer, KvClient } from '../src/kv/kv-client.js';
 import { DistSender } from '../src/kv/dist-sender.js';
@@ -190,7 +190,7 @@ function countsLine(before: Counters, after: Counters, ops: number): string {
   return PHASE_COUNTERS.map((k) => `${k} ${p[k]}`).join(', ');
 }
 
-async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: () => number[], o: Opts, perProcess?: (i: number) => string, counters?: () => Promise<Counters>): Promise<{ put: Measured; get: Measured }> {
+async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: () => number[], o: Opts, perProcess?: (i: number) => string, counters?: () => Promise<Counters>, syncs?: () => Promise<HistogramTotals>): Promise<{ put: Measured; get: Measured }> {
   // Every key written once so that the gets hit present keys.
   let next = 0;
   await Promise.all(
@@ -200,14 +200,18 @@ async function measure(name: string, d: KvDriver, pids: () => number[], rssMiB: 
   );
   const phase = async (op: 'put' | 'get'): Promise<Measured> => {
     const c0 = await counters?.();
+    const s0 = await syncs?.();
     const m = cpuMeter(pids);
     const r = await closedLoop(o.clients, o.duration, (c) => d[op](c, Math.floor(Math.random() * o.keys)));
     const cpu = m.stop();
     const c1 = await counters?.();
+    // The nodes' synced Raft-log writes over the phase (all nodes): their mean latency (cairn_storage_sync_latency_seconds).
+    const s1 = await syncs?.();
+    const syncMeanMs = s0 !== undefined && s1 !== undefined ? meanBetween(s0, s1).meanMs : undefined;
     const counts = c0 !== undefined && c1 !== undefined ? countsLine(c0, c1, r.ops) : undefined;
     const out = { ...r, serverCpuSec: cpu.serverCpuSec, rssMiB: rssMiB(), cpuPerOp: cpuPerOp(cpu, r.ops, perProcess), ...(counts !== undefined ? { counts } : {}) };
     process.stdout.write(`${name} ${op}: ${r.opsPerSec} ops/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  errors ${r.errors}  server CPU ${out.serverCpuSec} s; CPU ${out.cpuPerOp}\n`);
-    if (counts !== undefined) process.stdout.write(`  per op: ${counts}\n`);
+    if (counts !== undefined) process.stdout.write(`  per op: ${counts}${syncMeanMs !== undefined ? `; synced write mean ${syncMeanMs} ms` : ''}\n`);
     return out;
   };
   return { put: await phase('put'), get: await phase('get') };
@@ -373,7 +377,7 @@ async function main(): Promise<void> {
       const cfg = configName(n);
       layout[cfg] = n > 1 ? await splitKeyspace(cairn, o.keys, n) : 'one range';
       process.stdout.write(`${cfg}: ${layout[cfg]}\n`);
-      results[cfg] = await measure(cfg, cairnDriver(cairn.nodes.map((n) => n.httpPort), value), cairn.pids, cairn.rssMiB, o, (i) => `n${i + 1}`, () => scrapeCounters(cairn));
+      results[cfg] = await measure(cfg, cairnDriver(cairn.nodes.map((n) => n.httpPort), value), cairn.pids, cairn.rssMiB, o, (i) => `n${i + 1}`, () => scrapeCounters(cairn), () => scrapeHistogramTotals(cairn, 'cairn_storage_sync_latency_seconds'));
     }
   } finally {
     watch.stop();

@@ -72,3 +72,48 @@ export function perOp(before: Counters, after: Counters, ops: number): Counters 
   for (const k of COUNTERS) out[k] = ops > 0 ? Math.round(((after[k] - before[k]) / ops) * 100) / 100 : 0;
   return out;
 }
+
+/** A histogram's running totals: observations and their sum (seconds), summed over the nodes. */
+export interface HistogramTotals {
+  readonly count: number;
+  readonly sumSec: number;
+}
+
+/** Reads `<name>_count` and `<name>_sum` of one node's /_status/vars text (absent: 0). */
+export function parseHistogramTotals(text: string, name: string): HistogramTotals {
+  let count = 0;
+  let sumSec = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}_count `)) count = Number(line.slice(name.length + 7));
+    else if (line.startsWith(`${name}_sum `)) sumSec = Number(line.slice(name.length + 5));
+  }
+  return { count, sumSec };
+}
+
+/**
+ * The totals of histogram `name` (full metric name, e.g.
+ * cairn_storage_sync_latency_seconds) over every node; a node that does not
+ * answer counts 0. The mean over a run is (Δsum / Δcount).
+ */
+export async function scrapeHistogramTotals(cluster: Pick<CairnCluster, 'nodes'>, name: string): Promise<HistogramTotals> {
+  let count = 0;
+  let sumSec = 0;
+  for (const n of cluster.nodes) {
+    try {
+      const r = await httpRequest('127.0.0.1', n.httpPort, '/_status/vars', 'GET', undefined, 10_000);
+      if (r.status !== 200) continue;
+      const t = parseHistogramTotals(r.body, name);
+      count += t.count;
+      sumSec += t.sumSec;
+    } catch {
+      // counts 0
+    }
+  }
+  return { count, sumSec };
+}
+
+/** "n syncs, mean m ms" between two scrapes of the same histogram. */
+export function meanBetween(before: HistogramTotals, after: HistogramTotals): { count: number; meanMs: number } {
+  const count = after.count - before.count;
+  return { count, meanMs: count > 0 ? Math.round(((after.sumSec - before.sumSec) / count) * 1e4) / 10 : 0 };
+}

@@ -18,10 +18,12 @@
  *   4. ONE apply batch with every replica's committed commands + applied
  *      state (unsynced: the log is durable), then proposers answer clients.
  *      Committed entries that were already durable here before the round
- *      are staged before step 2's write and ride in it (they are final:
- *      their clients are answered at staging, not after that fsync — a
- *      client waits for one fsync less — and a separate batch would queue
- *      behind the fsync in LevelDB anyway);
+ *      are staged before step 2's write and written in their own unsynced
+ *      batch issued just before it (they are final: their clients are
+ *      answered at staging, and the batch — whose write releases their
+ *      latches — does not wait for that fsync: LevelEngine's synced write
+ *      holds LevelDB's writer queue only while appending, level-engine.ts
+ *      "Synced writes");
  *   5. advance() each replica; a replica whose leader changed re-proposes
  *      its pending commands.
  *
@@ -713,20 +715,18 @@ export class Store implements StoreContext {
       }
       this.flush(early);
     }
-    // The early applies ride in the round's own write when it has one: LevelDB queues a write behind one in
-    // flight, so a separate apply batch would complete after the fsync anyway — one engine write (one native
-    // call, one log record) instead of two. Their commands' clients were answered when they were staged
-    // (Replica: acknowledgement at commit); the applied entries were durable before this round, and nothing
-    // of this round's Raft state shares a key with them (appends lie above the commit index, truncations
-    // below it).
-    if (!wb.isEmpty() && !early.isEmpty()) {
-      early.forEachOp((k, v) => (v === null ? wb.delete(k) : wb.put(k, v)));
-      early = this.engine.newBatch();
-    }
+    // The early applies are their own unsynced write, issued before the round's synced one: it completes (and
+    // releases their commands' latches in finishApply) without waiting for this round's fsync — LevelEngine
+    // fsyncs outside LevelDB's writer queue (level-engine.ts "Synced writes"; before session 6 they rode in the
+    // synced write, as LevelDB's own sync held every later write behind the fsync). Their commands' clients
+    // were answered when they were staged (Replica: acknowledgement at commit); the applied entries were
+    // durable before this round, and nothing of this round's Raft state shares a key with them (appends lie
+    // above the commit index, truncations below it), so the two writes need no order.
+    const earlyWritten = !early.isEmpty() ? this.engine.write(early, { sync: false }) : null;
     const persisted = wb.isEmpty() ? null : this.engine.write(wb, { sync });
-    const earlyWritten = !early.isEmpty() ? this.engine.write(early, { sync: false }) : earlyApplies.length > 0 ? persisted : null;
     const earlyDone = (async () => {
       if (earlyWritten !== null) await earlyWritten;
+      else if (earlyApplies.length > 0 && persisted !== null) await persisted;
       for (const { r, fx } of earlyApplies) r.finishApply(fx, () => this.engine.snapshot());
     })();
     if (persisted !== null && earlyOk && sync) {
