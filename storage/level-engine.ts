@@ -24,8 +24,8 @@
  * issued meanwhile — the store's unsynced applies of already-committed
  * entries, whose latches are held until that write completes — waits for
  * the fsync too (db_impl.cc DBImpl::Write: one writer at a time; a non-sync
- * writer behind a sync leader is grouped into its fsync). syncMode 'wal' (the
- * default) keeps the durability and takes the others off the fsync:
+ * writer behind a sync leader is grouped into its fsync). syncMode 'wal' keeps
+ * the durability and takes the others off the fsync:
  *
  *     write(batch, {sync})  =  LevelDB write, unsynced   (WAL record appended
  *                                                         and flushed to the OS:
@@ -119,9 +119,9 @@ export interface LevelEngineOptions {
   readonly compression?: boolean;
   /**
    * How `write(batch, { sync: true })` makes the batch durable: 'leveldb'
-   * (LevelDB's own sync write, which holds its writer queue through the
-   * fsync) or 'wal' (an unsynced write, then fdatasync of the WAL files —
-   * see the header, "Synced writes").
+   * (the default: LevelDB's own sync write, which holds its writer queue
+   * through the fsync) or 'wal' (an unsynced write, then fdatasync of the WAL
+   * files — see the header, "Synced writes").
    */
   readonly syncMode?: 'leveldb' | 'wal';
 }
@@ -167,7 +167,7 @@ export class LevelEngine implements Engine {
       if (isLockError(e)) throw new StoreLockedError(dir, e);
       throw new CairnError('storage.open_failed', `storage: cannot open store directory ${dir}: ${(e as Error).message}`, { cause: e });
     }
-    return new LevelEngine(dir, db, opts.iteratorChunkBytes ?? 4 << 20, opts.syncMode ?? 'wal');
+    return new LevelEngine(dir, db, opts.iteratorChunkBytes ?? 4 << 20, opts.syncMode ?? 'leveldb');
   }
 
   private check(): void {

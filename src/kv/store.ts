@@ -20,10 +20,9 @@
  *      Committed entries that were already durable here before the round
  *      are staged before step 2's write and written in their own unsynced
  *      batch issued just before it (they are final: their clients are
- *      answered at staging, and the batch — whose write releases their
- *      latches — does not wait for that fsync: LevelEngine's synced write
- *      holds LevelDB's writer queue only while appending, level-engine.ts
- *      "Synced writes");
+ *      answered at staging, and that batch — whose write releases their
+ *      latches — goes ahead of the fsync in LevelDB's writer queue instead
+ *      of waiting for it; level-engine.ts "Synced writes");
  *   5. advance() each replica; a replica whose leader changed re-proposes
  *      its pending commands.
  *
@@ -715,10 +714,10 @@ export class Store implements StoreContext {
       }
       this.flush(early);
     }
-    // The early applies are their own unsynced write, issued before the round's synced one: it completes (and
-    // releases their commands' latches in finishApply) without waiting for this round's fsync — LevelEngine
-    // fsyncs outside LevelDB's writer queue (level-engine.ts "Synced writes"; before session 6 they rode in the
-    // synced write, as LevelDB's own sync held every later write behind the fsync). Their commands' clients
+    // The early applies are their own unsynced write, issued before the round's synced one: it enters LevelDB's
+    // writer queue first and completes (releasing their commands' latches in finishApply) without waiting for this
+    // round's fsync — a write queued behind a synced one waits for its fsync (level-engine.ts "Synced writes";
+    // before session 6 they rode in the synced write, completing after the fsync). Their commands' clients
     // were answered when they were staged (Replica: acknowledgement at commit); the applied entries were
     // durable before this round, and nothing of this round's Raft state shares a key with them (appends lie
     // above the commit index, truncations below it), so the two writes need no order.
