@@ -30,6 +30,35 @@
  *        [--getsync 20] [--pool-readers 2] [--keys 100000] [--procs 1]
  *        [--runs 3] [--only name,name]
  *
+ * Findings (session 6, 19:03-19:10 UTC, 3 stores at once, 50,000 keys,
+ * 32 × 1,100 B entries per round; one run each at load 13-19, then three
+ * runs at load 14-22 for the rows marked *; ms):
+ *
+ *   scenario                         sync mean  p90  apply mean  pool probe  loop delay  fsync p50
+ *   sync alone                         1.9       4.0      –          0.4         1.3        0.5-1.0
+ *   + applies separate (LevelDB sync)  2.8       5.4     2.9         0.7         1.5        0.7
+ *   + applies separate, wal sync       3.0       5.1     1.1         0.4         1.3        0.5
+ *   + reads (getSync 20/ms + pool)    38.0     103.8    38.6        29.8        14.4        0.9
+ *   + reads, pool 16                  36.6      95.8    39.7        21.9        11.1        0.8
+ *   + reads, wal sync                 44.0     116.3    18.3        14.2         7.5        1.1
+ *   + reads, no snappy                15.3      31.0      –          7.2         4.3        0.4
+ *
+ * So the ~40 ms synced writes seen in the cluster against a 1-6 ms raw
+ * fdatasync are reproduced by CPU starvation alone: once the stores' JS
+ * threads are busy (reads) on this 2-core machine, a trivial pool job (the
+ * fstat probe) takes 15-30 ms and the event loop runs callbacks 5-15 ms
+ * late, while the fsync itself stays at ~1 ms. The LevelDB-owned parts are
+ * small: the writer queue costs an unsynced apply the fsync it queues
+ * behind (2.9 vs 1.1 ms alone; 38.6 vs 18.3 ms under reads — fixed in the
+ * store for early applies by issuing them before the synced write; 'wal'
+ * sync mode removes it for every write but adds an event-loop hop to the
+ * synced write itself, which costs more under load: bench:kv put A/B at load
+ * 22-30, medians of 3, synced write 36.1 ms LevelDB vs 45.7 ms wal, put
+ * 293 vs 266/s, so LevelDB's sync stays the default); a 16-thread pool and a
+ * 64 MB write buffer were within the noise; block compression off looked
+ * better in one run (fewer CPU cycles per read: the values here are random
+ * letters, which snappy barely compresses) and is not changed on one run.
+ *
  * Ownership: every child and temporary directory started here is ended and
  * removed before exit.
  */

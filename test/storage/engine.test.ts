@@ -311,7 +311,7 @@ describe('LevelEngine synced writes, syncMode wal (level-engine.ts header, "Sync
   it('a synced put and delete go through the same path', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-wal-'));
     try {
-      let e = await LevelEngine.open(dir);
+      let e = await LevelEngine.open(dir, { syncMode: 'wal' });
       await e.put(Buffer.from('a'), Buffer.from('1'), { sync: true });
       await e.put(Buffer.from('b'), Buffer.from('2'), { sync: true });
       await e.delete(Buffer.from('a'), { sync: true });
