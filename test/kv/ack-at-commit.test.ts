@@ -14,6 +14,13 @@
  *   - Its latches are held until it applies: a read of the key through the
  *     leaseholder answers the new value.
  *
+ *   - A command committed before a round (durable here, its commit learnt
+ *     while the previous round synced) is applied in its own write issued
+ *     ahead of that round's synced one (store.ts processRound, 1b): its
+ *     latches are released while the round's fsync is still held, so a
+ *     read of its key does not wait for that fsync (session 6; before, its
+ *     apply rode in the synced write).
+ *
  * Elections take 300 ticks and leases 10 s here: while the followers' loops
  * are held no heartbeat answer reaches the leader, and with the defaults a
  * slow machine let the leader step down (check-quorum, 10 ticks) or its
@@ -84,6 +91,41 @@ describe('replicated write acknowledgement', () => {
       expect(c.store(lh).metrics.fastApplies).toBeGreaterThan(0);
     } finally {
       for (const g of gates) g.open(); // a failed wait must not leave a store's loop stuck at a closed gate
+    }
+  });
+
+  it("applies a command committed before a round without waiting for that round's fsync", async () => {
+    const { c, lh, followers, gates } = await steadyCluster();
+    const leader = () => c.store(lh).replica(1)!;
+    const kv = c.client(lh);
+    try {
+      // Round R_B: B's entry, its sync held on every node.
+      for (const g of gates) g.close();
+      const b = track(kv.put(key('b'), Buffer.from('b')));
+      await c.waitFor(() => gates.every((g) => g.holding), 10_000, "every node's sync of B held");
+      const bIndex = leader().raw.raft.raftLog.lastIndex();
+      // C waits in the proposal buffer for the next round, which will then have entries to sync.
+      const cw = track(kv.put(key('c'), Buffer.from('c')));
+      // The followers persist B and acknowledge it: the leader learns B committed while its own R_B is held.
+      for (const f of followers) gates[f]!.open();
+      await c.waitFor(() => leader().raw.raft.raftLog.committed >= bIndex, 10_000, 'B committed on the leader');
+      // R_B's sync goes on; the next round (B applied early, C's entry synced) is held at the gate.
+      gates[lh]!.passOne();
+      await c.waitFor(() => leader().storage.lastIndex() >= bIndex, 10_000, 'R_B durable on the leader');
+      await c.waitFor(() => gates[lh]!.holding, 10_000, "the leader's next round (C) held");
+      await b.promise;
+      // B's latches are released with its apply write, which went ahead of the held sync: a read is served now.
+      const read = track(kv.get(key('b')));
+      await c.waitFor(() => read.settled, 10_000, "a read of B served while the round's fsync is held");
+      expect(read.error).toBeUndefined();
+      expect((await read.promise)?.toString()).toBe('b');
+      expect(gates[lh]!.holding).toBe(true);
+      expect(cw.settled).toBe(false);
+      gates[lh]!.open();
+      await cw.promise;
+      expect((await kv.get(key('c')))?.toString()).toBe('c');
+    } finally {
+      for (const g of gates) g.open();
     }
   });
 

@@ -6,6 +6,7 @@
  *
  *   const g = gateSyncs(c.node(i).engine);
  *   g.close(); …; await c.waitFor(() => g.holding); …; g.open();
+ *   g.passOne();                            // only the held write goes on
  *
  * Ownership: replaces `e.write` for the engine's lifetime; open() the gate
  * in `finally` so a failed test never leaves a store's loop stuck.
@@ -15,6 +16,8 @@ import type { Engine, WriteBatch, WriteOptions } from '../../storage/engine.js';
 export interface SyncGate {
   close(): void;
   open(): void;
+  /** Lets the synced write waiting at the closed gate through; the gate stays closed for the next ones. */
+  passOne(): void;
   /** A synced write is waiting at the closed gate. */
   readonly holding: boolean;
 }
@@ -24,6 +27,7 @@ export function gateSyncs(e: Engine): SyncGate {
   let queue: Promise<unknown> = Promise.resolve();
   let closed = false;
   let holding = false;
+  let passes = 0;
   let release: (() => void) | null = null;
   const opened = (): Promise<void> =>
     new Promise<void>((r) => {
@@ -31,10 +35,11 @@ export function gateSyncs(e: Engine): SyncGate {
     });
   e.write = (b: WriteBatch, o?: WriteOptions): Promise<void> => {
     const p = queue.then(async () => {
-      while (o?.sync === true && closed) {
+      while (o?.sync === true && closed && passes === 0) {
         holding = true;
         await opened();
       }
+      if (o?.sync === true && closed) passes--;
       holding = false;
       return write(b, o);
     });
@@ -45,6 +50,10 @@ export function gateSyncs(e: Engine): SyncGate {
     close: () => void (closed = true),
     open: () => {
       closed = false;
+      (release as (() => void) | null)?.();
+    },
+    passOne: () => {
+      passes++;
       (release as (() => void) | null)?.();
     },
     get holding() {
