@@ -28,10 +28,13 @@
  * (the implementation does not reuse them).
  *
  * What SQL sends (for the implementers' benefit):
- *   - the first batch of every transaction also gets the schema-version key
- *     (descriptorKey(0), system range) — the descriptor-cache check of
- *     sql/catalog/catalog.ts; on a cache miss, one batch of get(version) +
- *     scan(descriptors);
+ *   - with a descriptor lease (sql/catalog/lease-manager.ts; implicit
+ *     statements on a KVTxn with setDeadline) no catalog key at all: the
+ *     commit carries the lease's expiration as its deadline. Otherwise (explicit
+ *     transactions, no lease held) the first batch of the transaction also gets
+ *     the schema-version key (descriptorKey(0), system range) — the
+ *     descriptor-cache check of sql/catalog/catalog.ts; on a cache miss, one
+ *     batch of get(version) + scan(descriptors);
  *   - point SELECT: one batch of gets (IN lists batched); span SELECT: scans
  *     with `limit` (pushed-down LIMIT, else 128 → 8192 rows) and targetBytes
  *     (4 MiB), continued from resumeKey;
@@ -210,6 +213,14 @@ export interface KVTxn {
    * lock wait — and lets what it throws end the call; the caller then rolls back. Optional (MemoryKV never waits).
    */
   setCancelCheck?(check: (() => void) | undefined): void;
+  /**
+   * Commit deadline (descriptor leases, sql/catalog/lease-manager.ts): the
+   * transaction commits only at a timestamp below `ts`, else the commit fails
+   * with a retryable error (RETRY_COMMIT_DEADLINE); undefined clears it. It
+   * survives restart(). Optional: without it, SQL never uses a descriptor
+   * lease and reads the schema version in the transaction instead.
+   */
+  setDeadline?(ts: Timestamp | undefined): void;
 }
 
 /** One range, as SHOW RANGES reports it. */

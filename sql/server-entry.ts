@@ -6,7 +6,9 @@
  *                                                         cancelRegistry }))
  *
  * Owns the node-wide pieces every session shares: the descriptor cache
- * (Catalog), the statement cache, and the node services expressions use
+ * (Catalog), the descriptor leases (LeaseManager, when the KV transactions
+ * support commit deadlines — the real TxnDB; its tick runs until close()),
+ * the statement cache, and the node services expressions use
  * (unique_rowid, gen_random_uuid, random). It bootstraps the system
  * descriptors (idempotent) before returning.
  *
@@ -30,6 +32,7 @@ import type { AuthMethod, SessionFactory, StartupInfo } from './pgwire/session-b
 import type { NodeServices } from './sem/expr.js';
 import { Session, type SessionDeps } from './session/session.js';
 import { loadSnapshot } from './catalog/catalog.js';
+import { LeaseManager, type LeaseManagerOptions } from './catalog/lease-manager.js';
 
 export interface SqlServerOptions {
   /** Trust authentication for every user (cairn start --insecure). */
@@ -40,14 +43,23 @@ export interface SqlServerOptions {
   readonly randomUUID?: () => string;
   readonly random?: () => number;
   readonly statementCacheSize?: number;
+  /**
+   * Descriptor leases: false turns them off; options tune them (tests). Default:
+   * on when the KVDB's transactions have setDeadline.
+   */
+  readonly descriptorLeases?: false | Omit<LeaseManagerOptions, 'sleep' | 'schedule'>;
 }
 
 export interface SqlServer {
   readonly factory: SessionFactory;
   readonly catalog: Catalog;
   readonly statementCache: StatementCache;
+  /** The node's descriptor leases, when on. */
+  readonly leases: LeaseManager | undefined;
   /** Sessions currently open. */
   sessionCount(): number;
+  /** Stops the background work (the lease tick); sessions are the listener's to close. */
+  close(): void;
 }
 
 /** unique_rowid(): (µs since epoch / 10) << 15 | node id, strictly increasing per node. */
@@ -73,12 +85,28 @@ export async function createSqlServer(db: KVDB, opts: SqlServerOptions = {}): Pr
     randomUUID: opts.randomUUID ?? randomUUID,
     random: opts.random ?? Math.random,
   };
+  const timers = opts.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+  const leaseOpts = opts.descriptorLeases;
+  const leases =
+    leaseOpts !== false && typeof db.newTxn({ readOnly: true }).setDeadline === 'function'
+      ? new LeaseManager(db, catalog, {
+          ...leaseOpts,
+          sleep: (ms) => new Promise((r) => timers.setTimeout(r, ms)),
+          schedule: (fn, ms) => {
+            const h = timers.setTimeout(fn, ms);
+            (h as { unref?: () => void }).unref?.();
+            return () => timers.clearTimeout(h);
+          },
+        })
+      : undefined;
+  leases?.start();
   const deps: SessionDeps = {
     db,
     catalog,
     node,
     statementCache,
-    timers: opts.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    timers,
+    ...(leases === undefined ? {} : { leases }),
   };
   const rootCredential: ScramCredential | undefined = opts.rootPassword !== undefined ? makeScramCredential(opts.rootPassword, randomBytes(16)) : undefined;
   let sessions = 0;
@@ -121,5 +149,5 @@ export async function createSqlServer(db: KVDB, opts: SqlServerOptions = {}): Pr
       return s;
     },
   };
-  return { factory, catalog, statementCache, sessionCount: () => sessions };
+  return { factory, catalog, statementCache, leases, sessionCount: () => sessions, close: () => leases?.stop() };
 }

@@ -37,7 +37,8 @@
  * Range-local suffixes: "rdsc" RangeDescriptor, "txn-" txnId:16 Transaction.
  * Store-local: "iden" StoreIdent.
  * System names (ASCII, none a prefix of another): bootstrap-version,
- *   cluster-id, descriptor/<id:int>, gen/descriptor-id, gen/node-id,
+ *   cluster-id, desc-fence/<token:string>, desc-lease/<nodeId:int>,
+ *   descriptor/<id:int>, gen/descriptor-id, gen/node-id,
  *   gen/range-id, gen/store-id, liveness/<nodeId:int>,
  *   namespace/<parentId:int><name:string>, settings/<name:string>.
  *
@@ -406,6 +407,8 @@ export function decodeMeta2Key(key: Buffer): Buffer {
 const SYS_BOOTSTRAP_VERSION = ascii('bootstrap-version');
 const SYS_CLUSTER_ID = ascii('cluster-id');
 const SYS_DESCRIPTOR = ascii('descriptor/');
+const SYS_DESC_LEASE = ascii('desc-lease/');
+const SYS_DESC_FENCE = ascii('desc-fence/');
 const SYS_DESC_ID_GEN = ascii('gen/descriptor-id');
 const SYS_NODE_ID_GEN = ascii('gen/node-id');
 const SYS_RANGE_ID_GEN = ascii('gen/range-id');
@@ -426,6 +429,12 @@ export const STORE_ID_GENERATOR_KEY: Buffer = systemKey(SYS_STORE_ID_GEN);
 export const NODE_LIVENESS_PREFIX: Buffer = systemKey(SYS_LIVENESS);
 export const NODE_LIVENESS_SPAN: Span = spanOfPrefix(NODE_LIVENESS_PREFIX);
 export const DESCRIPTOR_PREFIX: Buffer = systemKey(SYS_DESCRIPTOR);
+/** SQL descriptor leases, one record per node (sql/catalog/lease-manager.ts). */
+export const DESC_LEASE_PREFIX: Buffer = systemKey(SYS_DESC_LEASE);
+export const DESC_LEASE_SPAN: Span = spanOfPrefix(DESC_LEASE_PREFIX);
+/** Schema-change fences: while one is live no node takes a new descriptor lease (lease-manager.ts). */
+export const DESC_FENCE_PREFIX: Buffer = systemKey(SYS_DESC_FENCE);
+export const DESC_FENCE_SPAN: Span = spanOfPrefix(DESC_FENCE_PREFIX);
 export const NAMESPACE_PREFIX: Buffer = systemKey(SYS_NAMESPACE);
 export const SETTINGS_PREFIX: Buffer = systemKey(SYS_SETTINGS);
 
@@ -448,6 +457,17 @@ export function decodeNodeLivenessKey(key: Buffer): number {
 export function descriptorKey(descId: number): Buffer {
   checkId('descriptor id', descId);
   return w.reset().appendRaw(DESCRIPTOR_PREFIX).appendInt(descId).finish();
+}
+
+/** Node `nodeId`'s descriptor lease record. */
+export function descLeaseKey(nodeId: number): Buffer {
+  checkId('node id', nodeId);
+  return w.reset().appendRaw(DESC_LEASE_PREFIX).appendInt(nodeId).finish();
+}
+
+/** A schema-change fence, named by its owner's token. */
+export function descFenceKey(token: string): Buffer {
+  return w.reset().appendRaw(DESC_FENCE_PREFIX).appendString(token).finish();
 }
 
 /** A name → descriptor id entry under a parent (database or schema) descriptor. */
@@ -634,6 +654,8 @@ const SYSTEM_NAMES: readonly (readonly [Buffer, string])[] = [
   [SYS_BOOTSTRAP_VERSION, 'BootstrapVersion'],
   [SYS_CLUSTER_ID, 'ClusterID'],
   [SYS_DESCRIPTOR, 'Descriptor'],
+  [SYS_DESC_LEASE, 'DescLease'],
+  [SYS_DESC_FENCE, 'DescFence'],
   [SYS_DESC_ID_GEN, 'DescIDGen'],
   [SYS_NODE_ID_GEN, 'NodeIDGen'],
   [SYS_RANGE_ID_GEN, 'RangeIDGen'],

@@ -73,6 +73,8 @@ export interface SessionFactory {
   authMethod(info: StartupInfo): Promise<AuthMethod>;
   /** Opens the session of an authenticated connection; throws (e.g. 3D000) to refuse it. */
   startSession(info: StartupInfo): Promise<SessionBackend>;
+  /** Stops the node-wide background work behind the sessions (descriptor leases); optional. */
+  close?(): void;
 }
 
 /** A statement prepared by Parse (or by the session for a simple query). */

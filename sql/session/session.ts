@@ -77,6 +77,7 @@ import { MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import { parseInterval } from '../types/interval.js';
 import { parseTimestampTz } from '../types/datetime.js';
 import { loadSnapshot, type Catalog, type CatalogSnapshot } from '../catalog/catalog.js';
+import type { LeaseManager, LeaseUse, SchemaFence } from '../catalog/lease-manager.js';
 import { alterUser, createUser, dropUser } from '../catalog/users.js';
 import { SqlTxn } from '../exec/sql-txn.js';
 import { open, type ExecCtx, type Row } from '../exec/operators.js';
@@ -109,6 +110,8 @@ export interface SessionDeps {
   readonly node: NodeServices;
   readonly statementCache: StatementCache;
   readonly timers: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(h: unknown): void };
+  /** Descriptor leases (lease-manager.ts); without them every transaction reads the schema version. */
+  readonly leases?: LeaseManager;
 }
 
 interface OutColumn {
@@ -171,6 +174,23 @@ interface ExplicitTxn {
 
 /** Statements that write (refused in a read-only transaction). */
 const WRITES = new Set(['Insert', 'Update', 'Delete', 'CreateTable', 'DropTable', 'CreateIndex', 'DropIndex', 'AlterTable', 'Rename', 'Copy', 'CreateView', 'DropView', 'CreateSequence', 'DropSequence', 'CreateDatabase', 'DropDatabase', 'Truncate', 'CreateRole', 'AlterRole', 'DropRole']);
+
+/** Statements that write the schema version: fenced against descriptor leases first (lease-manager.ts). */
+const SCHEMA_CHANGES = new Set([...WRITES].filter((k) => k !== 'Insert' && k !== 'Update' && k !== 'Delete' && k !== 'Copy'));
+
+/** A KVDB whose transactions all commit below `deadline` (the txns a fenced schema change runs on its own). */
+function withDeadline(db: KVDB, deadline: Timestamp): KVDB {
+  return {
+    nodeId: db.nodeId,
+    now: () => db.now(),
+    ...(db.admin === undefined ? {} : { admin: db.admin }),
+    newTxn: (opts) => {
+      const t = db.newTxn(opts);
+      t.setDeadline?.(deadline);
+      return t;
+    },
+  };
+}
 
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
@@ -259,6 +279,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
   private inExecute = false;
   private running: { cancelled: boolean; reason: string } | undefined;
   private closed = false;
+  /** The fence of this session's schema change, held until its transaction ends. */
+  private fence: SchemaFence | undefined;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -465,7 +487,11 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
 
   async sync(failed: boolean): Promise<void> {
     if (failed) this.failTxn();
-    if (this.pending !== undefined) await this.finishPending(failed);
+    try {
+      if (this.pending !== undefined) await this.finishPending(failed);
+    } finally {
+      await this.unfenceIfIdle();
+    }
   }
 
   /** Commits the extended protocol's implicit transaction, or rolls it back after an error. */
@@ -503,6 +529,28 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const p = this.pending;
     this.pending = undefined;
     if (p !== undefined) await p.sql.kv.rollback();
+    await this.unfenceIfIdle();
+  }
+
+  /** A schema change: fences the descriptor leases before its first write of the version key (lease-manager.ts). */
+  private async fenceSchema(txn: SqlTxn): Promise<void> {
+    const leases = this.deps.leases;
+    if (leases === undefined || txn.kv.setDeadline === undefined) return;
+    this.fence ??= await leases.fence();
+    txn.kv.setDeadline(this.fence.deadline);
+  }
+
+  /** The KVDB for the transactions a schema change runs on its own: below its fence's deadline. */
+  private fencedDb(): KVDB {
+    return this.fence === undefined ? this.deps.db : withDeadline(this.deps.db, this.fence.deadline);
+  }
+
+  /** Removes the session's fence once no transaction is open. */
+  private async unfenceIfIdle(): Promise<void> {
+    const f = this.fence;
+    if (f === undefined || this.txn !== undefined || this.pending !== undefined) return;
+    this.fence = undefined;
+    await this.deps.leases?.unfence(f);
   }
 
   // ---- statements ----------------------------------------------------------------------
@@ -537,6 +585,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     } finally {
       if (timer !== undefined) this.deps.timers.clearTimeout(timer);
       this.running = undefined;
+      await this.unfenceIfIdle();
     }
   }
 
@@ -622,12 +671,13 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           (txn, implicit) => this.seqs.run(() => this.execInTxn(ast, prep, params, txn, implicit, sink, emitter), () => sink.canRewind(), () => sink.rewind()),
           opts,
           WRITES.has(ast.kind),
+          (ast.kind === 'Select' && ast.asOfSystemTime === undefined) || ast.kind === 'Insert' || ast.kind === 'Update' || ast.kind === 'Delete',
         );
     }
   }
 
   /** Runs `fn` in the explicit transaction, or in an implicit one with automatic retries. */
-  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, opts?: KVTxnOptions, writes = false): Promise<StmtResult> {
+  private async inTxn(sink: RowSink, fn: (txn: SqlTxn, implicit: boolean) => Promise<{ result: StmtResult; committed: boolean }>, opts?: KVTxnOptions, writes = false, leasable = false): Promise<StmtResult> {
     const ex = this.txn;
     if (ex !== undefined) {
       if (ex.committed) throw new PgError('sql.invalid_transaction_state', '25000', 'current transaction is committed, commands ignored until end of transaction block');
@@ -640,6 +690,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     const defer = this.inExecute && opts?.asOf === undefined && sink.syncFollows?.() !== true;
     const txnOpts = defer ? undefined : opts;
     let kv: KVTxn | undefined;
+    let leaseSpent = false;
     for (let attempt = 0; ; attempt++) {
       if (kv === undefined) kv = this.newTxn(txnOpts);
       else {
@@ -652,6 +703,11 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         }
       }
       const txn = new SqlTxn(kv);
+      // A statement committed with itself runs on the node's descriptor lease when it can (no catalog read); a retry
+      // after the lease ran out reads the schema version instead, so a long statement still finishes.
+      const lease: LeaseUse | undefined = leasable && !defer && !leaseSpent && kv.setDeadline !== undefined ? this.deps.leases?.acquire() : undefined;
+      if (lease !== undefined) txn.useLease(lease.deadline, lease.snapshot);
+      else if (attempt > 0) kv.setDeadline?.(undefined);
       try {
         if (defer) {
           const { result } = await fn(txn, false);
@@ -664,6 +720,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         return result;
       } catch (e) {
         if (e instanceof CairnError && e.code === 'sql.schema_changed') this.deps.catalog.invalidate();
+        if (lease !== undefined && e instanceof CairnError && (e.code === 'sql.lease_expired' || e.message.includes('RETRY_COMMIT_DEADLINE'))) leaseSpent = true;
         if (isRetryableError(e) && sink.canRewind() && attempt < MAX_AUTO_RETRIES && !this.closed) {
           this.checkCancel();
           sink.rewind();
@@ -671,11 +728,14 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         }
         await kv.rollback();
         throw e;
+      } finally {
+        if (lease !== undefined) this.deps.leases?.release(kv.provisionalCommitTimestamp());
       }
     }
   }
 
   private async snapshotFor(txn: SqlTxn): Promise<CatalogSnapshot> {
+    if (txn.leased !== undefined && !txn.schemaDirty) return txn.leased;
     if (txn.schemaDirty) {
       const s = await loadSnapshot(txn.kv);
       txn.markSchemaChecked();
@@ -758,6 +818,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     sink: RowSink,
     emitter?: RowEmitter,
   ): Promise<{ result: StmtResult; committed: boolean }> {
+    if (SCHEMA_CHANGES.has(ast.kind)) await this.fenceSchema(txn);
     const util = (r: UtilityResult): { result: StmtResult; committed: boolean } => {
       for (const n of r.notices ?? []) sink.notice({ severity: 'NOTICE', code: '00000', message: n });
       return { result: { tag: r.tag, columns: r.columns?.map((c) => ({ ...c, tableOid: 0, columnAttr: 0 })), rows: r.rows }, committed: false };
@@ -829,7 +890,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         if (r.pending === undefined) return util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
         await txn.commit();
         this.deps.catalog.invalidate();
-        await backfillOnline(this.deps.db, r.pending.tableId, r.pending.indexId);
+        await backfillOnline(this.fencedDb(), r.pending.tableId, r.pending.indexId);
         const done = util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
         return { result: done.result, committed: true };
       }
@@ -860,7 +921,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         // Alone in its transaction, ADD PRIMARY KEY rebuilds the table online (sql/schema/primary-key.ts).
         await txn.commit();
         this.deps.catalog.invalidate();
-        await finishPrimaryKeyOnline(this.deps.db, r.pending.tableId, r.pending.indexId);
+        await finishPrimaryKeyOnline(this.fencedDb(), r.pending.tableId, r.pending.indexId);
         const done = util({ tag: r.tag, columns: undefined, rows: [], notices: r.notices });
         return { result: done.result, committed: true };
       }

@@ -140,6 +140,7 @@ export async function mountSql(kvdb: KVDB | null, state: SqlServingState, opts: 
       return sql.factory.authMethod(info);
     },
     startSession: (info) => sql.factory.startSession(info),
+    close: () => sql.close(),
   };
 }
 
@@ -190,6 +191,7 @@ export class SqlServer {
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
+    this.factory.close?.();
     for (const sock of this.sockets) sock.destroy();
     if (s !== null) await new Promise<void>((r) => s.close(() => r()));
   }

@@ -54,6 +54,7 @@ export async function startSqlServer(opts: SqlServerOptions & { kv?: MemoryKV; d
     sql,
     internalErrors,
     async stop() {
+      sql.close();
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -192,6 +192,8 @@ export class TxnCoordSender {
   private readonly pipeliner: TxnPipeliner;
   /** The statement's cancel check (KVTxn.setCancelCheck): called at the safe points, throws to end the statement. */
   private cancelCheck: (() => void) | undefined;
+  /** setDeadline: the commit timestamp must stay below this (SQL descriptor leases); null: none. */
+  private deadline: Timestamp | null = null;
 
   constructor(
     private readonly ctx: TxnCoordContext,
@@ -246,6 +248,22 @@ export class TxnCoordSender {
   setCancelCheck(check: (() => void) | undefined): void {
     this.cancelCheck = check;
   }
+  /**
+   * The commit deadline (CockroachDB's Txn.UpdateDeadline): every commit
+   * attempt is sent only while the write timestamp is below it — the commit
+   * timestamp is the one the coordinator sends (a push makes the attempt fail
+   * and come back here), so the check is exact; a read-only commit checks its
+   * read timestamp. Past it: TxnRetryError(RETRY_COMMIT_DEADLINE). Kept across
+   * restarts; undefined clears it.
+   */
+  setDeadline(ts: Timestamp | undefined): void {
+    this.deadline = ts ?? null;
+  }
+  private checkDeadline(at: Timestamp): void {
+    if (this.deadline !== null && !tsLess(at, this.deadline)) {
+      throw this.fail(new TxnRetryError('RETRY_COMMIT_DEADLINE', `commit timestamp ${at.wall},${at.logical} is not below the deadline ${this.deadline.wall},${this.deadline.logical}`));
+    }
+  }
 
   async run(batch: KVBatchLike): Promise<KVResult[]> {
     this.checkUsable();
@@ -270,6 +288,7 @@ export class TxnCoordSender {
     if (!hasWrites && this.lockSpans.size === 0) {
       // Read-only: no record, nothing to end.
       for (const r of await this.runSegment(last, null)) out.push(r);
+      this.checkDeadline(this.readTs);
       this.finish('committed');
       this.ctx.metrics.commits++;
       return out;
@@ -417,6 +436,7 @@ export class TxnCoordSender {
         if (this.pushedTo !== null && tsLess(this.writeTs, this.pushedTo)) await this.refreshTo(this.pushedTo, 'RETRY_SERIALIZABLE');
         if (refreshWith !== null && !tsLess(this.readTs, refreshWith)) refreshWith = null;
         this.committing = end !== null;
+        if (end !== null) this.checkDeadline(this.writeTs);
         const observed = this.observed === undefined || this.fixed ? {} : { observedTimestamps: this.observed };
         const head = refreshWith === null ? [] : this.refreshRequests();
         carried = head.length;
@@ -431,6 +451,7 @@ export class TxnCoordSender {
         this.committing = false;
         // A failed commit attempt may still have completed a STAGING record (this one's or an earlier attempt's).
         if (end !== null && inFlight.length > 0 && !(e instanceof CairnError && e.ambiguous) && (await this.settleStaging(null))) return seg.map((q) => toKvResult(q, writeResponse(q)));
+        if (e instanceof TxnRetryError && e.reason === 'RETRY_COMMIT_DEADLINE') throw e;
         if (isIntentMissing(e) && chained.proved.length > 0) {
           // A chained QueryIntent also misses an intent a pusher moved above our timestamp: the record tells where
           // (PushTxn wrote it); refresh there and prove again. Missing there too: the pipelined write was lost —
