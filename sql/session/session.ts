@@ -192,6 +192,11 @@ function withDeadline(db: KVDB, deadline: Timestamp): KVDB {
   };
 }
 
+/** Same column count and types (a re-planned prepared statement must keep its RowDescription). */
+function sameResultShape(described: readonly OutColumn[], now: readonly ResultColumn[] | undefined): boolean {
+  return now !== undefined && now.length === described.length && now.every((c, i) => c.type.oid === (described[i] as OutColumn).type.oid);
+}
+
 function toOutColumns(cols: readonly ResultColumn[] | undefined): OutColumn[] | undefined {
   return cols?.map((c) => ({ name: c.name, type: c.type, tableOid: c.tableOid, columnAttr: c.columnAttr }));
 }
@@ -842,6 +847,10 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
             txn.markSchemaChecked();
             this.deps.catalog.offer(snap);
             plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
+          }
+          // PostgreSQL's rule: a prepared statement's described result cannot change under its client.
+          if (prep?.resultColumns !== undefined && !sameResultShape(prep.resultColumns, plan.result)) {
+            throw new SqlError('sql.feature_not_supported', '0A000', 'cached plan must not change result type');
           }
           if (prep !== undefined && !txn.schemaDirty) prep.plan = plan;
         }

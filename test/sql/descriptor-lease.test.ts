@@ -13,6 +13,9 @@
  *   - a gateway whose lease tick stalls keeps its lease to expiration: a DDL
  *     elsewhere commits only after that expiration (HLC order, not a timing),
  *     and the stalled gateway's next statement does not use the stale lease;
+ *   - a prepared SELECT * re-planned under a wider table: 0A000 (PostgreSQL's
+ *     "cached plan must not change result type"), not a row wider than its
+ *     RowDescription;
  *   - the KV commit deadline (KVTxn.setDeadline) refuses to commit at or above it.
  * Issue 6 (descriptor caching with versioned leases, DESIGN.md §3 "SQL").
  */
@@ -29,6 +32,7 @@ import { SYSTEM_SPAN, prettyKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { KVBatch } from '../../sql/kv.js';
 import type { LeaseManager } from '../../sql/catalog/lease-manager.js';
+import { errorOf } from './pg-helpers.js';
 
 interface Counted {
   readonly db: TxnDB;
@@ -160,18 +164,25 @@ describe('descriptor leases', () => {
       }
     })();
     const usesBefore = leasesOf(0).stats.uses;
-    await within('DML running', 20_000, async () => (iterations > 3 ? true : undefined));
-    await b.query('ALTER TABLE kv ADD COLUMN w INT NOT NULL DEFAULT 7');
-    // Started after the ALTER returned: must see w, on either node.
-    expect((await a.query('SELECT k, v >= 0 AS ok, w FROM kv WHERE k = 2')).rows).toEqual([{ k: 2, ok: true, w: 7 }]);
-    await b.query('CREATE INDEX kv_v ON kv (v)');
-    await b.query('ALTER TABLE kv DROP COLUMN w');
-    const after = await a.query('SELECT * FROM kv WHERE k = 3');
-    expect(after.fields.map((f) => f.name)).toEqual(['k', 'v']);
-    const n = iterations;
-    await within('DML after the DDL', 20_000, async () => (iterations > n + 3 ? true : undefined));
-    stop = true;
-    await loop;
+    try {
+      await within('DML running', 20_000, async () => (iterations > 3 ? true : undefined));
+      const star = { name: 'star', text: 'SELECT * FROM kv WHERE k = $1', values: [1] };
+      expect((await a.query(star)).fields.length).toBe(2);
+      await b.query('ALTER TABLE kv ADD COLUMN w INT NOT NULL DEFAULT 7');
+      // A prepared statement's result shape is fixed at Parse (PostgreSQL: 0A000), the connection stays usable.
+      expect((await errorOf(a.query(star))).code).toBe('0A000');
+      // Started after the ALTER returned: must see w, on either node.
+      expect((await a.query('SELECT k, v >= 0 AS ok, w FROM kv WHERE k = 2')).rows).toEqual([{ k: 2, ok: true, w: 7 }]);
+      await b.query('CREATE INDEX kv_v ON kv (v)');
+      await b.query('ALTER TABLE kv DROP COLUMN w');
+      const after = await a.query('SELECT * FROM kv WHERE k = 3');
+      expect(after.fields.map((f) => f.name)).toEqual(['k', 'v']);
+      const n = iterations;
+      await within('DML after the DDL', 20_000, async () => (iterations > n + 3 ? true : undefined));
+    } finally {
+      stop = true;
+      await loop;
+    }
     expect(errors).toEqual([]);
     // The loop ran on the lease between the schema changes.
     expect(leasesOf(0).stats.uses).toBeGreaterThan(usesBefore);
