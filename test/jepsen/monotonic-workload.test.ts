@@ -15,8 +15,7 @@
 import { describe, it, expect } from 'vitest';
 import pg from 'pg';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { startSqlServer } from '../support/sql-server.js';
-import { startTxnCluster } from '../kv-txn/support.js';
+import { withSqlPair } from './sql-pair.js';
 import { monotonicWorkload } from '../../jepsen-style/workloads/monotonic.js';
 import type { OpResult, SqlConn, WorkloadOptions } from '../../jepsen-style/workloads/workload.js';
 
@@ -38,14 +37,8 @@ function interleaved(c: pg.Client, before: () => Promise<void>): SqlConn {
 }
 
 describe('monotonic workload (real KV)', () => {
-  it('a read by another client between its read and its INSERT does not fail it; the old statement order did', async () => {
-    const { dbs } = await startTxnCluster(start);
-    const srv = await startSqlServer({ insecure: true, db: dbs[0] });
-    const a = new pg.Client(srv.url);
-    const b = new pg.Client(srv.url);
-    await a.connect();
-    await b.connect();
-    try {
+  it('a read by another client between its read and its INSERT does not fail it; the old statement order did', () =>
+    withSqlPair(start, async (a, b) => {
       await monotonicWorkload.setup(a, opts);
       // The old order: commit timestamp fixed, then another client reads the table, then the INSERT — pushed: 40001.
       await a.query('BEGIN');
@@ -65,22 +58,10 @@ describe('monotonic workload (real KV)', () => {
       const row = r.value as { value: number; ts: string };
       expect(row.value).toBe(0);
       expect((await b.query('SELECT val, sts FROM monotonic')).rows).toEqual([{ val: 0, sts: row.ts }]);
-      expect(srv.internalErrors).toEqual([]);
-    } finally {
-      await a.end();
-      await b.end();
-      await srv.stop();
-    }
-  }, 60_000);
+    }), 60_000);
 
-  it('an increment committed by another client in between fails it (40001) and stores nothing of it', async () => {
-    const { dbs } = await startTxnCluster(start);
-    const srv = await startSqlServer({ insecure: true, db: dbs[0] });
-    const a = new pg.Client(srv.url);
-    const b = new pg.Client(srv.url);
-    await a.connect();
-    await b.connect();
-    try {
+  it('an increment committed by another client in between fails it (40001) and stores nothing of it', () =>
+    withSqlPair(start, async (a, b) => {
       await monotonicWorkload.setup(a, opts);
       let bRow: { value: number; ts: string } | undefined;
       const r = (await monotonicWorkload.execute(
@@ -99,10 +80,5 @@ describe('monotonic workload (real KV)', () => {
       const next = (await monotonicWorkload.execute(a, { f: 'inc', value: null }, opts)) as OpResult;
       expect(next.type, next.error).toBe('ok');
       expect((next.value as { value: number }).value).toBe(1);
-    } finally {
-      await a.end();
-      await b.end();
-      await srv.stop();
-    }
-  }, 60_000);
+    }), 60_000);
 });
