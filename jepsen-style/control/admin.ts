@@ -133,5 +133,8 @@ export function leadershipChanges(before: readonly RangeLeadership[], after: rea
     if (p.leaseholder !== r.leaseholder) out.push(`r${r.rangeId} lease n${p.leaseholder ?? '?'} → n${r.leaseholder ?? '?'}`);
     if (p.leader !== r.leader) out.push(`r${r.rangeId} leader n${p.leader ?? '?'} → n${r.leader ?? '?'}`);
   }
+  // A range no live node reports any more: merged into its left neighbour (or every replica of it is down).
+  const now = new Set(after.map((r) => r.rangeId));
+  for (const r of before) if (!now.has(r.rangeId)) out.push(`r${r.rangeId} gone (merged, or no replica answered)`);
   return out;
 }

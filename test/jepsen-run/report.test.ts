@@ -112,6 +112,7 @@ describe('range status', () => {
     const before = parseRanges(n2, 2);
     const after = [{ rangeId: 1, leaseholder: 3, leader: 3, startKey: '' }, { rangeId: 5, leaseholder: 3, leader: undefined, startKey: '/Table/52' }, { rangeId: 6, leaseholder: 1, leader: 1, startKey: '/Table/53' }];
     expect(leadershipChanges(before, after)).toEqual(['r1 lease n2 → n3', 'r1 leader n2 → n3', 'r6 appeared (split)']);
+    expect(leadershipChanges(after, [after[0]!, after[2]!])).toEqual(['r5 gone (merged, or no replica answered)']);
     // CockroachDB-style nesting: lease.replica.nodeId.
     expect(parseRanges({ ranges: [{ range_id: '7', lease: { replica: { nodeId: 4 } } }] })).toEqual([{ rangeId: 7, leaseholder: 4, leader: undefined, startKey: undefined }]);
   });
