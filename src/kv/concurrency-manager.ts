@@ -43,14 +43,15 @@
  *
  * Lock-table contents are leaseholder memory: cleared (waiters woken to
  * re-scan and rediscover intents; unreplicated FOR UPDATE locks lost) when a
- * new lease applies, when the range's bounds change (split: each side
+ * lease of another holder applies, when the range's bounds change (split: each side
  * rediscovers its intents; merge: the right-hand side's locks were never
  * here) and when the replica stops (removal).
  *
  * Timestamp cache (kv/concurrency/timestamp-cache.ts): one per replica,
  * keyed by user keys (range-local keys — txn records — are never cached).
  * Its low-water mark is raised to the lease start whenever a new lease
- * (new sequence) applies (DESIGN.md §6) — and further, to a horizon above
+ * (new sequence) applies — unless it is the same replica's lapsed lease
+ * taken again (onLeaseApplied) — (DESIGN.md §6) — and further, to a horizon above
  * any read another holder can have served (see horizon()) — and to that
  * horizon when the replica is created (a restart or a split forgets the
  * reads served before it) or its descriptor widens (a merge brings in reads
@@ -376,9 +377,21 @@ export class ReplicaConcurrency {
    * write slip under a future-timestamp read the previous holder served;
    * without read summaries travelling with the lease (CockroachDB's), the
    * horizon stands in for them (writes right after a lease change are pushed).
+   *
+   * Not when the lease stays with its replica: the holder's own lapsed lease
+   * re-acquired (sequence prev+1, same replica — no other lease can lie
+   * between two consecutive sequences) leaves the lock table and the cache
+   * as they are: this replica served every read and wrote every lock of the
+   * range since its lease began, and nobody served in the gap (CockroachDB
+   * bumps the cache only when a lease changes hands). Bumping there pushed
+   * every write of the next 2 max offsets into the future, each waiting for
+   * the clock (retryNonTxnWriteTooOld's commit wait; up to 1 s at the default
+   * 500 ms max offset) — on every active range whose lease lapsed while it
+   * was quiescent between bursts of requests (bench:kv with 6 ranges).
    */
   onLeaseApplied(lease: Lease, prev: Lease | null): void {
     if (prev !== null && prev.sequence === lease.sequence) return;
+    if (prev !== null && lease.sequence === prev.sequence + 1 && lease.replica.replicaId === prev.replica.replicaId) return;
     this.clearLocks();
     this.tscache.setLowWater(lease.start);
     this.tscache.setLowWater(this.horizon());
