@@ -50,6 +50,7 @@ import { cpuMeter, cpuPerOp } from './support/proc-stats.js';
 import { scatterSpan, tableId } from './support/scatter.js';
 import { tableIndexPrefix } from '../storage/keys.js';
 import { mdTable, ratio } from './support/report.js';
+import { perOp, scrapeCounters } from './support/node-metrics.js';
 
 interface Opts {
   conns: number;
@@ -67,7 +68,7 @@ interface Opts {
   out: string;
 }
 
-type StatementResult = (LoopResult & { readonly serverCpuSec: number; readonly cpuPerOp?: string }) | { readonly unsupported: string } | { readonly failed: string };
+type StatementResult = (LoopResult & { readonly serverCpuSec: number; readonly cpuPerOp?: string; readonly kvPerOp?: string }) | { readonly unsupported: string } | { readonly failed: string };
 
 interface Statement {
   readonly name: string;
@@ -145,10 +146,15 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0
       closedLoop(o.conns, ms, (c, seq) => (clients[c] as pg.Client).query({ name: s.name, text: s.text, values: s.args(c, seqBase + seq, o.rows) }));
     // Unrecorded warm-up (as `cockroach workload --ramp`): JIT, range caches, lease placement settling.
     if (o.warmup > 0) await run(o.warmup, 50_000_000 + seqOffset);
+    const cluster = t.name === 'cairn' ? (t as CairnCluster) : undefined;
+    const before = cluster === undefined ? null : await scrapeCounters(cluster);
     const m = cpuMeter(t.pids);
     const r = await run(o.duration, seqOffset);
     const cpu = m.stop();
-    return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined) };
+    // KV work per statement over the whole cluster (load distorts these counts far less than throughput).
+    const kv = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), r.ops);
+    const kvPerOp = kv === null ? undefined : `batches ${kv.distsender_batches}, RPCs ${kv.distsender_rpcs}, Raft proposals ${kv.raft_proposals}, 1PC ${kv.txn_one_phase_commits}, NotLeaseHolder ${kv.distsender_not_lease_holder}`;
+    return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined), ...(kvPerOp === undefined ? {} : { kvPerOp }) };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
@@ -263,7 +269,7 @@ async function measure(t: BenchTarget, o: Opts, results: Record<string, Record<s
       if (!wanted(s.name)) continue;
       out[s.name] = await runStatement(t, o, s, ci * 5_000_000);
       const r = out[s.name];
-      process.stdout.write(`${name} ${s.name}: ${cell(r).join('  ')}${r !== undefined && 'cpuPerOp' in r ? `  CPU ${r.cpuPerOp}` : ''}\n`);
+      process.stdout.write(`${name} ${s.name}: ${cell(r).join('  ')}${r !== undefined && 'cpuPerOp' in r ? `  CPU ${r.cpuPerOp}` : ''}${r !== undefined && 'kvPerOp' in r ? `  KV/op ${r.kvPerOp}` : ''}\n`);
     }
   }
   if (wanted('copy')) {
