@@ -274,7 +274,7 @@ export class LevelEngine implements Engine {
     for (const [n, fh] of this.wals) {
       if (!names.includes(n)) {
         this.wals.delete(n);
-        void fh.close();
+        fh.close().catch(() => undefined); // a WAL already gone: nothing left to flush
       }
     }
     const pending: Promise<void>[] = [];
@@ -291,7 +291,7 @@ export class LevelEngine implements Engine {
             }
             const raced = this.wals.get(n);
             if (raced !== undefined) {
-              void fh.close();
+              fh.close().catch(() => undefined); // a second handle of the same WAL, opened concurrently
               fh = raced;
             } else this.wals.set(n, fh);
           }
