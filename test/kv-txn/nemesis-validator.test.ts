@@ -11,7 +11,10 @@ import type { Timestamp } from '../../src/util/hlc.js';
 import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import { mvccPut } from '../../storage/mvcc.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { statsMismatches, validate, type Read, type ScanRead, type TxnLog } from './nemesis-support.js';
+import { rollForwardFrozen, statsMismatches, validate, type NemesisCounts, type Read, type ScanRead, type TxnLog } from './nemesis-support.js';
+import { adminMerge } from '../../src/kv/merge.js';
+import { descriptors } from '../kv-ranges/support.js';
+import { isFrozen } from '../../src/kv/merge-queue.js';
 import { startTxnCluster, tkey } from './support.js';
 
 const start = autoCloseClusters();
@@ -113,5 +116,29 @@ describe('statsMismatches (kvnemesis)', () => {
     const errs = await statsMismatches(env.c);
     expect(errs.length).toBe(1);
     expect(errs[0]).toMatch(/ on n2 at applied index \d+: stats /);
+  }, 60_000);
+});
+
+describe('rollForwardFrozen (kvnemesis)', () => {
+  it('merges a range left frozen by a merge driver that died after the freeze; its keys serve again', async () => {
+    const env = await startTxnCluster(start, { nodes: 3, splits: [tkey(10)] });
+    const ds = env.ds[0]!;
+    const put = (k: number) => ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'put', key: tkey(k), value: Buffer.from(`v${k}`) }] });
+    await put(11);
+    // The driver dies right after the Subsume freeze.
+    const died = await adminMerge(ds, tkey(0), { afterFreeze: () => Promise.reject(new Error('driver died')) }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect((died as Error).message).toBe('driver died');
+    const right = descriptors(env.c).find((d) => d.startKey.equals(tkey(10)))!;
+    const frozen = (): boolean => env.c.replicas(right.rangeId).some(({ r }) => r.initialized && !r.stopped && isFrozen(r));
+    await env.c.waitFor(frozen, 10_000, 'the right range frozen');
+    const counts = { rolledForward: 0 } as NemesisCounts;
+    await rollForwardFrozen(env.c, ds, counts);
+    expect(counts.rolledForward).toBe(1);
+    await put(12);
+    const r = await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: tkey(11) }, { kind: 'get', key: tkey(12) }] });
+    expect(r.responses.map((x) => (x as { value: Buffer | null }).value?.toString())).toEqual(['v11', 'v12']);
   }, 60_000);
 });
