@@ -111,7 +111,8 @@ export function decodeLeaseRecord(b: Buffer): { version: number; expiration: Tim
   return { version: b.readUInt32BE(0), expiration: { wall: Number(b.readBigUInt64BE(4)), logical: b.readUInt32BE(12) } };
 }
 
-function encodeTs(t: Timestamp): Buffer {
+/** A fence record's value: its expiration. */
+export function encodeFenceRecord(t: Timestamp): Buffer {
   const b = Buffer.allocUnsafe(12);
   b.writeBigUInt64BE(BigInt(t.wall), 0);
   b.writeUInt32BE(t.logical >>> 0, 8);
@@ -209,7 +210,7 @@ export class LeaseManager {
       const deadline = tsAddMicros(this.db.now(), this.fenceTtlMicros);
       await this.runTxn(async (txn) => {
         const b = new KVBatch();
-        b.put(descFenceKey(token), encodeTs(deadline));
+        b.put(descFenceKey(token), encodeFenceRecord(deadline));
         await txn.commitInBatch(b);
       });
       await this.releaseLease();

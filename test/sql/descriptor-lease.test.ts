@@ -16,6 +16,9 @@
  *   - a prepared SELECT * re-planned under a wider table: 0A000 (PostgreSQL's
  *     "cached plan must not change result type"), not a row wider than its
  *     RowDescription;
+ *   - fences: another node's live fence stops every lease use until it goes;
+ *     one left behind by a schema change that died is cleared by the next
+ *     tick once it expired, and leases resume;
  *   - the KV commit deadline (KVTxn.setDeadline) refuses to commit at or above it.
  * Issue 6 (descriptor caching with versioned leases, DESIGN.md §3 "SQL").
  */
@@ -31,7 +34,8 @@ import type { BatchRequest } from '../../src/kv/api.js';
 import { SYSTEM_SPAN, prettyKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { KVBatch } from '../../sql/kv.js';
-import type { LeaseManager } from '../../sql/catalog/lease-manager.js';
+import { encodeFenceRecord, type LeaseManager } from '../../sql/catalog/lease-manager.js';
+import { descFenceKey } from '../../storage/keys.js';
 import { errorOf } from './pg-helpers.js';
 
 interface Counted {
@@ -207,6 +211,41 @@ describe('descriptor leases', () => {
       l3.start();
     }
     await untilLeased(c3, 2, 'SELECT k, z FROM kv WHERE k = 5');
+  }, 120_000);
+
+  it('a live fence stops lease use; an expired one (its schema change died) is cleared and leases resume', async () => {
+    const a = clients[0] as pg.Client;
+    const db = (counted[1] as Counted).db;
+    const put = async (token: string, wallMicros: number | null): Promise<void> => {
+      const t = db.newTxn();
+      const b = new KVBatch();
+      if (wallMicros === null) b.del(descFenceKey(token));
+      else b.put(descFenceKey(token), encodeFenceRecord({ wall: wallMicros, logical: 0 }));
+      await t.commitInBatch(b);
+    };
+    await untilLeased(a, 0, 'SELECT k FROM kv WHERE k = 1');
+    await put('live-test', db.now().wall + 600_000_000);
+    try {
+      // Once node 1's tick saw the fence, its statements stop using the lease.
+      await within('the fence seen', 20_000, async () => {
+        const before = leasesOf(0).stats.uses;
+        await a.query('SELECT k FROM kv WHERE k = 1');
+        return leasesOf(0).stats.uses === before && leasesOf(0).leasedVersion() === undefined ? true : undefined;
+      });
+    } finally {
+      await put('live-test', null);
+    }
+    await untilLeased(a, 0, 'SELECT k FROM kv WHERE k = 1');
+    // A fence whose expiration passed: deleted by a tick, no lease held back.
+    await put('dead-test', db.now().wall - 1);
+    await untilLeased(a, 0, 'SELECT k FROM kv WHERE k = 1');
+    await within('the expired fence deleted', 20_000, async () => {
+      const t = db.newTxn({ readOnly: true });
+      const b = new KVBatch();
+      b.get(descFenceKey('dead-test'));
+      const [r] = await t.commitInBatch(b);
+      return r?.kind === 'get' && r.value === null ? true : undefined;
+    });
   }, 120_000);
 
   it('KVTxn.setDeadline: a commit at or above the deadline fails with 40001 and writes nothing', async () => {
