@@ -17,6 +17,11 @@
  *     transaction restarts instead of committing against a stale schema. So a
  *     statement never sees a half-applied schema, at the cost of one extra
  *     key in the first batch — no extra round trip.
+ *   - Descriptor leases (lease-manager.ts) replace the version read for
+ *     implicit statements: a node holding a lease on version V runs them
+ *     against V's snapshot with the lease expiration as commit deadline, and
+ *     a schema change fences and drains every lease before it writes the
+ *     version key — the same one-version-at-a-time guarantee, no read.
  *   - A transaction that changed the schema itself (DDL inside BEGIN) plans
  *     its later statements against a snapshot loaded through the transaction
  *     (its own uncommitted descriptors), never the node cache.

@@ -13,7 +13,9 @@
  * CockroachDB walks absent → delete_only → write_only because its nodes may
  * run on two descriptor versions at once under leases. Cairn needs no
  * delete_only step: every SQL transaction reads the schema-version key in
- * its first batch (sql-txn.ts) and the KV layer is serializable, so a writer
+ * its first batch (sql-txn.ts) or commits below the expiration of a
+ * descriptor lease that no schema change outlives (catalog/lease-manager.ts:
+ * the versions are never two at once), and the KV layer is serializable, so a writer
  * planned without the index serializes before the write_only step (the
  * backfill, which starts later, sees its rows) or fails with 40001 and
  * replans against write_only (and maintains the index itself).
