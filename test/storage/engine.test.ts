@@ -36,15 +36,17 @@ interface Harness {
 }
 
 function levelHarness(syncMode: 'wal' | 'leveldb' = 'wal'): Harness {
-  let dir = '';
+  // Every directory opened since the last cleanup (a test may open a second engine).
+  const dirs: string[] = [];
   return {
     name: `LevelEngine (syncMode ${syncMode})`,
     async open() {
-      dir = mkdtempSync(join(tmpdir(), 'cairn-engine-'));
+      const dir = mkdtempSync(join(tmpdir(), 'cairn-engine-'));
+      dirs.push(dir);
       return LevelEngine.open(dir, { syncMode });
     },
     cleanup() {
-      if (dir !== '') rmSync(dir, { recursive: true, force: true });
+      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
