@@ -491,7 +491,10 @@ export class Replica {
     if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
     this.wake();
     const fast = this.serveReadsFast(ba);
-    if (fast !== null) return fast;
+    if (fast !== null) {
+      this.extendLeaseIfDue(fast.now);
+      return fast;
+    }
     const reqs = dropProvenInFlightWrites(this.concurrency.rewriteBatch(ba.requests), ba.header.txn);
     for (const q of reqs) {
       if (UNSUPPORTED_FROM_CLIENT.has(q.kind)) throw new CairnError('kv.unsupported_request', `kv: ${q.kind} is proposed by replicas, not sent by clients (use Store.transferLease)`);
@@ -813,7 +816,10 @@ export class Replica {
     if (!this.ctx.clockHealthy()) throw new ClockUnhealthyError(this.ctx.ident.nodeId);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.ctx.clock.now();
-      if (this.ownsValidLease(now)) return;
+      if (this.ownsValidLease(now)) {
+        this.extendLeaseIfDue(now);
+        return;
+      }
       if (this.transferring !== null) throw this.notLeaseHolder('lease transfer in progress');
       const st = leaseState(this.lease, now, this.ctx.clock.maxOffsetMicros);
       if (this.lease !== null && this.lease.replica.replicaId !== this.replicaId && st !== 'expired') throw this.notLeaseHolder();
@@ -821,6 +827,21 @@ export class Replica {
       await this.acquireLease();
     }
     throw this.notLeaseHolder('could not acquire the lease');
+  }
+
+  /**
+   * A request served under a lease in its renewal window extends it in the
+   * background (CockroachDB extends expiration-based leases on the request
+   * path). maintainLease renews only on non-quiescent ticks, and a range that
+   * quiesces between bursts of requests let an active lease lapse: every
+   * request arriving after it waited for a re-acquisition round. Only the
+   * leader extends (as maintainLease: a holder that is not the leader hands
+   * the lease over instead).
+   */
+  private extendLeaseIfDue(now: Timestamp): void {
+    const lease = this.lease;
+    if (lease === null || this.leaseRequest !== null || this.transferring !== null || !shouldRenew(lease, now, this.ctx.settings.leaseDurationMicros) || !this.isLeader()) return;
+    this.acquireLease().catch(() => undefined);
   }
 
   /** Requests (or extends) the lease for this replica; one request at a time. */

@@ -58,36 +58,30 @@ describe('onLeaseApplied', () => {
     expect(pushedAt(below)).toEqual({ wall: readTs.wall, logical: readTs.logical + 1 });
   });
 
-  it('a lease that changes hands pushes writes at now above the horizon', () => {
+  // Replica 1 holds lease 4 since long enough for the cache's creation horizon to be passed; then `next` applies.
+  const afterLease4 = (next: (l1: Lease, now: Timestamp) => Lease): { now0: Timestamp; pushedAt: (ts: Timestamp) => Timestamp } => {
     const { phys, clock, rc, pushedAt } = setup();
     const l1 = lease(1, 4, clock.now());
     rc.onLeaseApplied(l1, null);
     phys.advance(3 * MAX_OFFSET);
     const now0 = clock.now();
     expect(pushedAt(now0)).toEqual(now0);
-    rc.onLeaseApplied(lease(2, 5, now0), l1);
+    rc.onLeaseApplied(next(l1, now0), l1);
+    return { now0, pushedAt };
+  };
+
+  it('a lease that changes hands pushes writes at now above the horizon', () => {
+    const { now0, pushedAt } = afterLease4((_, now) => lease(2, 5, now));
     expect(pushedAt(now0).wall).toBeGreaterThanOrEqual(now0.wall + 2 * MAX_OFFSET);
   });
 
   it('the same replica after a sequence gap (another holder in between, skipped by a snapshot) counts as a change of hands', () => {
-    const { phys, clock, rc, pushedAt } = setup();
-    const l1 = lease(1, 4, clock.now());
-    rc.onLeaseApplied(l1, null);
-    phys.advance(3 * MAX_OFFSET);
-    const now0 = clock.now();
-    expect(pushedAt(now0)).toEqual(now0);
-    rc.onLeaseApplied(lease(1, 6, now0), l1);
+    const { now0, pushedAt } = afterLease4((_, now) => lease(1, 6, now));
     expect(pushedAt(now0).wall).toBeGreaterThanOrEqual(now0.wall + 2 * MAX_OFFSET);
   });
 
   it('an extension (same sequence) changes nothing', () => {
-    const { phys, clock, rc, pushedAt } = setup();
-    const l1 = lease(1, 4, clock.now());
-    rc.onLeaseApplied(l1, null);
-    phys.advance(3 * MAX_OFFSET);
-    const now0 = clock.now();
-    expect(pushedAt(now0)).toEqual(now0);
-    rc.onLeaseApplied({ ...l1, expiration: tsAddMicros(l1.expiration, 3_000_000) }, l1);
+    const { now0, pushedAt } = afterLease4((l1) => ({ ...l1, expiration: tsAddMicros(l1.expiration, 3_000_000) }));
     expect(pushedAt(now0)).toEqual(now0);
   });
 });
