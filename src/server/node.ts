@@ -101,8 +101,9 @@ import {
   type NodeDescriptor,
   type StoreLoad,
 } from './node-directory.js';
-import { SqlServer, mountSql, unmountedSessionFactory } from './sql-server.js';
+import { SqlServer, mountSql, nodeLeaseTransferer, unmountedSessionFactory } from './sql-server.js';
 import { StatusServer } from './status-server.js';
+import { adminRelocate, type RelocateRequest } from './admin-relocate.js';
 
 /** Replicas of r1 created by `cairn init` (the default replication factor). */
 export const INITIAL_REPLICAS = 3;
@@ -764,6 +765,20 @@ export class Node {
   async adminMerge(key: Buffer): Promise<RangeDescriptor | null> {
     this.requireKv();
     return adminMergeWithRetry(this.distSender as DistSender, key);
+  }
+
+  /** Admin: moves one voter of a range (admin-relocate.ts); answers the new descriptor. */
+  async adminRelocate(q: RelocateRequest): Promise<RangeDescriptor> {
+    const kv = this.requireKv();
+    return adminRelocate(
+      {
+        ds: this.distSender as DistSender,
+        descriptors: async () => (await kv.scan(META2_PREFIX, META2_MAX)).map((row) => decodeRangeDescriptor(Buffer.from(row.value))),
+        storeOf: (nodeId) => (nodeId === this.rpc.nodeId ? this.store?.storeId : this.storePool?.stores().find((x) => x.nodeId === nodeId)?.storeId),
+        transferLease: nodeLeaseTransferer(this),
+      },
+      q,
+    );
   }
 
   /** The transport the Store sees: RpcContext, with KV batches measured and refused while the clock is unhealthy. */

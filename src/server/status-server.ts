@@ -30,6 +30,9 @@
  *   POST /_admin/merge           {"key":HEX} → {"merged":desc|null}: the range holding key absorbs its
  *                                right neighbour (sticky or not); null: it is the last range
  *                                (already a range boundary)
+ *   POST /_admin/relocate        {"rangeId":N,"addNodeId"?:A,"removeNodeId"?:R} → {"desc":desc}: moves one
+ *                                voter (add, remove, or replace R by A; admin-relocate.ts); typed
+ *                                refusals are 4xx (unknown range 404, A already a replica 409, …)
  *
  * The admin KV endpoint is for tests and tools (JSON is fine off the hot
  * path); SQL is the production interface.
@@ -48,6 +51,7 @@ import type { RangeDescriptor } from '../kv/api.js';
 import { ServerError, type HostPort } from './config.js';
 import type { Node } from './node.js';
 import { listenOn } from './sql-server.js';
+import { RELOCATE_ERROR_STATUS } from './admin-relocate.js';
 
 const MAX_BODY_BYTES = 64 << 20;
 const KV_CONCURRENCY = 64;
@@ -160,7 +164,7 @@ export class StatusServer {
       return;
     }
     if (e instanceof CairnError) {
-      const status = e.code === 'server.bad_request' || e.code.startsWith('rpc.invalid') ? 400 : e.code === 'server.not_serving' || e.retryable ? 503 : 500;
+      const status = RELOCATE_ERROR_STATUS.get(e.code) ?? (e.code === 'server.bad_request' || e.code.startsWith('rpc.invalid') ? 400 : e.code === 'server.not_serving' || e.retryable ? 503 : 500);
       send(res, status, { code: e.code, message: e.message });
       return;
     }
@@ -244,6 +248,12 @@ export class StatusServer {
         const b = (await readBody(req)) as { key?: string };
         const r = await n.adminMerge(hex(b.key, 'key'));
         send(res, 200, { merged: r === null ? null : describe(r) });
+        return;
+      }
+      case 'POST /_admin/relocate': {
+        const b = (await readBody(req)) as { rangeId?: number; addNodeId?: number; removeNodeId?: number };
+        const d = await n.adminRelocate({ rangeId: Number(b.rangeId), addNodeId: b.addNodeId, removeNodeId: b.removeNodeId });
+        send(res, 200, { desc: { ...describe(d), replicas: d.replicas.map((r) => ({ nodeId: r.nodeId, storeId: r.storeId, replicaId: r.replicaId, type: r.type })) } });
         return;
       }
       default:
