@@ -414,7 +414,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   for (const f of faults) {
     const inWindow = history.filter((o) => typeof o.process === 'number' && o.type !== 'invoke' && o.type !== 'ok' && o.time >= f.startNs && o.time <= f.endNs + 1e9);
     f.clientErrors = inWindow.length;
-    f.bit = inWindow.length > 0 || f.evidence.some((e) => /gone|state T|iptables|hook|lease n|leader n|appeared|clock offset set/.test(e) && !/STILL ALIVE/.test(e));
+    f.bit = inWindow.length > 0 || f.evidence.some((e) => /gone|state T|iptables|hook|lease n|leader n|appeared|clock offset set|replicas n/.test(e) && !/STILL ALIVE/.test(e));
     if (!f.bit) nlog(`fault "${f.description}" did nothing visible`);
   }
   const wopts: WorkloadOptions = { isolation: opts.isolation ?? 'serializable', target: opts.target };

@@ -42,6 +42,20 @@ export interface RangeLeadership {
   readonly leaseholder: number | undefined;
   readonly leader: number | undefined;
   readonly startKey: string | undefined;
+  /** Node ids of the voters in the answering replica's descriptor (Cairn's RangeStatus.replicas, type 0). */
+  readonly voters?: readonly number[];
+}
+
+/** Voter node ids of a RangeStatus-like replicas list ({nodeId,type}[]); undefined for other shapes. */
+function votersIn(v: unknown): number[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const out: number[] = [];
+  for (const r of v as Record<string, unknown>[]) {
+    const id = typeof r === 'object' && r !== null ? num(r['nodeId']) : undefined;
+    if (id === undefined) return undefined;
+    if (r['type'] === undefined || r['type'] === 0) out.push(id);
+  }
+  return out.sort((a, b) => a - b);
 }
 
 function num(v: unknown): number | undefined {
@@ -75,6 +89,7 @@ export function parseRanges(body: unknown, nodeId?: number): RangeLeadership[] {
         leaseholder: nodeIdIn(o['leaseholderNodeId'] ?? o['leaseholder'] ?? o['leaseHolder'] ?? o['lease']) ?? (o['isLeaseholder'] === true ? nodeId : undefined),
         leader: nodeIdIn(o['leader'] ?? o['raftLeader'] ?? o['leaderId']) ?? (o['isLeader'] === true ? nodeId : undefined),
         startKey: typeof o['startKey'] === 'string' ? o['startKey'] : undefined,
+        voters: votersIn(o['replicas']),
       });
       return;
     }
@@ -110,6 +125,8 @@ export async function clusterRanges(nodes: readonly { id: number; httpUrl: strin
             leaseholder: m?.leaseholder ?? r.leaseholder,
             leader: m?.leader ?? r.leader,
             startKey: m?.startKey ?? r.startKey,
+            // The leaseholder's descriptor is the current one; a follower's may lag.
+            voters: r.leaseholder === n.id ? r.voters : (m?.voters ?? r.voters),
           });
         }
       } catch {

@@ -9,11 +9,11 @@ import type { Nemesis } from './nemesis.js';
 import { ComposedNemesis } from './nemesis.js';
 import { PartitionNemesis } from './partition.js';
 import { PauseLeaseholderNemesis, PauseNemesis } from './pause.js';
-import { LeaseNemesis, MergeNemesis, SplitNemesis } from './split.js';
+import { LeaseNemesis, MergeNemesis, MoveNemesis, SplitNemesis } from './split.js';
 
 export * from './nemesis.js';
 
-export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'merge', 'lease', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag', 'clock-writer'] as const;
+export const NEMESIS_NAMES = ['kill', 'pause', 'partition', 'clock', 'clock-safe', 'split', 'merge', 'lease', 'move', 'pause-leaseholder', 'partition-leaseholder', 'clock-lag', 'clock-writer'] as const;
 
 /** What some nemeses need to know about the system under test. */
 export interface NemesisOptions {
@@ -23,7 +23,7 @@ export interface NemesisOptions {
   readonly maxOffsetMs?: number;
 }
 
-/** Builds the nemesis for `spec`; undefined for 'none'. `tables` feeds the split nemesis. */
+/** Builds the nemesis for `spec`; undefined for 'none'. `tables` feeds the split and move nemeses. */
 export function nemesisFor(spec: string, tables: readonly string[], opts: NemesisOptions = {}): Nemesis | undefined {
   const names = spec.split(/[,+]/).map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
   if (names.length === 0) return undefined;
@@ -53,6 +53,8 @@ export function nemesisFor(spec: string, tables: readonly string[], opts: Nemesi
         return new MergeNemesis();
       case 'lease':
         return new LeaseNemesis();
+      case 'move':
+        return new MoveNemesis(tables);
       default:
         throw new CairnError('jepsen.unknown_nemesis', `jepsen: unknown nemesis ${name} (have none, ${NEMESIS_NAMES.join(', ')})`);
     }

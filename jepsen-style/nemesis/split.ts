@@ -7,9 +7,16 @@
  *           (`POST /_admin/merge { key: <left's start key> }` through a random live node:
  *           the left range absorbs it), undoing a split (so: `split,merge`, with `kill`
  *           too); with one range it logs "nothing to merge";
+ *           Before merging, the right range's voters are moved onto the left's nodes
+ *           (`POST /_admin/relocate`, at most 3 steps) so the merge is not refused with
+ *           kv.merge_not_colocated (CockroachDB's AdminMerge relocates first too).
  *   lease — moves a range's lease to another node through `POST /_admin/transfer-lease
  *           { rangeId, toNodeId }`, the range picked from /_status/ranges.
- * Both are instantaneous: stop() only collects evidence — the ranges / leaseholders that
+ *   move  — moves one voter of a range of the workload's tables (`SHOW RANGES FROM TABLE t`
+ *           through SQL) to a live node holding none: `POST /_admin/relocate { rangeId,
+ *           addNodeId, removeNodeId }` through a random live node; evidence that it bit is
+ *           the new descriptor ("r5 replicas n1,n2,n3 → n1,n2,n4").
+ * All are instantaneous: stop() only collects evidence — the ranges / leaseholders that
  * changed between the snapshots taken before and after (leadershipChanges).
  */
 import pg from 'pg';
@@ -51,6 +58,20 @@ abstract class RangeNemesis implements Nemesis {
   async healAll(): Promise<void> {
     this.before = undefined;
   }
+}
+
+const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+const nodeList = (ids: readonly number[]): string => ids.map((id) => `n${id}`).join(',');
+
+/** Node ids (1-based) whose process is running. */
+function liveIds(ctx: NemesisContext): number[] {
+  return ctx.target.nodes.map((_, i) => i).filter((i) => ctx.target.pid(i) !== undefined).map((i) => i + 1);
+}
+
+/** POST /_admin/relocate through node index i; the new voters, sorted. */
+async function relocate(ctx: NemesisContext, i: number, rangeId: number, addNodeId: number, removeNodeId: number): Promise<number[]> {
+  const r = (await adminPost(ctx.target.nodes[i]!.httpUrl!, '/_admin/relocate', { rangeId, addNodeId, removeNodeId }, 30_000)) as { desc: { replicas: { nodeId: number; type: number }[] } };
+  return r.desc.replicas.filter((x) => x.type === 0).map((x) => x.nodeId).sort((a, b) => a - b);
 }
 
 export class SplitNemesis extends RangeNemesis {
@@ -111,6 +132,7 @@ export class MergeNemesis extends RangeNemesis {
     const left = sorted[j - 1]!;
     const right = sorted[j]!;
     const i = liveNode(ctx);
+    const evidence = await this.colocate(ctx, i, left, right);
     let outcome: string;
     try {
       const r = (await adminPost(ctx.target.nodes[i]!.httpUrl!, '/_admin/merge', { key: left.startKey }, 10_000)) as { merged?: { rangeId?: number } | null };
@@ -118,6 +140,68 @@ export class MergeNemesis extends RangeNemesis {
     } catch (e) {
       outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
     }
-    return { description: `merge r${right.rangeId} into r${left.rangeId} via n${i + 1}`, nodes: [i + 1], evidence: [`merge: ${outcome}`], durationMs: 1000 };
+    return { description: `merge r${right.rangeId} into r${left.rangeId} via n${i + 1}`, nodes: [i + 1], evidence: [...evidence, `merge: ${outcome}`], durationMs: 1000 };
+  }
+
+  /** Moves right's voters onto left's nodes, one relocation per differing pair (at most 3). */
+  private async colocate(ctx: NemesisContext, i: number, left: RangeLeadership, right: RangeLeadership): Promise<string[]> {
+    if (left.voters === undefined || right.voters === undefined) return [];
+    const live = liveIds(ctx);
+    let voters = right.voters;
+    const out: string[] = [];
+    for (let step = 0; step < 3; step++) {
+      const add = left.voters.find((id) => !voters.includes(id) && live.includes(id));
+      const remove = voters.find((id) => !left.voters!.includes(id));
+      if (add === undefined || remove === undefined) break;
+      try {
+        const next = await relocate(ctx, i, right.rangeId, add, remove);
+        out.push(`colocate: r${right.rangeId} replicas ${nodeList(voters)} → ${nodeList(next)}`);
+        voters = next;
+      } catch (e) {
+        out.push(`colocate: r${right.rangeId} n${remove} → n${add}: error: ${errText(e)}`);
+        break;
+      }
+    }
+    return out;
+  }
+}
+
+export class MoveNemesis extends RangeNemesis {
+  readonly name = 'move';
+  constructor(private readonly tables: readonly string[]) {
+    super();
+  }
+
+  protected async act(ctx: NemesisContext): Promise<FaultStart> {
+    if (this.tables.length === 0) throw new CairnError('jepsen.unsupported', 'jepsen: move: the workload names no tables');
+    const table = this.tables[ctx.prng.intn(this.tables.length)]!;
+    const i = liveNode(ctx);
+    const c = new pg.Client({ connectionString: ctx.target.nodes[i]!.sqlUrl, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+    c.on('error', () => undefined);
+    let rows: { range_id: string | number; replicas: string }[];
+    try {
+      await c.connect();
+      rows = (await c.query<{ range_id: string | number; replicas: string }>(`SHOW RANGES FROM TABLE ${table}`)).rows;
+    } catch (e) {
+      return { description: `move: SHOW RANGES FROM TABLE ${table} via n${i + 1} failed`, nodes: [i + 1], evidence: [`SHOW RANGES: error: ${errText(e)}`], durationMs: 1000 };
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+    const live = liveIds(ctx);
+    // SHOW RANGES lists voters first, then learners ('{1,2,3}'); a range mid-change is moved anyway (relocate finishes it).
+    const ranges = rows.map((r) => ({ rangeId: Number(r.range_id), voters: r.replicas.replace(/[{}]/g, '').split(',').filter((x) => x !== '').map(Number) }));
+    const movable = ranges.filter((r) => live.some((id) => !r.voters.includes(id)));
+    if (movable.length === 0) return { description: `move: no range of ${table} has a live node without a replica`, nodes: [], evidence: [], durationMs: 1000 };
+    const r = movable[ctx.prng.intn(movable.length)]!;
+    const targets = live.filter((id) => !r.voters.includes(id));
+    const add = targets[ctx.prng.intn(targets.length)]!;
+    const remove = r.voters[ctx.prng.intn(r.voters.length)]!;
+    let outcome: string;
+    try {
+      outcome = `r${r.rangeId} replicas ${nodeList(r.voters)} → ${nodeList(await relocate(ctx, i, r.rangeId, add, remove))}`;
+    } catch (e) {
+      outcome = `relocate: error: ${errText(e)}`;
+    }
+    return { description: `move ${table} r${r.rangeId} replica n${remove} → n${add} via n${i + 1}`, nodes: [remove, add], evidence: [outcome], durationMs: 1000 };
   }
 }
