@@ -68,6 +68,18 @@ function liveIds(ctx: NemesisContext): number[] {
   return ctx.target.nodes.map((_, i) => i).filter((i) => ctx.target.pid(i) !== undefined).map((i) => i + 1);
 }
 
+/** Runs f on a fresh SQL connection to node index i (closed after). */
+async function sqlOn<T>(ctx: NemesisContext, i: number, f: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: ctx.target.nodes[i]!.sqlUrl, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    return await f(c);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
 /** POST /_admin/relocate through node index i; the new voters, sorted. */
 async function relocate(ctx: NemesisContext, i: number, rangeId: number, addNodeId: number, removeNodeId: number): Promise<number[]> {
   const r = (await adminPost(ctx.target.nodes[i]!.httpUrl!, '/_admin/relocate', { rangeId, addNodeId, removeNodeId }, 30_000)) as { desc: { replicas: { nodeId: number; type: number }[] } };
@@ -85,17 +97,12 @@ export class SplitNemesis extends RangeNemesis {
     const table = this.tables[ctx.prng.intn(this.tables.length)]!;
     const key = ctx.prng.intn(1000);
     const i = liveNode(ctx);
-    const c = new pg.Client({ connectionString: ctx.target.nodes[i]!.sqlUrl, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
-    c.on('error', () => undefined);
     let outcome: string;
     try {
-      await c.connect();
-      await c.query(`ALTER TABLE ${table} SPLIT AT VALUES (${key})`);
+      await sqlOn(ctx, i, (c) => c.query(`ALTER TABLE ${table} SPLIT AT VALUES (${key})`));
       outcome = 'ok';
     } catch (e) {
-      outcome = `error: ${e instanceof Error ? e.message : String(e)}`;
-    } finally {
-      await c.end().catch(() => undefined);
+      outcome = `error: ${errText(e)}`;
     }
     return { description: `split ${table} at ${key} via n${i + 1}`, nodes: [i + 1], evidence: [`SPLIT AT: ${outcome}`], durationMs: 1000 };
   }
@@ -176,16 +183,11 @@ export class MoveNemesis extends RangeNemesis {
     if (this.tables.length === 0) throw new CairnError('jepsen.unsupported', 'jepsen: move: the workload names no tables');
     const table = this.tables[ctx.prng.intn(this.tables.length)]!;
     const i = liveNode(ctx);
-    const c = new pg.Client({ connectionString: ctx.target.nodes[i]!.sqlUrl, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
-    c.on('error', () => undefined);
     let rows: { range_id: string | number; replicas: string }[];
     try {
-      await c.connect();
-      rows = (await c.query<{ range_id: string | number; replicas: string }>(`SHOW RANGES FROM TABLE ${table}`)).rows;
+      rows = (await sqlOn(ctx, i, (c) => c.query<{ range_id: string | number; replicas: string }>(`SHOW RANGES FROM TABLE ${table}`))).rows;
     } catch (e) {
       return { description: `move: SHOW RANGES FROM TABLE ${table} via n${i + 1} failed`, nodes: [i + 1], evidence: [`SHOW RANGES: error: ${errText(e)}`], durationMs: 1000 };
-    } finally {
-      await c.end().catch(() => undefined);
     }
     const live = liveIds(ctx);
     // SHOW RANGES lists voters first, then learners ('{1,2,3}'); a range mid-change is moved anyway (relocate finishes it).

@@ -11,6 +11,7 @@ import { clusterRanges } from '../../jepsen-style/control/admin.js';
 import { MergeNemesis, MoveNemesis } from '../../jepsen-style/nemesis/split.js';
 import { nemesisFor } from '../../jepsen-style/nemesis/index.js';
 import { tempStore } from './support.js';
+import { waitFor } from '../kv-ranges-multiproc/support.js';
 
 const dir = tempStore();
 let target: CairnTarget;
@@ -23,17 +24,6 @@ afterAll(async () => {
   await target?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 60_000);
-
-/** Polls f (bounded) until it answers a value. */
-async function until<T>(what: string, timeoutMs: number, f: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('MoveNemesis', () => {
   it('is registered as `move` and combinable', () => {
@@ -51,7 +41,7 @@ describe('MoveNemesis', () => {
     const move = new MoveNemesis(['mv']);
     // Right after bootstrap every range may still have a replica on all four nodes (the
     // replicate queue down-replicates to three): until then the nemesis finds nothing to move.
-    const ev = await until('a replica move', 60_000, async () => {
+    const ev = await waitFor('a replica move', 60_000, async () => {
       const s = await move.start(ctx);
       await move.stop(ctx);
       return s.evidence.find((e) => /replicas n/.test(e));
@@ -68,7 +58,7 @@ describe('MoveNemesis', () => {
     await c.end();
     const merge = new MergeNemesis();
     const before = (await clusterRanges(target.nodes))!.length;
-    const res = await until('a merge', 60_000, async () => {
+    const res = await waitFor('a merge', 60_000, async () => {
       const s = await merge.start(ctx);
       await merge.stop(ctx);
       return s.evidence.some((e) => /^merge: ok/.test(e)) ? s.evidence : undefined;
