@@ -204,7 +204,11 @@ describe('SELECT FOR UPDATE (GetRequest.lock = exclusive)', () => {
    * node, came first, read 'h' and looked stale — it was not (the writer committed above its read).
    */
   async function writerAndLocker(first: 'writer' | 'locker', localCalls: boolean): Promise<{ locked: string | null; lockerTs: Timestamp; writerTs: Timestamp }> {
-    const env = await startTxnCluster(start, { nodes: 3, localCalls });
+    // Queue order is promised only while the lease stays put: a lease that changes hands clears the lock table and
+    // the woken waiters re-queue in whatever order they rediscover the intent (a separate test covers that path).
+    // With the test settings (10 ms ticks, 100 ms election timeout, 1 s leases) a loaded machine moved leadership and
+    // then the lease mid-test and flipped the order; 1 s election timeouts and 10 s leases keep both still here.
+    const env = await startTxnCluster(start, { nodes: 3, localCalls, settings: { electionTicks: 100, leaseDurationMicros: 10_000_000 } });
     const k = tkey(first === 'writer' ? 7 : 13);
     await db(env).runTxn((t) => t.commitInBatch(batch((b) => b.put(k, v('0')))));
     const holder = db(env).newTxn();
