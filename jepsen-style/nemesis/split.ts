@@ -86,6 +86,12 @@ async function relocate(ctx: NemesisContext, i: number, rangeId: number, addNode
   return r.desc.replicas.filter((x) => x.type === 0).map((x) => x.nodeId).sort((a, b) => a - b);
 }
 
+/** One of the workload's tables, at random; a workload naming none cannot be split or moved. */
+function pickTable(ctx: NemesisContext, tables: readonly string[], nemesis: string): string {
+  if (tables.length === 0) throw new CairnError('jepsen.unsupported', `jepsen: ${nemesis}: the workload names no tables`);
+  return tables[ctx.prng.intn(tables.length)]!;
+}
+
 export class SplitNemesis extends RangeNemesis {
   readonly name = 'split';
   constructor(private readonly tables: readonly string[]) {
@@ -93,8 +99,7 @@ export class SplitNemesis extends RangeNemesis {
   }
 
   protected async act(ctx: NemesisContext): Promise<FaultStart> {
-    if (this.tables.length === 0) throw new CairnError('jepsen.unsupported', 'jepsen: split: the workload names no tables');
-    const table = this.tables[ctx.prng.intn(this.tables.length)]!;
+    const table = pickTable(ctx, this.tables, this.name);
     const key = ctx.prng.intn(1000);
     const i = liveNode(ctx);
     let outcome: string;
@@ -180,8 +185,7 @@ export class MoveNemesis extends RangeNemesis {
   }
 
   protected async act(ctx: NemesisContext): Promise<FaultStart> {
-    if (this.tables.length === 0) throw new CairnError('jepsen.unsupported', 'jepsen: move: the workload names no tables');
-    const table = this.tables[ctx.prng.intn(this.tables.length)]!;
+    const table = pickTable(ctx, this.tables, this.name);
     const i = liveNode(ctx);
     let rows: { range_id: string | number; replicas: string }[];
     try {

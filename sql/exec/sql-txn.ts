@@ -56,7 +56,7 @@ export class SqlTxn {
     this.leased = snapshot;
     this.versionChecked = true;
     this.deadline = deadline;
-    (this.kv.setDeadline as (ts: Timestamp | undefined) => void).call(this.kv, deadline);
+    this.kv.setDeadline?.(deadline);
   }
 
   /** Plans use catalog snapshot `v`: the first batch will verify it. */
