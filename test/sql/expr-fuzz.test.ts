@@ -69,7 +69,10 @@ describe('expressions (fuzz)', () => {
         const ok = await c.query('SELECT 1 AS one');
         expect(ok.rows).toEqual([{ one: '1' }]);
       }),
-      { numRuns: 400 },
+      // A fixed seed: the outcome counts below are a property of the
+      // generated set, so an unseeded run could land on the threshold (CI of
+      // c005ba3 saw exactly 40 rows). EXPR_FUZZ_SEED explores other sets.
+      { numRuns: 400, seed: Number(process.env['EXPR_FUZZ_SEED'] ?? 20261130) },
     );
     expect(srv.internalErrors).toEqual([]);
     // Both outcomes are exercised.
