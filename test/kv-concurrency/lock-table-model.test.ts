@@ -173,7 +173,7 @@ describe('lock table (model)', () => {
         drainedTotal += drained;
         expect(lt.metrics()).toMatchObject({ locks: 0, held: 0, waiters: 0, claimants: 0 });
       }),
-      { numRuns: 250 },
+      { numRuns: 250, seed: Number(process.env['LOCK_TABLE_MODEL_SEED'] ?? 20261130) },
     );
     // The runs exercised both waiting and draining.
     expect(waited).toBeGreaterThan(300);

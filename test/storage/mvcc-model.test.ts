@@ -559,7 +559,7 @@ describe('MVCC model test: memory engine, LevelDB and a plain model agree', () =
         expect(lvl.stats).toEqual(await computeStats(level, ...span));
         expect(await fullScans(lvl)).toEqual(await fullScans(mem));
       }),
-      { numRuns: 500, verbose: 1 },
+      { numRuns: 500, verbose: 1, seed: Number(process.env['MVCC_MODEL_SEED'] ?? 20261130) },
     );
     // The generator must reach the interesting outcomes, or agreement proves little.
     for (const kind of ['error mvcc.write_too_old', 'error mvcc.write_intent', 'error mvcc.read_within_uncertainty_interval', 'error mvcc.condition_failed', 'error mvcc.sequence_replay', 'get:value', 'get:intent', 'scan:rows', 'scan:resume', 'finish:some', 'delRange:some', 'push:true', 'flush:ok']) {
