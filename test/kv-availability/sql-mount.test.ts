@@ -52,7 +52,11 @@ describe('SQL mount with a cut-off peer', () => {
       await client.end();
     }
     console.log(`sql-mount: n${ids[Y]} ready ${readyMs} ms after its restart began (n${ids[X]} cut off)`);
-    // Process start (~1-2 s on the shared machine) + lease expiry (2 s) + probes, not 10 s timeouts.
-    expect(readyMs).toBeLessThan(9_000);
+    // Process start + lease expiry (2 s) + probes: ~4 s quiet, ~10 s at load ~22
+    // (9,996 ms seen). The regression this guards against never became ready
+    // (every mount attempt's catalog read waited out a 10 s RPC timeout on n_X:
+    // not ready after 60 s), so the bound sits between the two, not at a
+    // quiet-machine figure.
+    expect(readyMs).toBeLessThan(30_000);
   }, 90_000);
 });
