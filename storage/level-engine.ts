@@ -18,34 +18,19 @@
  *     write() builds that op array straight from the batch's index
  *     (WriteBatch.forEachOp): one object per op, no intermediate BatchOp.
  *
- * Synced writes (design note, session 6 — write-path latency). LevelDB's own
- * synced write (`WriteOptions.sync`) appends the batch to its WAL and
- * fdatasyncs it while it is the head of LevelDB's writer queue: every write
- * issued meanwhile — the store's unsynced applies of already-committed
- * entries, whose latches are held until that write completes — waits for
- * the fsync too (db_impl.cc DBImpl::Write: one writer at a time; a non-sync
- * writer behind a sync leader is grouped into its fsync). syncMode 'wal' keeps
- * the durability and takes the others off the fsync:
- *
- *     write(batch, {sync})  =  LevelDB write, unsynced   (WAL record appended
- *                                                         and flushed to the OS:
- *                                                         log_writer.cc Flush
- *                                                         after every record)
- *                              then fdatasync of every NNNNNN.log in the store
- *                              directory (fs.promises FileHandle.datasync on
- *                              handles kept open per WAL file)
- *
- * The batch's record is in the WAL that was current when it was written; if
- * LevelDB switched memtables since, both WALs are still there and both are
- * synced, and a WAL already deleted had its memtable written to a table
- * LevelDB synced. So a resolved synced write is on disk exactly as with
- * LevelDB's own sync (which also leaves the directory entry of a new WAL
- * unsynced). The WAL is still written by one writer at a time (LevelDB's
- * queue, unchanged); only the fdatasync runs outside it, beside later
- * unsynced writes. A failed fdatasync leaves the WAL's state unknown
- * (LevelDB itself then refuses every later write): the engine does the same
- * — every later write rejects with `storage.sync_failed`.
- * Measured (bench/write-path.ts): see its header.
+ * Synced writes: LevelDB's own (`WriteOptions.sync`: the batch is appended
+ * to the WAL and fdatasynced while it heads LevelDB's writer queue).
+ * Session 6 added an opt-in syncMode 'wal' (an unsynced write, then
+ * fdatasync of the WAL files outside the writer queue, so unsynced applies
+ * need not wait behind the fsync); session 7 removed it after an A/B that it
+ * did not win (bench:kv put, 3-node cluster, 3 runs alternating, load
+ * 24-26: LevelDB sync 494/273/358 puts/s, wal 238/344/477 — medians 358 vs
+ * 344; bench/write-path, 3 stores, 3 runs: an unsynced apply beside a synced
+ * write 3.0/8.8/9.2 ms vs 1.1/1.7/1.8 ms with wal, but the synced write
+ * itself under pool readers 23/64/50 ms LevelDB (applies merged into it,
+ * as the store's early applies are) vs 68/114/201 ms wal). The
+ * store already issues early applies ahead of the synced write, which took
+ * the part of the queueing that mattered (bench/write-path.ts header).
  *
  * Opening a directory that another process (or another LevelEngine in this
  * process) holds fails with StoreLockedError (`storage.locked`) naming the
@@ -55,9 +40,6 @@
  * out must be closed by the caller before close() resolves.
  */
 import { Level } from 'level';
-import { readdirSync, statSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CairnError } from '../src/util/errors.js';
 import {
   EngineClosedError,
@@ -117,13 +99,6 @@ export interface LevelEngineOptions {
   readonly iteratorChunkBytes?: number;
   /** Snappy compression of table blocks (LevelDB's default, on). */
   readonly compression?: boolean;
-  /**
-   * How `write(batch, { sync: true })` makes the batch durable: 'leveldb'
-   * (the default: LevelDB's own sync write, which holds its writer queue
-   * through the fsync) or 'wal' (an unsynced write, then fdatasync of the WAL
-   * files — see the header, "Synced writes").
-   */
-  readonly syncMode?: 'leveldb' | 'wal';
 }
 
 function isLockError(e: unknown): boolean {
@@ -140,17 +115,7 @@ export class LevelEngine implements Engine {
     readonly dir: string,
     private readonly db: LevelDb,
     private readonly chunkBytes: number,
-    private readonly syncMode: 'leveldb' | 'wal',
   ) {}
-
-  /** Open handles of LevelDB's WAL files (NNNNNN.log), by name, for syncMode 'wal'. */
-  private readonly wals = new Map<string, FileHandle>();
-  /** walNames' cached listing: the WAL names, the directory's mtime before it was read, when it was read. */
-  private walList: string[] = [];
-  private walListMtimeNs = -1n;
-  private walListAtMs = 0;
-  /** Set by a failed WAL fdatasync: every later write rejects with it. */
-  private syncFailure: CairnError | null = null;
 
   /** Opens (creating if missing) the store at `dir`. */
   static async open(dir: string, opts: LevelEngineOptions = {}): Promise<LevelEngine> {
@@ -167,7 +132,7 @@ export class LevelEngine implements Engine {
       if (isLockError(e)) throw new StoreLockedError(dir, e);
       throw new CairnError('storage.open_failed', `storage: cannot open store directory ${dir}: ${(e as Error).message}`, { cause: e });
     }
-    return new LevelEngine(dir, db, opts.iteratorChunkBytes ?? 4 << 20, opts.syncMode ?? 'leveldb');
+    return new LevelEngine(dir, db, opts.iteratorChunkBytes ?? 4 << 20);
   }
 
   private check(): void {
@@ -231,75 +196,8 @@ export class LevelEngine implements Engine {
   }
 
   private submit(lops: LevelOp[], opts?: WriteOptions): Promise<void> {
-    if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     const sync = opts?.sync === true;
-    if (sync && this.syncMode === 'wal') return this.submitThenSyncWal(lops);
     return this.db._batch !== undefined ? this.db._batch(lops, { sync }) : this.db.batch(lops, { sync });
-  }
-
-  private async submitThenSyncWal(lops: LevelOp[]): Promise<void> {
-    await (this.db._batch !== undefined ? this.db._batch(lops, { sync: false }) : this.db.batch(lops, { sync: false }));
-    try {
-      await this.syncWal();
-    } catch (e) {
-      this.syncFailure ??= new CairnError('storage.sync_failed', `storage: fdatasync of the WAL in ${this.dir} failed; the store refuses further writes: ${(e as Error).message}`, { cause: e });
-      throw this.syncFailure;
-    }
-  }
-
-  /**
-   * The names of LevelDB's WAL files now. Listing the directory costs ~0.1-0.7
-   * ms with a 1 GB store's ~500 tables, so the list is kept and re-read only
-   * when the directory may have changed since: its mtime moved (a create or
-   * delete sets it), or the list was read less than 50 ms after that mtime (the
-   * kernel stamps mtime from a coarse clock, so a second create within one
-   * tick of it could leave it unchanged). One stat per synced write.
-   */
-  private walNames(): string[] {
-    const mtimeNs = statSync(this.dir, { bigint: true }).mtimeNs;
-    if (mtimeNs === this.walListMtimeNs && this.walListAtMs - Number(mtimeNs / 1_000_000n) >= 50) return this.walList;
-    this.walListAtMs = Date.now();
-    this.walList = readdirSync(this.dir).filter((n) => n.endsWith('.log'));
-    this.walListMtimeNs = mtimeNs;
-    return this.walList;
-  }
-
-  /**
-   * fdatasync of every WAL file LevelDB has now: the one the batch just
-   * written went to, or — when the memtable was switched since — the older
-   * one too (a log already deleted had its memtable flushed to a synced table).
-   */
-  private async syncWal(): Promise<void> {
-    const names = this.walNames();
-    for (const [n, fh] of this.wals) {
-      if (!names.includes(n)) {
-        this.wals.delete(n);
-        fh.close().catch(() => undefined); // a WAL already gone: nothing left to flush
-      }
-    }
-    const pending: Promise<void>[] = [];
-    for (const n of names) {
-      pending.push(
-        (async () => {
-          let fh = this.wals.get(n);
-          if (fh === undefined) {
-            try {
-              fh = await open(join(this.dir, n), 'r');
-            } catch (e) {
-              if ((e as { code?: string }).code === 'ENOENT') return; // flushed and deleted meanwhile
-              throw e;
-            }
-            const raced = this.wals.get(n);
-            if (raced !== undefined) {
-              fh.close().catch(() => undefined); // a second handle of the same WAL, opened concurrently
-              fh = raced;
-            } else this.wals.set(n, fh);
-          }
-          await fh.datasync();
-        })(),
-      );
-    }
-    await Promise.all(pending);
   }
 
   iterator(opts: IterOptions): EngineIterator {
@@ -336,8 +234,6 @@ export class LevelEngine implements Engine {
     if (this.closed) return;
     this.closed = true;
     await this.db.close();
-    for (const fh of this.wals.values()) await fh.close();
-    this.wals.clear();
   }
 }
 

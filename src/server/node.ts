@@ -330,9 +330,7 @@ export class Node {
 
   /** Opens the store, binds the listeners and joins or bootstraps (see the header). */
   static async start(config: NodeConfig, opts: NodeOptions = {}): Promise<Node> {
-    // CAIRN_STORAGE_SYNC_MODE=wal|leveldb: how synced writes reach the disk (storage/level-engine.ts "Synced writes"), for A/B runs.
-    const syncMode = process.env['CAIRN_STORAGE_SYNC_MODE'];
-    const engine = await LevelEngine.open(config.storeDir, { cacheSize: config.cacheBytes, ...(syncMode === 'wal' || syncMode === 'leveldb' ? { syncMode } : {}) });
+    const engine = await LevelEngine.open(config.storeDir, { cacheSize: config.cacheBytes });
     let node: Node;
     try {
       node = new Node(config, engine, opts);
