@@ -34,6 +34,14 @@
  *                  "rftb"            RangeTombstone
  *   e.g. raftLogKey(5, 123) = 01 69 | 8d | 75 | 72 66 74 6c | 00 00 00 00 00 00 00 7b
  *                             local range-ID, id 5, 'u', "rftl", index 123
+ *   RangeGCThreshold (design note, session 7 — MVCC GC): the value is one HLC
+ *   timestamp, wall:uvarint logical:uvarint (src/kv/api-codec.ts
+ *   encodeTimestamp), written unversioned at the metadata key by the GCRequest
+ *   that raises it (src/kv/batcheval/cmd-gc.ts) and by a merge taking the
+ *   higher of two; copied to the right half by a split. Absent = zero: nothing
+ *   collected. Reads and writes at or below it are refused (the versions they
+ *   need may be gone). Being replicated range-ID-local, it travels in
+ *   snapshots and is covered by the replica consistency checksum.
  * Range-local suffixes: "rdsc" RangeDescriptor, "txn-" txnId:16 Transaction.
  * Store-local: "iden" StoreIdent.
  * System names (ASCII, none a prefix of another): bootstrap-version,

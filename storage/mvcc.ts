@@ -64,6 +64,7 @@
  *   mvccResolveIntentRange(rw, start, end, lockUpdate, {max?, stats?})      async
  *   mvccGarbageCollect(rw, keys, threshold, stats?)                          async
  *   mvccGarbageCollectRange(rw, start, end, threshold, stats?)              async
+ *   mvccGcCandidates(r, start, end, threshold, max?) / mvccHeadNeedsGc      async / sync
  *   mvccPrefetch(batch, keys)                                               async
  *   computeStats(r, start, end)                                             async
  *   setInlineValueLimit(n), setHistoryIndexLimit(n)                         knobs (tests, benchmarks)
@@ -894,6 +895,46 @@ export async function mvccGarbageCollectRange(rw: ReadWriter, start: Buffer, end
     return true;
   });
   return removed;
+}
+
+/**
+ * Whether GC at `threshold` may remove something from the key with this head
+ * — decided from the head alone (no history read): exact when the head's
+ * index is complete, a superset when the versions at or below the threshold
+ * lie in its tail (their kinds are not in the head).
+ */
+export function mvccHeadNeedsGc(head: Head, threshold: Timestamp): boolean {
+  const c = head.committed;
+  if (c === null) return false;
+  const tailCount = head.tail?.count ?? 0;
+  if (tsLessEq(c.ts, threshold)) return versionLen(c) < 0 || head.history.length + tailCount > 0;
+  const h = head.history;
+  for (let i = 0; i < h.length; i++) {
+    const e = h[i] as HistoryEntry;
+    if (tsLessEq(e.ts, threshold)) return e.len < 0 || i + 1 < h.length || tailCount > 0;
+  }
+  return tailCount > 0;
+}
+
+/**
+ * The GC queue's scan (gc-queue.ts): the user keys in [start, end) with
+ * versions GC at `threshold` may remove (mvccHeadNeedsGc), in order, at most
+ * `max` of them (0: all), and the key to resume from when `max` stopped it.
+ * Reads heads only; writes nothing.
+ */
+export async function mvccGcCandidates(r: Reader, start: Buffer, end: Buffer, threshold: Timestamp, max = 0): Promise<{ keys: Buffer[]; resumeKey: Buffer | null }> {
+  const keys: Buffer[] = [];
+  let resumeKey: Buffer | null = null;
+  await forEachHead(r, start, end, false, (key, _mk, head) => {
+    if (!mvccHeadNeedsGc(head, threshold)) return true;
+    if (max > 0 && keys.length >= max) {
+      resumeKey = Buffer.from(key);
+      return false;
+    }
+    keys.push(Buffer.from(key));
+    return true;
+  });
+  return { keys, resumeKey };
 }
 
 // --- inspection ------------------------------------------------------------

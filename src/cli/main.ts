@@ -7,7 +7,7 @@
  *               [--max-offset=500ms] [--cache=128MiB] [--log-level=info]
  *               [--log-file=PATH|-] [--join-timeout=0] [--liveness-ttl=4.5s]
  *               [--raft-tick=100ms] [--lease-duration=6s] [--local-address=IP]
- *               [--range-max-bytes=64MiB] [--dead-node-timeout=5m] [--range-queues=on|off]
+ *               [--range-max-bytes=64MiB] [--dead-node-timeout=5m] [--gc-ttl=4h] [--range-queues=on|off]
  *   cairn start-single-node …same flags without --join (initialises itself)
  *   cairn init --host=HOST:PORT            initialise a new cluster, exactly once
  *   cairn node status [--ranges] [--host=HOST:PORT] [--format=table|json]
@@ -100,6 +100,7 @@ interface StartFlags {
   readonly localAddress?: string;
   readonly rangeMaxBytes?: string;
   readonly deadNodeTimeout?: number;
+  readonly gcTtl?: number;
   readonly rangeQueues?: string;
 }
 
@@ -121,6 +122,7 @@ function addStartOptions(cmd: Command, withJoin: boolean): Command {
     .option('--local-address <ip>', 'bind outgoing RPC connections to this address (per-node loopback aliases)')
     .option('--range-max-bytes <size>', 'ranges larger than this split (e.g. 64MiB)')
     .option('--dead-node-timeout <duration>', 'replicas of a node not live this long are replaced', argOf((v) => parseDurationMs('--dead-node-timeout', v)))
+    .option('--gc-ttl <duration>', 'MVCC versions older than this are garbage collected (default 4h)', argOf((v) => parseDurationMs('--gc-ttl', v)))
     .addOption(new Option('--range-queues <on|off>', 'run the split, merge, replicate and replica-GC queues').choices(['on', 'off']).default('on'));
   if (withJoin) {
     cmd
@@ -165,6 +167,7 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     ...(flags.localAddress === undefined ? {} : { localAddress: flags.localAddress }),
     ...(flags.rangeMaxBytes === undefined ? {} : { rangeMaxBytes: parseBytes('--range-max-bytes', flags.rangeMaxBytes, 0) }),
     ...(flags.deadNodeTimeout === undefined ? {} : { deadNodeTimeoutMs: flags.deadNodeTimeout }),
+    ...(flags.gcTtl === undefined ? {} : { gcTtlSeconds: flags.gcTtl / 1000 }),
     rangeQueues: flags.rangeQueues !== 'off',
   };
   if (!singleNode && config.join.length === 0) {

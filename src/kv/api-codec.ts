@@ -54,7 +54,18 @@
  *
  *   RaftCommand = cmdId:uv leaseSeq:uv maxLeaseIndex:uv flags:u8 opt(prevLease)
  *                 repr:bytes stats opt(newLease) opt(truncIndex:uv truncTerm:uv) opt(checksumId:uv)
+ *                 opt(trigger:bytes) [gcThreshold:ts]
  *                 (flags bit0: a lease request, checked against prevLease instead of leaseSeq/MLI)
+ *
+ *   Design note (session 7, MVCC GC): a command that raises the range's GC threshold
+ *   (GCRequest, a merge absorbing a range with a higher one) carries the new threshold
+ *   as a trailing timestamp, present iff the command ends after the trigger option —
+ *   so commands in logs written before it decode unchanged, and no other command
+ *   pays a byte. Every replica adopts it (max) at apply; the command's batch also
+ *   writes it at rangeGCThresholdKey (replicated range-ID-local, so snapshots,
+ *   restarts and the consistency checker see it), encoded as `gcThreshold = ts`.
+ *   GCRequest = tag 17 key:bytes endKey:bytes threshold:ts n:uv key:bytes×n (response: tag only);
+ *   its error BatchTimestampBeforeGCError = tag 11 rangeId:uv ts:ts threshold:ts.
  *   An empty entry (data length 0) is the no-op a new Raft leader appends.
  *
  *   SnapshotChunk = rangeId:uv snapId:uv fromNode:uv toStore:uv n:uv (key:bytes value:bytes)×n
@@ -81,6 +92,7 @@ import type { TxnMeta } from '../../storage/mvcc-value.js';
 import { emptyStats, type MvccStats } from '../../storage/mvcc-stats.js';
 import type { ConfState, Entry, HardState, Message, Snapshot } from '../../raft/types.js';
 import {
+  BatchTimestampBeforeGCError,
   NotLeaseHolderError,
   RangeKeyMismatchError,
   RangeNotFoundError,
@@ -258,6 +270,7 @@ const REQ_TAGS: Record<Request['kind'], number> = {
   leaseInfo: 10,
   computeChecksum: 11,
   truncateLog: 12,
+  gc: 17,
   adminSplit: 13,
   subsume: 14,
   adminMerge: 15,
@@ -340,6 +353,13 @@ function writeRequest(wr: BufWriter, q: Request): void {
     case 'truncateLog':
       wr.uvarint(q.index);
       return;
+    case 'gc':
+      wr.bytes(q.key);
+      wr.bytes(q.endKey);
+      wr.timestamp(q.threshold);
+      wr.uvarint(q.keys.length);
+      for (const k of q.keys) wr.bytes(k);
+      return;
     case 'adminSplit':
       wr.bytes(q.key);
       wr.uvarint(q.newRangeId);
@@ -412,6 +432,15 @@ function readRequest(r: BufReader): Request {
       return { kind, checksumId: r.uvarint() };
     case 'truncateLog':
       return { kind, index: r.uvarint() };
+    case 'gc': {
+      const key = r.bytes();
+      const endKey = r.bytes();
+      const threshold = r.timestamp();
+      const n = r.uvarint();
+      const keys: Buffer[] = [];
+      for (let i = 0; i < n; i++) keys.push(r.bytes());
+      return { kind, key, endKey, threshold, keys };
+    }
     case 'adminSplit': {
       const key = r.bytes();
       const newRangeId = r.uvarint();
@@ -658,6 +687,7 @@ const ERR_CONDITION_FAILED = 7;
 const ERR_UNCERTAINTY = 8;
 const ERR_PROPOSAL_DROPPED = 9;
 const ERR_STORE_STOPPED = 10;
+const ERR_BEFORE_GC = 11;
 
 function writeIntent(wr: BufWriter, i: Intent): void {
   wr.bytes(i.key);
@@ -710,6 +740,11 @@ export function writeError(wr: BufWriter, e: CairnError): void {
   } else if (e instanceof StoreStoppedError) {
     wr.u8(ERR_STORE_STOPPED);
     wr.string(e.message);
+  } else if (e instanceof BatchTimestampBeforeGCError) {
+    wr.u8(ERR_BEFORE_GC);
+    wr.uvarint(e.rangeId);
+    wr.timestamp(e.timestamp);
+    wr.timestamp(e.threshold);
   } else {
     wr.u8(ERR_GENERIC);
     wr.string(e.code);
@@ -766,6 +801,8 @@ export function readError(r: BufReader): CairnError {
       return withMessage(new ProposalDroppedKvError(0, ''), r.string());
     case ERR_STORE_STOPPED:
       return withMessage(new StoreStoppedError(0), r.string());
+    case ERR_BEFORE_GC:
+      return new BatchTimestampBeforeGCError(r.uvarint(), r.timestamp(), r.timestamp());
     case ERR_GENERIC:
       return new RemoteError(r.string(), r.string(), r.bool(), r.bool(), r.string());
     default:
@@ -927,6 +964,8 @@ export interface ReplicatedSideEffects {
    * apply batch as the command.
    */
   readonly trigger?: Buffer;
+  /** GC (batcheval/cmd-gc.ts) or a merge raised the range's GC threshold to this; every replica adopts it on apply. */
+  readonly gcThreshold?: Timestamp;
 }
 
 /** A proposal's payload: what every replica applies (proposer-evaluated). */
@@ -962,6 +1001,8 @@ export function encodeRaftCommand(c: RaftCommand): Buffer {
   });
   writeOpt(w, se.checksumId, (x, v) => x.uvarint(v));
   writeOpt(w, se.trigger, (x, v) => x.bytes(v));
+  // Trailing and optional (see the header): a command without it ends here.
+  if (se.gcThreshold !== undefined) w.timestamp(se.gcThreshold);
   return finish();
 }
 
@@ -979,12 +1020,14 @@ export function decodeRaftCommand(buf: Uint8Array): RaftCommand {
   const truncatedState = readOpt(r, (x) => ({ index: x.uvarint(), term: x.uvarint() }));
   const checksumId = readOpt(r, (x) => x.uvarint());
   const trigger = readOpt(r, (x) => x.bytes());
+  const gcThreshold = r.remaining > 0 ? r.timestamp() : null;
   r.expectEnd('raft command');
   const sideEffects: { -readonly [K in keyof ReplicatedSideEffects]: ReplicatedSideEffects[K] } = {};
   if (newLease !== null) sideEffects.newLease = newLease;
   if (truncatedState !== null) sideEffects.truncatedState = truncatedState;
   if (checksumId !== null) sideEffects.checksumId = checksumId;
   if (trigger !== null) sideEffects.trigger = trigger;
+  if (gcThreshold !== null) sideEffects.gcThreshold = gcThreshold;
   return { cmdId, leaseSeq, maxLeaseIndex, isLeaseRequest: flags === 1, prevLease, repr, stats, sideEffects };
 }
 
@@ -1102,7 +1145,9 @@ export function decodeRaftEntry(index: number, b: Buffer): Entry {
   return { term, index, type, data: r.raw(r.remaining) };
 }
 
-/** The timestamp codec alone, for tests. */
+/** The timestamp codec alone: tests, and the replicated GC threshold (keys.ts rangeGCThresholdKey). */
 export function encodeTimestamp(t: Timestamp): Buffer {
   return encodeWith((x, v: Timestamp) => x.timestamp(v), t);
 }
+
+export const decodeTimestamp = (b: Uint8Array): Timestamp => decodeWith((r) => r.timestamp(), b, 'timestamp');

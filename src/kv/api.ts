@@ -53,6 +53,9 @@
  *   ClockUnhealthyError   kv.clock_unhealthy   retryable elsewhere: this node's
  *                         clock is out of bounds (DESIGN.md §6)
  *   StoreStoppedError     kv.store_stopped     retryable elsewhere
+ *   BatchTimestampBeforeGCError kv.batch_timestamp_before_gc  not retryable:
+ *                         the batch reads or writes at or below the range's
+ *                         GC threshold (history there may be gone)
  *   plus storage's WriteIntentError, WriteTooOldError, ConditionFailedError,
  *   ReadWithinUncertaintyIntervalError.
  *
@@ -60,7 +63,7 @@
  * mutated after construction.
  */
 import { CairnError } from '../util/errors.js';
-import type { Timestamp } from '../util/hlc.js';
+import { formatTimestamp, type Timestamp } from '../util/hlc.js';
 import type { Txn } from '../../storage/mvcc.js';
 import type { MvccStats } from '../../storage/mvcc-stats.js';
 import type { TxnRequest, TxnResponse } from './txn-api.js';
@@ -237,6 +240,25 @@ export interface TruncateLogRequest {
 }
 
 /**
+ * MVCC garbage collection (batcheval/cmd-gc.ts; CockroachDB's GCRequest):
+ * raises the range's replicated GC threshold to `threshold` (never lowers it)
+ * and removes, for each of `keys`, the versions at or below it that no read
+ * above it can see — every version shadowed by a newer one at or below the
+ * threshold, and the newest one at or below it when that is a tombstone.
+ * Intents and versions above the threshold are never touched. Sent by the
+ * GC queue to its own replica (gc-queue.ts); `key`/`endKey` bound `keys`
+ * (the range's checks use them). Replicated like any write.
+ */
+export interface GCRequest {
+  readonly kind: 'gc';
+  readonly key: Buffer;
+  readonly endKey: Buffer;
+  readonly threshold: Timestamp;
+  /** User keys in [key, endKey), ascending; may be empty (the threshold alone moves). */
+  readonly keys: readonly Buffer[];
+}
+
+/**
  * Admin: split the range containing `key` at `key` (batcheval/cmd-admin-split.ts);
  * the right-hand range [key, end) gets the id `newRangeId` (allocated by the
  * caller, split.ts). Travels alone.
@@ -319,6 +341,7 @@ export type Request =
   | LeaseInfoRequest
   | ComputeChecksumRequest
   | TruncateLogRequest
+  | GCRequest
   | AdminSplitRequest
   | SubsumeRequest
   | AdminMergeRequest
@@ -340,7 +363,7 @@ export interface GetResponse {
   readonly ts: Timestamp;
 }
 export interface EmptyResponse {
-  readonly kind: 'put' | 'cput' | 'delete' | 'requestLease' | 'transferLease' | 'computeChecksum' | 'truncateLog';
+  readonly kind: 'put' | 'cput' | 'delete' | 'requestLease' | 'transferLease' | 'computeChecksum' | 'truncateLog' | 'gc';
 }
 export interface DeleteRangeResponse {
   readonly kind: 'deleteRange';
@@ -519,5 +542,24 @@ export class ClockUnhealthyError extends CairnError {
   override name = 'ClockUnhealthyError';
   constructor(nodeId: number) {
     super('kv.clock_unhealthy', `kv: n${nodeId} does not serve: its clock is beyond the max offset from a majority of its peers`, { retryable: true, sqlState: '58000' });
+  }
+}
+
+/**
+ * A read or write at or below the range's GC threshold (CockroachDB's
+ * BatchTimestampBeforeGCError): the versions it would need may have been
+ * garbage collected. Not retryable — the same timestamp fails again; a
+ * transaction must restart at a new timestamp, an AS OF SYSTEM TIME query
+ * must pick a newer time. SQLSTATE 22023 (invalid_parameter_value), the
+ * class CockroachDB gives this error at its SQL edge.
+ */
+export class BatchTimestampBeforeGCError extends CairnError {
+  override name = 'BatchTimestampBeforeGCError';
+  constructor(
+    readonly rangeId: number,
+    readonly timestamp: Timestamp,
+    readonly threshold: Timestamp,
+  ) {
+    super('kv.batch_timestamp_before_gc', `kv: batch timestamp ${formatTimestamp(timestamp)} must be after replica GC threshold ${formatTimestamp(threshold)} (r${rangeId})`, { sqlState: '22023' });
   }
 }

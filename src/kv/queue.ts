@@ -13,7 +13,8 @@
  * counted and logged at debug; the replica is looked at again next scan.
  *
  * Settings for the range queues live here too (RangeQueueSettings) — they are
- * CockroachDB's kv.range_split.*, kv.range_merge.*, server.time_until_store_dead.
+ * CockroachDB's kv.range_split.*, kv.range_merge.*, server.time_until_store_dead,
+ * gc.ttlseconds.
  *
  * Ownership: the queue's owner (server or test) calls tick/runOnce; the queue
  * holds no replicas between scans.
@@ -37,6 +38,12 @@ export interface RangeQueueSettings {
   readonly queueIntervalTicks: number;
   /** Rebalance when a node holds this many more replicas (or leases) than the mean (default 2). */
   readonly rebalanceThreshold: number;
+  /**
+   * MVCC versions older than this many seconds are garbage collected
+   * (gc-queue.ts; CockroachDB's zone config gc.ttlseconds, default 4 h — our
+   * CONFIGURE ZONE parses but does not execute, so it is one setting per node).
+   */
+  readonly gcTtlSeconds: number;
 }
 
 export const DEFAULT_RANGE_QUEUE_SETTINGS: RangeQueueSettings = {
@@ -46,6 +53,7 @@ export const DEFAULT_RANGE_QUEUE_SETTINGS: RangeQueueSettings = {
   deadNodeTimeoutMs: 5 * 60_000,
   queueIntervalTicks: 10,
   rebalanceThreshold: 2,
+  gcTtlSeconds: 14_400,
 };
 
 export interface QueueImpl {

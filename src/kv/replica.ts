@@ -106,11 +106,11 @@
  */
 import { assert } from '../util/assert.js';
 import { AmbiguousResultError, CairnError } from '../util/errors.js';
-import { ZERO_TIMESTAMP, compareTimestamps, type Clock, type Timestamp } from '../util/hlc.js';
+import { ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsMax, type Clock, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
-import { addressOf, isLocal, rangeAppliedStateKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
+import { addressOf, isLocal, rangeAppliedStateKey, rangeGCThresholdKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { WriteIntentError, mvccGetSync } from '../../storage/mvcc.js';
 import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
@@ -119,6 +119,7 @@ import { RawNode } from '../../raft/raw-node.js';
 import { decodeConfChange } from '../../raft/conf-change-codec.js';
 import { EntryType, MessageType, ProposalDroppedError, StateType, newMessage, type ConfState, type Entry, type Message } from '../../raft/types.js';
 import {
+  BatchTimestampBeforeGCError,
   ClockUnhealthyError,
   NotLeaseHolderError,
   RangeKeyMismatchError,
@@ -140,7 +141,7 @@ import {
   type StoreIdent,
   type TruncatedState,
 } from './api.js';
-import { decodeAppliedState, decodeLease, decodeRaftCommand, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
+import { decodeAppliedState, decodeLease, decodeRaftCommand, decodeTimestamp, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
 import { lookupCommand, type DeclaredSpan, type EvalContext, type EvalHeader, type SideEffectsBuilder } from './batcheval/index.js';
 import { readOptions } from './batcheval/command-util.js';
 import { ReplicaConcurrency } from './concurrency-manager.js';
@@ -237,7 +238,27 @@ const UNSUPPORTED_FROM_CLIENT = new Set(['requestLease', 'transferLease']);
 
 /** A command whose application changes nothing but the engine and the stats (no lease, truncation, checksum, trigger). */
 function noSideEffects(se: SideEffectsBuilder): boolean {
-  return se.newLease === undefined && se.truncatedState === undefined && se.checksumId === undefined && se.trigger === undefined;
+  return se.newLease === undefined && se.truncatedState === undefined && se.checksumId === undefined && se.trigger === undefined && se.gcThreshold === undefined;
+}
+
+/**
+ * The requests whose timestamp the GC threshold bounds (CockroachDB's
+ * checkTSAboveGCThreshold): clients' MVCC reads and writes and refreshes.
+ * Not intent resolution, records, leases, admin or GC commands: resolving an
+ * old transaction's intents must go on after its history was collected.
+ */
+const GC_CHECKED_KINDS: ReadonlySet<string> = new Set(['get', 'scan', 'reverseScan', 'put', 'cput', 'delete', 'deleteRange', 'refresh', 'refreshRange']);
+
+/** The oldest timestamp a batch reads or writes at, for the GC threshold check (null: none of its requests is bounded). */
+function earliestActiveTimestamp(ts: Timestamp, reqs: readonly Request[]): Timestamp | null {
+  let out: Timestamp | null = null;
+  for (const q of reqs) {
+    if (!GC_CHECKED_KINDS.has(q.kind)) continue;
+    // A refresh checks (refreshFrom, ts]: a tombstone collected in there would let it pass wrongly.
+    const at = q.kind === 'refresh' || q.kind === 'refreshRange' ? q.refreshFrom : ts;
+    if (out === null || tsLess(at, out)) out = at;
+  }
+  return out;
 }
 
 /** The requests a batch served with async consensus may hold (api.ts BatchHeader.asyncConsensus). */
@@ -346,6 +367,13 @@ export class Replica {
   private ticksHoldingWithoutLeadership = 0;
   private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
   stopped = false;
+  /**
+   * The range's GC threshold (replicated: rangeGCThresholdKey; batcheval/cmd-gc.ts):
+   * versions at or below it may be gone, so reads and writes there are refused.
+   * Loaded with the replica, reloaded from a snapshot, raised as GC and merge
+   * commands apply.
+   */
+  gcThreshold: Timestamp = ZERO_TIMESTAMP;
 
   private constructor(
     private readonly ctx: StoreContext,
@@ -406,7 +434,27 @@ export class Replica {
     }
     storage.appliedIndex = applied.raftAppliedIndex;
     storage.appliedTerm = applied.raftAppliedTerm;
-    return new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
+    const r = new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
+    r.gcThreshold = Replica.loadGCThreshold(e, desc.rangeId);
+    return r;
+  }
+
+  private static loadGCThreshold(e: Engine, rangeId: number): Timestamp {
+    const raw = e.getSync(encodeMvccKey(rangeGCThresholdKey(rangeId)));
+    return raw === undefined ? ZERO_TIMESTAMP : decodeTimestamp(raw);
+  }
+
+  /**
+   * Refuses a batch that reads or writes at or below the GC threshold
+   * (BatchTimestampBeforeGCError). Called after latching (a GC holding
+   * latches on the batch's keys has applied or not started: see cmd-gc.ts)
+   * with the batch's resolved timestamp.
+   */
+  private checkGCThreshold(ts: Timestamp, reqs: readonly Request[]): void {
+    const t = this.gcThreshold;
+    if (t.wall === 0 && t.logical === 0) return;
+    const at = earliestActiveTimestamp(ts, reqs);
+    if (at !== null && tsLessEq(at, t)) throw new BatchTimestampBeforeGCError(this.rangeId, at, t);
   }
 
   /**
@@ -561,6 +609,7 @@ export class Replica {
     const hts = ba.header.timestamp;
     if (!c.timestampServableNow(hts, now)) return null;
     const ts = hts.wall === 0 && hts.logical === 0 ? now : hts;
+    if (tsLessEq(ts, this.gcThreshold)) return null;
     const txn = ba.header.txn;
     const limit = this.uncertaintyLimitOf(ba.header);
     const opts = readOptions({ rangeId: this.rangeId, timestamp: ts, ...(txn === undefined ? {} : { txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) });
@@ -604,6 +653,7 @@ export class Replica {
     // A split may have shrunk the range while we waited.
     for (const q of reqs) this.checkKeys(q);
     const ts = compareTimestamps(ba.header.timestamp, ZERO_TIMESTAMP) === 0 ? now : ba.header.timestamp;
+    this.checkGCThreshold(ts, reqs);
     const h = canary.skipTimestampCache ? { ...h0, timestamp: ts } : this.concurrency.prepare({ ...h0, timestamp: ts }, reqs, isWrite);
     if (isWrite) this.uncertaintyGuard.noteWriteAt(h.timestamp, now);
     if (!isWrite) {
@@ -653,7 +703,7 @@ export class Replica {
   }
 
   private evalContext(stats: ReturnType<typeof emptyStats>, sideEffects: SideEffectsBuilder): EvalContext {
-    return { rangeId: this.rangeId, desc: this.desc, lease: this.lease, stats, sideEffects, raftTerm: (i) => this.storage.term(i) };
+    return { rangeId: this.rangeId, desc: this.desc, lease: this.lease, stats, sideEffects, raftTerm: (i) => this.storage.term(i), gcThreshold: this.gcThreshold };
   }
 
   /**
@@ -1076,6 +1126,8 @@ export class Replica {
       fx.truncation = se.truncatedState;
     }
     if (se.checksumId !== undefined) fx.checksums.push({ id: se.checksumId, snap: null });
+    // Adopted as it is staged (as leases are): a request latching after this sees it; the GC's own latches cover the rest.
+    if (se.gcThreshold !== undefined) this.gcThreshold = tsMax(this.gcThreshold, se.gcThreshold);
     if (se.trigger !== undefined) {
       this.ctx.stageTrigger(this, batch, se.trigger, cmd.repr);
       fx.triggers.push(se.trigger);
@@ -1194,6 +1246,8 @@ export class Replica {
     const leaseRaw = e.getSync(encodeMvccKey(rangeLeaseKey(this.rangeId)));
     const prev = this.lease;
     this.lease = leaseRaw === undefined ? null : decodeLease(leaseRaw);
+    // The snapshot's state carries the threshold its data was collected at (it never moves back: GC applied in order).
+    this.gcThreshold = Replica.loadGCThreshold(e, this.rangeId);
     this.storage.commitSnapshot(index, term, confStateOf(this.desc));
     // A ComputeChecksum awaited here may be inside the snapshot: this replica
     // will never apply it. Fail every pending one clearly (the caller retries

@@ -13,7 +13,8 @@
  *   - the right descriptor [splitKey, end) at rangeDescriptorKey(splitKey);
  *   - the right range's replicated range-ID state: applied state (index 10,
  *     term 5 — as bootstrap — with its recounted MVCC stats) and a copy of the
- *     left's lease (the same holder serves both halves at once);
+ *     left's lease (the same holder serves both halves at once) and of its GC
+ *     threshold (batcheval/cmd-gc.ts), if it has one;
  *   - when the range holds meta2 (r1): the two meta2 records, in the same
  *     batch (meta2 never leaves r1: split keys below META2_MAX are refused).
  *     Other ranges' meta2 records are fixed up afterwards by split.ts

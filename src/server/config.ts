@@ -97,6 +97,8 @@ export interface NodeConfig {
   readonly rangeMaxBytes?: number;
   /** A node not live for this long has its replicas replaced (default 5 minutes). */
   readonly deadNodeTimeoutMs?: number;
+  /** MVCC versions older than this are garbage collected (gc-queue.ts; default 14400 s, CockroachDB's gc.ttlseconds). */
+  readonly gcTtlSeconds?: number;
   /** Run the split/merge/replicate/GC queues (default true; false for tests that must pin replicas). */
   readonly rangeQueues?: boolean;
 }

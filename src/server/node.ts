@@ -81,6 +81,7 @@ import { newMergeQueue } from '../kv/merge-queue.js';
 import { adminMergeWithRetry } from '../kv/merge.js';
 import { newReplicateQueue } from '../kv/replicate-queue.js';
 import { newReplicaGCQueue } from '../kv/replica-change-gc.js';
+import { newGcQueue } from '../kv/gc-queue.js';
 import { NodeStorePool } from './store-pool.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
@@ -632,7 +633,7 @@ export class Node {
    * The store's replica queues (src/kv/queue.ts), ticked with the store:
    * size-based splits, merges of small cold neighbours, replication
    * (up/down-replicate, replace dead or decommissioning voters, rebalance
-   * toward new nodes; from the NodeStorePool) and replica GC.
+   * toward new nodes; from the NodeStorePool), replica GC and MVCC GC (gc-queue.ts).
    */
   private startQueues(): void {
     const ds = this.distSender as DistSender;
@@ -641,11 +642,12 @@ export class Node {
       ...DEFAULT_RANGE_QUEUE_SETTINGS,
       splitMaxRangeBytes: this.config.rangeMaxBytes ?? DEFAULT_RANGE_QUEUE_SETTINGS.splitMaxRangeBytes,
       deadNodeTimeoutMs: this.config.deadNodeTimeoutMs ?? DEFAULT_RANGE_QUEUE_SETTINGS.deadNodeTimeoutMs,
+      gcTtlSeconds: this.config.gcTtlSeconds ?? DEFAULT_RANGE_QUEUE_SETTINGS.gcTtlSeconds,
     };
     this.storePool = new NodeStorePool({ liveness: () => liveness.cached, loads: () => this.loads, nowMicros: () => this.clock.physicalNow() });
     const store = (): Store | null => (this.state === 'serving' ? this.store : null);
     this.replicateQueue = newReplicateQueue(store, ds, this.storePool, settings);
-    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), this.replicateQueue, newReplicaGCQueue(store, ds, settings)];
+    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), this.replicateQueue, newReplicaGCQueue(store, ds, settings), newGcQueue(store, settings)];
   }
 
   /**

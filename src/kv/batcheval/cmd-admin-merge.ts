@@ -11,17 +11,18 @@
  * otherwise). The merged descriptor keeps the left's id and gets generation
  * max(left, right) + 1. Writes: merged descriptor, deletion of the right's
  * descriptor and replicated range-ID state, the right's stats added to the
- * left's, and meta2 when the left holds it.
+ * left's, meta2 when the left holds it, and the higher of the two GC
+ * thresholds as the merged range's (a side effect every replica adopts).
  * Spans: the left range (global and range-local), write.
  */
 import { CairnError } from '../../util/errors.js';
-import { MAX_TIMESTAMP } from '../../util/hlc.js';
+import { MAX_TIMESTAMP, tsLess } from '../../util/hlc.js';
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeIdReplicatedSpan, rangeLeaseKey } from '../../../storage/keys.js';
+import { meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeGCThresholdKey, rangeIdReplicatedSpan, rangeLeaseKey } from '../../../storage/keys.js';
 import { addStats } from '../../../storage/mvcc-stats.js';
 import { mvccDelete, mvccGet, mvccPut } from '../../../storage/mvcc.js';
-import { decodeAppliedState, decodeLease, encodeRangeDescriptor } from '../api-codec.js';
+import { decodeAppliedState, decodeLease, decodeTimestamp, encodeRangeDescriptor } from '../api-codec.js';
 import type { AdminMergeRequest, RangeDescriptor } from '../api.js';
 import { FROZEN_REPLICA_ID } from '../merge-trigger.js';
 import { encodeRangeTrigger } from '../split-trigger-codec.js';
@@ -64,6 +65,13 @@ registerCommand<AdminMergeRequest>({
     const ts = h.timestamp;
     mvccPut(rw, rangeDescriptorKey(l.startKey), ts, encodeRangeDescriptor(merged), { stats: ctx.stats });
     mvccDelete(rw, rangeDescriptorKey(r.startKey), ts, { stats: ctx.stats });
+    // The merged range keeps the higher GC threshold: the right's data below it may be gone (CockroachDB's merge
+    // trigger takes the max too). Read before the right's range-ID state is deleted below.
+    const rightGc = rw.getSync(encodeMvccKey(rangeGCThresholdKey(r.rangeId)));
+    if (rightGc !== undefined && tsLess(ctx.gcThreshold, decodeTimestamp(rightGc))) {
+      rw.put(encodeMvccKey(rangeGCThresholdKey(l.rangeId)), rightGc);
+      ctx.sideEffects.gcThreshold = decodeTimestamp(rightGc);
+    }
     const rid = rangeIdReplicatedSpan(r.rangeId);
     const doomed: Buffer[] = [];
     const it = rw.iterator({ gte: encodeMvccKey(rid.key), lt: encodeMvccKey(rid.endKey) });

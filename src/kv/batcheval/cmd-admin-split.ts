@@ -17,7 +17,7 @@
 import { CairnError } from '../../util/errors.js';
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
 import { compareBytes } from '../../../storage/encoding/bytes.js';
-import { META2_MAX, META2_PREFIX, isValidSplitKey, meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeLeaseKey, rangeLocalSpan } from '../../../storage/keys.js';
+import { META2_MAX, META2_PREFIX, isValidSplitKey, meta2Key, rangeAppliedStateKey, rangeDescriptorKey, rangeGCThresholdKey, rangeLeaseKey, rangeLocalSpan } from '../../../storage/keys.js';
 import { addStats, computeStats, emptyStats } from '../../../storage/mvcc-stats.js';
 import { mvccPut } from '../../../storage/mvcc.js';
 import { encodeAppliedState, encodeLease, encodeRangeDescriptor } from '../api-codec.js';
@@ -73,6 +73,9 @@ registerCommand<AdminSplitRequest>({
       encodeAppliedState({ raftAppliedIndex: RAFT_INITIAL_LOG_INDEX, raftAppliedTerm: RAFT_INITIAL_LOG_TERM, leaseAppliedIndex: 0, stats: rightStats }),
     );
     rw.put(encodeMvccKey(rangeLeaseKey(right.rangeId)), encodeLease(ctx.lease));
+    // Both halves keep the GC threshold: the right half's data was collected at it too (the left keeps its key).
+    const gc = rw.getSync(encodeMvccKey(rangeGCThresholdKey(d.rangeId)));
+    if (gc !== undefined) rw.put(encodeMvccKey(rangeGCThresholdKey(right.rangeId)), gc);
     ctx.sideEffects.trigger = encodeRangeTrigger({ kind: 'split', left, right });
     return { kind: 'adminSplit', left, right };
   },

@@ -47,6 +47,8 @@ export interface SideEffectsBuilder {
   checksumId?: number;
   /** Encoded by split-trigger.ts; applied on every replica with the batch. */
   trigger?: Buffer;
+  /** The range's new GC threshold (cmd-gc.ts, cmd-admin-merge.ts), written in the batch too. */
+  gcThreshold?: Timestamp;
 }
 
 export interface EvalContext {
@@ -59,6 +61,8 @@ export interface EvalContext {
   readonly sideEffects: SideEffectsBuilder;
   /** The term of a Raft log entry still in the log (TruncateLog needs it). */
   raftTerm(index: number): number;
+  /** The range's GC threshold as of evaluation (ZERO_TIMESTAMP: none). */
+  readonly gcThreshold: Timestamp;
 }
 
 export interface Command<R extends Request = Request> {

@@ -12,6 +12,7 @@ import './cmd-lease-info.js';
 import './cmd-lease.js';
 import './cmd-compute-checksum.js';
 import './cmd-truncate-log.js';
+import './cmd-gc.js';
 import './cmd-admin-split.js';
 import './cmd-subsume.js';
 import './cmd-admin-merge.js';

@@ -1,0 +1,122 @@
+/**
+ * The MVCC GC queue (CockroachDB's mvccGCQueue, reduced): on the store
+ * holding a range's lease, every queue scan scores the range and, when it is
+ * worth it, collects the versions older than the TTL:
+ *
+ *   threshold T = now − gcTtlSeconds
+ *   one pass over the range's global keys [max(start, LOCAL_MAX), end),
+ *   reading heads only (mvccGcCandidates), in pages of ≤ maxKeysPerRequest
+ *   keys ─► one GCRequest per page {threshold T, the page's keys}
+ *   (batcheval/cmd-gc.ts: evaluated under latches, replicated through Raft;
+ *   the first request raises the threshold, the rest find it raised)
+ *   nothing to collect ─► one GCRequest without keys: the threshold still moves.
+ *
+ * Score (shouldQueue). CockroachDB scores by GCBytesAge — the non-live bytes
+ * times how long they have been non-live — which its MVCC stats keep per
+ * range. Our stats (storage/mvcc-stats.ts) do not: adding it would change
+ * the stats every Raft command carries. We use what they hold: the non-live
+ * bytes (keyBytes + valBytes − liveBytes: old versions and tombstones),
+ * weighted by how far the threshold would move, as a fraction of the TTL
+ * (capped at 1), standing in for their age. A range is queued when it has
+ * non-live bytes and the threshold would move by at least a tenth of the
+ * TTL (or it was never collected) — so a busy range is collected about ten
+ * times per TTL, an idle one whose versions are all collected never again.
+ * Priority: that score (more garbage, longer uncollected first).
+ *
+ * Not collected (known gaps): range-local keys (descriptor history, txn
+ * records: CockroachDB's GC also cleans the abort span and old records) and
+ * old intents (CockroachDB resolves those it finds; here intent resolution
+ * stays with the transactions and their pushers).
+ *
+ * Ownership: one per store; its owner ticks it (ReplicaQueue) or calls
+ * runOnce. Time: the store's clock. It sends only to its own replicas.
+ */
+import { ZERO_TIMESTAMP, tsLess, type Timestamp } from '../util/hlc.js';
+import type { Logger } from '../util/log.js';
+import { LOCAL_MAX } from '../../storage/keys.js';
+import { compareBytes } from '../../storage/encoding/bytes.js';
+import { mvccGcCandidates } from '../../storage/mvcc.js';
+import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
+import type { Replica } from './replica.js';
+import type { Store } from './store.js';
+
+/** Keys per GCRequest: bounds one Raft command's size and the latches it holds. */
+export const GC_MAX_KEYS_PER_REQUEST = 256;
+
+/** The threshold a GC run at `now` raises the range to: now − TTL. */
+export function gcThresholdAt(now: Timestamp, ttlSeconds: number): Timestamp {
+  return { wall: Math.max(0, now.wall - ttlSeconds * 1_000_000), logical: 0 };
+}
+
+/**
+ * The GC queue's score of a range at `now` (see the header): 0 when not worth
+ * collecting, else its non-live bytes weighted by the threshold's advance.
+ */
+export function gcScore(r: Replica, now: Timestamp, ttlSeconds: number): number {
+  const s = r.applied.stats;
+  const nonLive = s.keyBytes + s.valBytes - s.liveBytes;
+  if (nonLive <= 0) return 0;
+  const next = gcThresholdAt(now, ttlSeconds);
+  if (!tsLess(r.gcThreshold, next)) return 0;
+  const ttlMicros = Math.max(1, ttlSeconds * 1_000_000);
+  const never = r.gcThreshold.wall === 0 && r.gcThreshold.logical === 0;
+  const advance = next.wall - r.gcThreshold.wall;
+  if (!never && advance < ttlMicros / 10) return 0;
+  return nonLive * Math.min(1, advance / ttlMicros);
+}
+
+export interface GcRunResult {
+  readonly threshold: Timestamp;
+  /** GCRequests sent (≥ 1 when the threshold moved). */
+  readonly requests: number;
+  /** Keys named in them. */
+  readonly keys: number;
+}
+
+/**
+ * Collects `r` (which must hold the lease: the requests go to it) at
+ * now − ttlSeconds: one pass over its keys, a GCRequest per page of
+ * candidates. Returns what it sent; nothing when the threshold would not move.
+ */
+export async function runGc(store: Store, r: Replica, ttlSeconds: number, maxKeysPerRequest = GC_MAX_KEYS_PER_REQUEST): Promise<GcRunResult> {
+  const threshold = gcThresholdAt(store.clock.now(), ttlSeconds);
+  if (!tsLess(r.gcThreshold, threshold)) return { threshold, requests: 0, keys: 0 };
+  const d = r.desc;
+  const start = compareBytes(d.startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : d.startKey;
+  const end = d.endKey;
+  let requests = 0;
+  let keys = 0;
+  let from: Buffer | null = start;
+  while (from !== null) {
+    const page: { keys: Buffer[]; resumeKey: Buffer | null } = await mvccGcCandidates(store.engine, from, end, threshold, maxKeysPerRequest);
+    from = page.resumeKey;
+    if (page.keys.length === 0 && requests > 0) break;
+    await r.send({ header: { rangeId: r.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'gc', key: start, endKey: end, threshold, keys: page.keys }] });
+    requests++;
+    keys += page.keys.length;
+  }
+  return { threshold, requests, keys };
+}
+
+/** The store's GC queue: ranges whose lease it holds, scored by gcScore, collected by runGc. */
+export function newGcQueue(store: () => Store | null, settings: RangeQueueSettings, logger?: Logger): ReplicaQueue {
+  const ttl = (): number => settings.gcTtlSeconds;
+  return new ReplicaQueue(
+    store,
+    {
+      name: 'gc',
+      shouldQueue(r: Replica): number {
+        const s = store();
+        if (s === null || !r.ownsValidLease()) return 0;
+        return gcScore(r, s.clock.now(), ttl());
+      },
+      async process(r: Replica): Promise<void> {
+        const s = store();
+        if (s === null || !r.ownsValidLease()) return;
+        await runGc(s, r, ttl());
+      },
+    },
+    settings.queueIntervalTicks,
+    logger,
+  );
+}
