@@ -13,9 +13,8 @@
  *     cannot move: a write below a newer version fails retryably (40001)
  *     instead of being pushed above it.
  *
- * Not covered because not built: the GC threshold bound on AS OF SYSTEM TIME
- * (there is no MVCC GC queue yet, so every version is kept and no read is
- * refused as too old).
+ * The GC threshold bound on AS OF SYSTEM TIME is tested in test/kv-gc
+ * (gc-replica: KV reads/writes at or below the threshold; aost-gc: over pgwire).
  */
 import { describe, it, expect } from 'vitest';
 import { ZERO_TIMESTAMP, tsLess, tsPrev, type Timestamp } from '../../src/util/hlc.js';
