@@ -9,15 +9,19 @@
  *   keys ─► one GCRequest per page {threshold T, the page's keys}
  *   (batcheval/cmd-gc.ts: evaluated under latches, replicated through Raft;
  *   the first request raises the threshold, the rest find it raised)
- *   nothing to collect ─► one GCRequest without keys: the threshold still moves.
+ *   nothing to collect ─► no request (the queue's runs only move the
+ *   threshold with a collection: a cluster whose data is younger than the
+ *   TTL proposes nothing; CockroachDB bumps it regardless — a read below
+ *   now − TTL that nothing has been collected under is served here).
  *
  * Score (shouldQueue). CockroachDB scores by GCBytesAge — the non-live bytes
  * times how long they have been non-live — which its MVCC stats keep per
  * range. Our stats (storage/mvcc-stats.ts) do not: adding it would change
  * the stats every Raft command carries. We use what they hold: the non-live
  * bytes (keyBytes + valBytes − liveBytes: old versions and tombstones),
- * weighted by how far the threshold would move, as a fraction of the TTL
- * (capped at 1), standing in for their age. A range is queued when it has
+ * weighted by how far the threshold would move (from the last run's, when
+ * that collected nothing and left the stored one behind), as a fraction of
+ * the TTL (capped at 1), standing in for their age. A range is queued when it has
  * non-live bytes and the threshold would move by at least a tenth of the
  * TTL (or it was never collected) — so a busy range is collected about ten
  * times per TTL, an idle one whose versions are all collected never again.
@@ -52,15 +56,16 @@ export function gcThresholdAt(now: Timestamp, ttlSeconds: number): Timestamp {
  * The GC queue's score of a range at `now` (see the header): 0 when not worth
  * collecting, else its non-live bytes weighted by the threshold's advance.
  */
-export function gcScore(r: Replica, now: Timestamp, ttlSeconds: number): number {
+export function gcScore(r: Replica, now: Timestamp, ttlSeconds: number, lastRun: Timestamp = ZERO_TIMESTAMP): number {
   const s = r.applied.stats;
   const nonLive = s.keyBytes + s.valBytes - s.liveBytes;
   if (nonLive <= 0) return 0;
   const next = gcThresholdAt(now, ttlSeconds);
-  if (!tsLess(r.gcThreshold, next)) return 0;
+  const from = tsLess(r.gcThreshold, lastRun) ? lastRun : r.gcThreshold;
+  if (!tsLess(from, next)) return 0;
   const ttlMicros = Math.max(1, ttlSeconds * 1_000_000);
-  const never = r.gcThreshold.wall === 0 && r.gcThreshold.logical === 0;
-  const advance = next.wall - r.gcThreshold.wall;
+  const never = from.wall === 0 && from.logical === 0;
+  const advance = next.wall - from.wall;
   if (!never && advance < ttlMicros / 10) return 0;
   return nonLive * Math.min(1, advance / ttlMicros);
 }
@@ -76,7 +81,8 @@ export interface GcRunResult {
 /**
  * Collects `r` (which must hold the lease: the requests go to it) at
  * now − ttlSeconds: one pass over its keys, a GCRequest per page of
- * candidates. Returns what it sent; nothing when the threshold would not move.
+ * candidates. Returns what it sent: nothing when the threshold would not
+ * move or nothing is collectable.
  */
 export async function runGc(store: Store, r: Replica, ttlSeconds: number, maxKeysPerRequest = GC_MAX_KEYS_PER_REQUEST): Promise<GcRunResult> {
   const threshold = gcThresholdAt(store.clock.now(), ttlSeconds);
@@ -90,7 +96,7 @@ export async function runGc(store: Store, r: Replica, ttlSeconds: number, maxKey
   while (from !== null) {
     const page: { keys: Buffer[]; resumeKey: Buffer | null } = await mvccGcCandidates(store.engine, from, end, threshold, maxKeysPerRequest);
     from = page.resumeKey;
-    if (page.keys.length === 0 && requests > 0) break;
+    if (page.keys.length === 0) break;
     await r.send({ header: { rangeId: r.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'gc', key: start, endKey: end, threshold, keys: page.keys }] });
     requests++;
     keys += page.keys.length;
@@ -101,6 +107,8 @@ export async function runGc(store: Store, r: Replica, ttlSeconds: number, maxKey
 /** The store's GC queue: ranges whose lease it holds, scored by gcScore, collected by runGc. */
 export function newGcQueue(store: () => Store | null, settings: RangeQueueSettings, logger?: Logger): ReplicaQueue {
   const ttl = (): number => settings.gcTtlSeconds;
+  /** Per range, the threshold of this store's last run (it may have collected nothing, leaving the stored one behind). */
+  const lastRun = new Map<number, Timestamp>();
   return new ReplicaQueue(
     store,
     {
@@ -108,12 +116,12 @@ export function newGcQueue(store: () => Store | null, settings: RangeQueueSettin
       shouldQueue(r: Replica): number {
         const s = store();
         if (s === null || !r.ownsValidLease()) return 0;
-        return gcScore(r, s.clock.now(), ttl());
+        return gcScore(r, s.clock.now(), ttl(), lastRun.get(r.rangeId));
       },
       async process(r: Replica): Promise<void> {
         const s = store();
         if (s === null || !r.ownsValidLease()) return;
-        await runGc(s, r, ttl());
+        lastRun.set(r.rangeId, (await runGc(s, r, ttl())).threshold);
       },
     },
     settings.queueIntervalTicks,

@@ -9,7 +9,9 @@
  *                retryable errors, logging exactly what the final attempt
  *                read and wrote and the commit timestamp
  *   nemesis    — splits, merges, lease transfers and replica moves running
- *                concurrently (counted)
+ *                concurrently (counted); and MVCC GC at a threshold below
+ *                every live transaction (gcNemesis: the versions it may
+ *                remove are recorded first and handed to the validator)
  *   validator  — reads every version of every key (with its timestamp) from
  *                the leaseholders' engines and checks: every visible value
  *                was written by a committed (or ambiguous) transaction's final
@@ -32,7 +34,7 @@
  *                traces (which read was a refresh, who was pushed, when).
  */
 import { CairnError } from '../../src/util/errors.js';
-import { compareTimestamps, formatTimestamp, tsEqual, tsLess, tsPrev, MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
+import { ZERO_TIMESTAMP, compareTimestamps, formatTimestamp, tsEqual, tsLess, tsPrev, MAX_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import { Prng } from '../../src/util/prng.js';
 import { mvccGet, computeStats, addStats } from '../../storage/mvcc.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
@@ -108,7 +110,22 @@ export interface NemesisCounts {
   failedOps: number;
   /** Frozen ranges whose merge driver failed after the freeze, merged by rollForwardFrozen. */
   rolledForward: number;
+  /** MVCC GC requests the GC nemesis sent (gcNemesis) that applied. */
+  gcs: number;
 }
+
+/**
+ * The GC nemesis's bookkeeping (issue 5, MVCC GC): the start timestamp of
+ * every transaction that may still read or write (running, or ambiguous:
+ * its record may yet be recovered and its intents resolved) — the GC
+ * threshold stays below all of them, so no worker is ever refused — and the
+ * versions each GC may have removed, read from the leaseholder's engine just
+ * before it, which readHistory adds back so the validator replays the whole
+ * history. A version at or below the threshold cannot appear after that
+ * read: every transaction that can still commit writes above its start.
+ */
+const liveTxnStarts = new Map<string, Timestamp>();
+const gcRecorded = new Map<number, { ts: Timestamp; value: string | null }[]>();
 
 const val = (s: string): Buffer => Buffer.from(s);
 const span = (a: Timestamp, b: Timestamp): string => (tsEqual(a, b) ? formatTimestamp(a) : `${formatTimestamp(a)}→${formatTimestamp(b)}`);
@@ -120,8 +137,15 @@ const doing = new Map<string, { what: string; since: number }>();
 const note = (name: string, what: string): void => void doing.set(name.replace(/t\d+$/, ''), { what: `${name} ${what}`, since: Date.now() });
 
 async function runOne(db: TxnDB, rng: Prng, name: string, nkeys: number, node: number): Promise<TxnLog> {
+  const log = await runOneTxn(db, rng, name, nkeys, node);
+  if (log.status !== 'ambiguous') liveTxnStarts.delete(name);
+  return log;
+}
+
+async function runOneTxn(db: TxnDB, rng: Prng, name: string, nkeys: number, node: number): Promise<TxnLog> {
   const log: TxnLog = { name, status: 'aborted', commitTs: null, reads: [], scans: [], writes: new Map(), discarded: [] };
   const txn: TxnCoordSender = db.newTxn(rng.bool(0.1) ? { priority: rng.bool() ? 'high' : 'low' } : {});
+  liveTxnStarts.set(name, txn.readTimestamp());
   log.node = node;
   const nops = 1 + rng.intn(6);
   const planMax = Number(process.env.TXN_NEMESIS_OPMAX ?? 100);
@@ -274,7 +298,7 @@ export async function rollForwardFrozen(c: TestCluster, ds: DistSender, counts: 
   }
 }
 
-async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number, stop: () => boolean, counts: NemesisCounts): Promise<void> {
+async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number, stop: () => boolean, counts: NemesisCounts, gcRng: Prng): Promise<void> {
   while (!stop()) {
     try {
       await rollForwardFrozen(c, ds, counts);
@@ -328,13 +352,63 @@ async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: num
     } catch {
       counts.failedOps++;
     }
+    // MVCC GC, from its own generator so the other ops' sequence for a seed is what it was before GC existed.
+    if (gcRng.intn(4) === 0) {
+      try {
+        if (await gcNemesis(c, ds, gcRng, nkeys)) counts.gcs++;
+      } catch {
+        counts.failedOps++;
+      }
+    }
     await new Promise((r) => setTimeout(r, 20 + rng.intn(60)));
   }
 }
 
+/**
+ * One GC of a random range of the test span at a threshold below every live
+ * transaction's start (and 50 ms before now): records every version of its
+ * keys at or below the threshold from the leaseholder's engine (gcRecorded),
+ * then sends a GCRequest naming them. Returns whether one was sent and applied.
+ */
+async function gcNemesis(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number): Promise<boolean> {
+  let t: Timestamp = { wall: c.node(0).clock.now().wall - 50_000, logical: 0 };
+  for (const s of liveTxnStarts.values()) if (!tsLess(t, s)) t = tsPrev(s);
+  const descs = descriptors(c).filter((d) => compareBytes(d.endKey, tkey(0)) > 0 && compareBytes(d.startKey, tkey(nkeys)) < 0);
+  const d = descs[rng.intn(descs.length)];
+  if (d === undefined) return false;
+  const lh = c.leaseholder(d.rangeId);
+  if (lh < 0) return false;
+  const eng = c.node(lh).engine;
+  const keys: Buffer[] = [];
+  for (let k = 0; k < nkeys; k++) {
+    const key = tkey(k);
+    if (compareBytes(key, d.startKey) < 0 || compareBytes(key, d.endKey) >= 0) continue;
+    const versions = gcRecorded.get(k) ?? [];
+    let ts = t;
+    let any = false;
+    for (;;) {
+      const r = await mvccGet(eng, key, ts, { inconsistent: true, tombstones: true });
+      if (r.value === null) break;
+      versions.push({ ts: r.value.ts, value: r.value.value === null ? null : r.value.value.toString() });
+      any = true;
+      if (r.value.ts.wall === 0 && r.value.ts.logical === 0) break;
+      ts = tsPrev(r.value.ts);
+    }
+    if (!any) continue;
+    gcRecorded.set(k, versions);
+    keys.push(key);
+  }
+  if (keys.length === 0) return false;
+  const last = keys[keys.length - 1] as Buffer;
+  await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'gc', key: keys[0] as Buffer, endKey: Buffer.concat([last, Buffer.from([0])]), threshold: t, keys }] });
+  return true;
+}
+
 export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs: readonly TxnDB[], o: NemesisOptions): Promise<{ logs: TxnLog[]; counts: NemesisCounts }> {
   const logs: TxnLog[] = [];
-  const counts: NemesisCounts = { splits: 0, merges: 0, refusedMerges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0, rolledForward: 0 };
+  const counts: NemesisCounts = { splits: 0, merges: 0, refusedMerges: 0, leaseTransfers: 0, replicaMoves: 0, failedOps: 0, rolledForward: 0, gcs: 0 };
+  liveTxnStarts.clear();
+  gcRecorded.clear();
   let done = false;
   const t0 = Date.now();
   const progress =
@@ -345,7 +419,7 @@ export async function runNemesis(c: TestCluster, ds: readonly DistSender[], dbs:
           if (process.env.TXN_NEMESIS_DUMP === '1') console.log(dumpRanges(c));
         }, 20_000)
       : null;
-  const nem = o.nemesis ? nemesisLoop(c, ds[0] as DistSender, new Prng(o.seed ^ 0x5a5a), o.keys, () => done, counts) : Promise.resolve();
+  const nem = o.nemesis ? nemesisLoop(c, ds[0] as DistSender, new Prng(o.seed ^ 0x5a5a), o.keys, () => done, counts, new Prng(o.seed ^ 0x6c6c)) : Promise.resolve();
   await Promise.all(
     Array.from({ length: o.workers }, async (_, w) => {
       const rng = new Prng(o.seed * 1000 + w);
@@ -418,6 +492,14 @@ export async function readHistory(c: TestCluster, db: TxnDB, nkeys: number): Pro
       if (r.value.ts.wall === 0 && r.value.ts.logical === 0) break;
       ts = tsPrev(r.value.ts);
     }
+    // The versions the GC nemesis may have collected (see gcRecorded), each once.
+    const seen = new Set(versions.map((x) => formatTimestamp(x.ts)));
+    for (const x of gcRecorded.get(k) ?? []) {
+      if (seen.has(formatTimestamp(x.ts))) continue;
+      seen.add(formatTimestamp(x.ts));
+      versions.push(x);
+    }
+    versions.sort((a, b) => compareTimestamps(b.ts, a.ts));
     out.set(k, versions.reverse());
   }
   return out;

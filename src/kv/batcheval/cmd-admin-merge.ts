@@ -13,7 +13,7 @@
  * descriptor and replicated range-ID state, the right's stats added to the
  * left's, meta2 when the left holds it, and the higher of the two GC
  * thresholds as the merged range's (a side effect every replica adopts).
- * Spans: the left range (global and range-local), write.
+ * Spans: the left range (global and range-local) and its GC threshold key, write.
  */
 import { CairnError } from '../../util/errors.js';
 import { MAX_TIMESTAMP, tsLess } from '../../util/hlc.js';
@@ -46,6 +46,7 @@ registerCommand<AdminMergeRequest>({
   isWrite: true,
   declareKeys(_h, _req, desc, out) {
     declareWholeRange(desc, out);
+    out.push({ key: rangeGCThresholdKey(desc.rangeId), endKey: null, write: true });
   },
   async evaluate(ctx, rw, h, req) {
     const l = ctx.desc;

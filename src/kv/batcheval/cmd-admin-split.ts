@@ -12,7 +12,7 @@
  * that. A key the range already starts at: kv.already_split (a retried split
  * finds its own work done). Refused (kv.invalid_split_key): keys outside (start, end), local keys,
  * keys below META2_MAX (meta2 and meta1 stay in the first range).
- * Spans: the whole range (global and range-local), write.
+ * Spans: the whole range (global and range-local), write; its GC threshold key, read.
  */
 import { CairnError } from '../../util/errors.js';
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
@@ -43,6 +43,8 @@ registerCommand<AdminSplitRequest>({
   isWrite: true,
   declareKeys(_h, _req, desc, out) {
     declareWholeRange(desc, out);
+    // The GC threshold it copies right: a GCRequest raising it (even one naming no keys) goes before or after.
+    out.push({ key: rangeGCThresholdKey(desc.rangeId), endKey: null, write: false });
   },
   async evaluate(ctx, rw, h, req) {
     const d = ctx.desc;
