@@ -37,10 +37,15 @@
  * Outcomes for the client (DESIGN.md §6: unknown outcome → ambiguous):
  *   applied → its responses; a copy rejected by MLI while the command is
  *   still ours to retry → re-proposed with a new MLI (old copies can never
- *   apply); the lease changed hands with the command in flight, the proposal
- *   timed out, or the replica/store stopped → AmbiguousResultError; the
- *   lease it was evaluated under is gone before any copy reached Raft (it
- *   can never apply, and is in no log) → NotLeaseHolderError; a snapshot
+ *   apply); the proposal timed out, or the replica/store stopped →
+ *   AmbiguousResultError; the lease it was evaluated under is gone before
+ *   any copy reached Raft (it can never apply, and is in no log), or this
+ *   replica APPLIED the entry that moved the lease (or a copy's rejection by
+ *   the lease check) with the command still pending — in log order, so no
+ *   copy came before it and none after can pass the lease check →
+ *   NotLeaseHolderError (the DistSender retries at the new holder: a replica
+ *   change or split whose lease moved mid-flight is not reported ambiguous;
+ *   test/kv/faults, test/kv-ranges/rebalance); a snapshot
  *   whose lease applied index reached the command's MLI → AmbiguousResultError
  *   (applied inside the snapshot, or never: a re-proposal under a new MLI
  *   could apply it twice; test/kv-txn/snapshot-pending-command).
@@ -1108,7 +1113,9 @@ export class Replica {
         return;
       }
       this.proposals.delete(cmd.cmdId);
-      fx.done.push({ p, error: cmd.isLeaseRequest ? this.notLeaseHolder('lease request rejected') : new AmbiguousResultError(`r${this.rangeId}: the lease changed with the command in flight`) });
+      // Rejected by the lease check: no copy applied before this one (p is still pending) and none can after it (every
+      // copy carries this lease sequence; sequences only grow): it never applies — not leaseholder, not ambiguous.
+      fx.done.push({ p, error: this.notLeaseHolder(cmd.isLeaseRequest ? 'lease request rejected' : 'the lease changed with the command in flight') });
       return;
     }
     this.ctx.metrics.appliedCommands++;
@@ -1159,20 +1166,17 @@ export class Replica {
     if (lease.replica.replicaId === this.replicaId && prev?.replica.replicaId !== this.replicaId) this.uncertaintyGuard.forgetHistory();
     fx.leases.push({ lease, prev });
     if (prev !== null && prev.sequence !== lease.sequence && prev.replica.replicaId === this.replicaId && lease.replica.replicaId !== this.replicaId) {
-      // We lost the lease: commands proposed under it cannot apply any more,
-      // but one that may have applied already cannot be told "failed" (DESIGN.md §6);
-      // one no copy of which ever reached Raft (dropped, held) is in no log: not the leaseholder.
+      // We lost the lease: commands proposed under it cannot apply any more. This replica is applying its log in
+      // order, and the new lease is the entry it applies now: every command before it in the log has applied (or
+      // been rejected) here already, so one still pending has no copy before the lease entry, and every copy after it
+      // fails the lease check. It never applies: not the leaseholder (retryable at the new holder), not ambiguous —
+      // DESIGN.md §6's "unknown outcome" is a replica that has not applied its log this far (a snapshot: there the
+      // commands its lease applied index covers are answered ambiguous, reloadAfterSnapshot).
       for (const p of this.proposals.values()) {
         if (p.cmd.isLeaseRequest) continue;
         this.proposals.delete(p.cmdId);
         const to = `r${this.rangeId}/${lease.replica.replicaId}`;
-        fx.done.push({
-          p,
-          error:
-            p.proposed === true
-              ? new AmbiguousResultError(`r${this.rangeId}: lease transferred to ${to} with the command in flight`)
-              : this.notLeaseHolder(`lease transferred to ${to} before the command reached Raft`),
-        });
+        fx.done.push({ p, error: this.notLeaseHolder(`lease transferred to ${to} ${p.proposed === true ? 'with the command in flight' : 'before the command reached Raft'}`) });
       }
     }
     if (lease.replica.replicaId === this.replicaId) this.nextMaxLeaseIndex = Math.max(this.nextMaxLeaseIndex, this.applied.leaseAppliedIndex);

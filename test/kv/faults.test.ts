@@ -3,8 +3,12 @@
  *   - a command whose Raft messages were dropped is re-proposed and applies
  *     exactly once (the max-lease-index rule rejects the second copy;
  *     incremental stats would double-count a second application);
- *   - a leaseholder cut off with a command in flight answers AMBIGUOUS once
- *     another replica takes the lease — never "failed";
+ *   - a leaseholder cut off with a command in flight, once another replica
+ *     takes the lease and it applies that lease entry (in log order: its own
+ *     uncommitted copy was overwritten, none can pass the lease check
+ *     after), answers NotLeaseHolder — retryable at the new holder — and the
+ *     command never applies; only a catch-up by snapshot (which skips the
+ *     log) may leave it ambiguous. Never "applied" or a silent failure;
  *   - an admin lease transfer moves the lease (sequence + 1, the hook sees
  *     the new start for the timestamp cache) and leadership follows it;
  *   - an idle range quiesces (no Raft traffic while ticking) and wakes on a request.
@@ -56,7 +60,7 @@ describe('faults', () => {
     await expectStatsMatchRecount(c);
   });
 
-  it('a leaseholder that loses its lease with a command in flight answers ambiguous', async () => {
+  it('a leaseholder that loses its lease with a command in flight answers NotLeaseHolder once it applies the new lease; the command never applies', async () => {
     const c = await startCluster({ nodes: 3 });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
@@ -67,15 +71,24 @@ describe('faults', () => {
       .send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: k('amb'), value: Buffer.from('x') }] })
       .then(
         () => null,
-        (e: unknown) => e as { code: string; ambiguous: boolean },
+        (e: unknown) => e as { code: string; ambiguous: boolean; retryable: boolean },
       );
     // The others elect a leader and take the lease once the old one expires.
     await c.waitFor(() => c.leaseholder() >= 0 && c.leaseholder() !== L, 15_000, 'a new leaseholder');
+    const snapshots = c.store(L).metrics.snapshotsApplied;
     partition(c, L, false);
     const e = await outcome;
     expect(e).not.toBeNull();
-    expect(e?.ambiguous).toBe(true);
-    expect(e?.code).toBe('kv.ambiguous_result');
+    if (c.store(L).metrics.snapshotsApplied === snapshots) {
+      // Caught up from the log: it applied the new lease entry with the put pending.
+      expect(e?.code).toBe('kv.not_lease_holder');
+      expect(e?.ambiguous).toBe(false);
+      expect(e?.retryable).toBe(true);
+    } else {
+      expect(e?.code).toBe('kv.ambiguous_result');
+    }
+    // Either way it never applied (the partition began before it was sent: no copy reached the others).
+    expect(await c.client(L).get(k('amb'))).toBe(null);
   });
 
   it('transfers the lease; the new holder gets the leadership and the timestamp-cache hook sees the lease start', async () => {
