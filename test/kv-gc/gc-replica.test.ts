@@ -12,13 +12,15 @@
  *   - the GC queue (runGc, TTL shortened) collects a tombstone and raises
  *     the threshold to now − TTL; its score is 0 once nothing is left;
  *   - a split gives both halves the threshold, a merge the higher of the two,
- *     on every replica; a restarted node reloads it from its engine.
+ *     on every replica; a restarted node reloads it from its engine; a
+ *     replica added by snapshot receives it with the data.
  */
 import { describe, it, expect } from 'vitest';
 import { ZERO_TIMESTAMP, tsLess, tsNext, tsPrev, type Timestamp } from '../../src/util/hlc.js';
 import { KvClient } from '../../src/kv/kv-client.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { adminMerge } from '../../src/kv/merge.js';
+import { addVoter } from '../../src/kv/replica-change.js';
 import { gcScore, newGcQueue, runGc } from '../../src/kv/gc-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
@@ -163,5 +165,26 @@ describe('MVCC GC on every replica (issue 5)', () => {
     await c.restartNode(2);
     const again = c.store(2).replica(mid.rangeId);
     expect(again?.gcThreshold).toEqual(o200);
+  }, 60_000);
+
+  it('a replica added by snapshot gets the threshold with the data; checksums agree', async () => {
+    const c = await start({ nodes: 3 });
+    c.startTicker();
+    const ds = distSender(c, 0);
+    const t1 = await putAt(ds, key(7), v('one'));
+    await putAt(ds, key(7), v('two'));
+    const d = rangeOf(c, key(7));
+    await sendGc(ds, d, t1, [key(7)]);
+    await waitThreshold(c, d.rangeId, t1);
+    await c.addNode();
+    // Replace a voter that does not hold the lease.
+    const lh = c.leaseholder(d.rangeId);
+    const gone = [1, 2, 3].find((n) => n - 1 !== lh) as number;
+    const moved = await addVoter(ds, rangeOf(c, key(7)), { nodeId: 4, storeId: 4 }, { nodeId: gone, storeId: gone });
+    expect(moved.replicas.some((r) => r.nodeId === 4)).toBe(true);
+    await c.waitFor(() => c.store(3).replica(d.rangeId)?.initialized === true, 10_000, 'the new replica initialized by its snapshot');
+    expect(c.store(3).replica(d.rangeId)?.gcThreshold).toEqual(t1);
+    await checkConsistency(c, new KvClient(ds), 900);
+    expect(await rawVersionCount(c.node(3).engine, key(7))).toBe(2);
   }, 60_000);
 });
