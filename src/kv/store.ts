@@ -14,7 +14,16 @@
  *   3. messages coalesced per destination store: ONE one-way RPC per peer
  *      per round carrying all ranges' Raft messages (heartbeats of many
  *      ranges between two nodes ride together); MsgSnap is diverted to the
- *      snapshot sender (streamed in chunks over the Raft connection class);
+ *      snapshot sender (streamed in chunks over the Raft connection class).
+ *      Appends leave before the round's sync and the rest after it, so a
+ *      round sends at most two batches per peer however many ranges it
+ *      covers; the quiescing heartbeats replicas send from tick() are
+ *      batched the same way, one batch per peer per tick. The receiver
+ *      decodes a whole batch before stepping any of it (a malformed one
+ *      steps nothing and closes the connection, src/rpc/connection.ts) and
+ *      steps it in order in one turn; the stepped replicas then share the
+ *      next round. A batch lost on the way is a set of lost messages: Raft
+ *      retransmits (test/kv/raft-transport.test.ts);
  *   4. ONE apply batch with every replica's committed commands + applied
  *      state (unsynced: the log is durable), then proposers answer clients.
  *      Committed entries that were already durable here before the round
@@ -229,6 +238,8 @@ export class Store implements StoreContext {
   private loop: Promise<void> | null = null;
   private stopped = false;
   private ticks = 0;
+  /** While tick() runs: the Raft messages replicas send from it, grouped per destination node, flushed once at its end. */
+  private tickSends: Map<number, RaftMessageRequest[]> | null = null;
   private snapSeq = 0;
   /** Received snapshot data by range, until its Ready applies it. */
   private readonly incomingSnapshots = new Map<number, PendingSnapshot>();
@@ -351,6 +362,10 @@ export class Store implements StoreContext {
   }
 
   sendRaftMessages(r: Replica, msgs: readonly Message[], quiesce: boolean): void {
+    if (this.tickSends !== null) {
+      this.route(r, msgs, quiesce, this.tickSends);
+      return;
+    }
     const byNode = new Map<number, RaftMessageRequest[]>();
     this.route(r, msgs, quiesce, byNode);
     this.flush(byNode);
@@ -498,11 +513,21 @@ export class Store implements StoreContext {
     }
   }
 
-  /** One logical clock tick for every replica (Raft timeouts, leases, re-proposals, queues). */
+  /**
+   * One logical clock tick for every replica (Raft timeouts, leases, re-proposals, queues).
+   * Messages replicas send during it (the quiescing heartbeats of every range
+   * that goes idle on this tick) leave as one batch per destination store.
+   */
   tick(): void {
     if (this.stopped) return;
     this.ticks++;
-    for (const r of this.replicas.values()) r.tick();
+    const byNode = (this.tickSends = new Map());
+    try {
+      for (const r of this.replicas.values()) r.tick();
+    } finally {
+      this.tickSends = null;
+    }
+    this.flush(byNode);
     this.dropIdlePlaceholders();
     if (this.ticks % this.settings.truncationIntervalTicks === 0) this.runTruncationQueue();
   }

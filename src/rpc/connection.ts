@@ -43,7 +43,13 @@
  * failures are retryable, not ambiguous.
  *
  * Bad input: a malformed or truncated frame or envelope closes this
- * connection (logged with the peer); nothing else is affected.
+ * connection (logged with the peer); nothing else is affected. So does a
+ * one-way message whose handler cannot decode its payload (the handler
+ * throws RpcCodecError — e.g. a truncated RaftMessageBatch): nobody waits for
+ * an answer that could carry the error, and a peer that sends garbage should
+ * be cut off, not quietly half-served. The handler decodes before it acts, so
+ * such a message has no effect (for Raft: a dropped batch, retransmitted). A
+ * request's decoding failure goes back to its caller as the error instead.
  *
  * Ownership: src/rpc. The socket belongs to this object once constructed.
  */
@@ -52,7 +58,7 @@ import { assert, AssertionError } from '../util/assert.js';
 import { CairnError, isCairnError } from '../util/errors.js';
 import { ClockOffsetError, type Clock, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
-import { BufReader, BufWriter } from './codec.js';
+import { BufReader, BufWriter, RpcCodecError } from './codec.js';
 import {
   decodeEnvelope,
   decodeErrorPayload,
@@ -566,7 +572,8 @@ export class Connection {
       const result = handler(env.payload, { peerId: this.peerId, method: env.method, ts: env.ts });
       if (result instanceof Promise) result.catch(onError);
     } catch (e) {
-      onError(e);
+      if (e instanceof RpcCodecError) this.onBadInput(e);
+      else onError(e);
     }
   }
 

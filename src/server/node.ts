@@ -1235,6 +1235,7 @@ export class Node {
     m.counterFunc('cairn_raft_ready_rounds_total', 'Ready rounds of the store loop', () => sm('readyRounds'));
     m.counterFunc('cairn_raft_syncs_total', 'Synced engine writes (group commits)', () => sm('syncs'));
     m.counterFunc('cairn_raft_messages_sent_total', 'Raft messages sent', () => sm('raftMessagesSent'));
+    m.counterFunc('cairn_raft_message_batches_sent_total', 'Raft message batches sent (one per destination store per send; all ranges\' messages ride in it)', () => sm('raftBatchesSent'));
     m.counterFunc('cairn_raft_snapshots_sent_total', 'Raft snapshots sent', () => sm('snapshotsSent'));
     m.counterFunc('cairn_raft_snapshots_applied_total', 'Raft snapshots applied', () => sm('snapshotsApplied'));
     m.counterFunc('cairn_raft_leader_changes_total', 'Raft leader changes seen by this node\'s replicas (sampled every second and at each scrape)', () => {
@@ -1245,6 +1246,7 @@ export class Node {
     m.counterFunc('cairn_rpc_bytes_sent_total', 'RPC bytes sent (whole frames)', rpcTotal('bytesSent'));
     m.counterFunc('cairn_rpc_bytes_received_total', 'RPC bytes received (whole frames)', rpcTotal('bytesReceived'));
     m.counterFunc('cairn_rpc_messages_sent_total', 'RPC messages sent', rpcTotal('messagesSent'));
+    m.counterFunc('cairn_rpc_frames_sent_total', 'RPC frames sent (each socket write carries one or more)', rpcTotal('framesSent'));
     m.counterFunc('cairn_rpc_messages_received_total', 'RPC messages received', rpcTotal('messagesReceived'));
     m.counterFunc('cairn_rpc_connection_errors_total', 'RPC connections closed for an error', rpcTotal('errors'));
     m.counterFunc('cairn_rpc_malformed_frames_total', 'Malformed RPC frames received', rpcTotal('malformedFrames'));
