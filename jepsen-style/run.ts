@@ -33,7 +33,7 @@ const program = new Command('jepsen')
   .option('--fault-interval <ms>', 'quiet time between faults', int('--fault-interval'), 5000)
   .option('--fault-duration <ms>', 'how long each fault stays on', int('--fault-duration'), 5000)
   .option('--store <dir>', 'where runs are written (default jepsen-style/store)')
-  .option('--subnet <n>', 'Cairn: nodes on 127.0.<n>.11… (default 0)', int('--subnet'), 0)
+  .option('--subnet <n>', 'Cairn: nodes on 127.0.<n>.11… (default: a free subnet of 100–254, reserved for the run)', int('--subnet'))
   .option('--node-arg <flag>', 'Cairn: extra `cairn start` flag for every node (repeatable), e.g. --node-arg=--log-level=debug', (v: string, prev: string[]) => [...prev, v], [] as string[])
   .option('--op-timeout <ms>', 'client-side timeout of one operation', int('--op-timeout'), 5000);
 
@@ -51,12 +51,12 @@ const o = program.opts<{
   faultInterval: number;
   faultDuration: number;
   store?: string;
-  subnet: number;
+  subnet?: number;
   nodeArg: string[];
   opTimeout: number;
 }>();
 if (o.target !== 'cairn' && o.target !== 'postgres') program.error('--target must be cairn or postgres');
-if (o.subnet > 255) program.error('--subnet must be 0–255 (the third octet of 127.0.<subnet>.11…)');
+if (o.subnet !== undefined && o.subnet > 255) program.error('--subnet must be 0–255 (the third octet of 127.0.<subnet>.11…)');
 if (!['serializable', 'repeatable read', 'read committed'].includes(o.isolation)) program.error('--isolation must be serializable, "repeatable read" or "read committed"');
 
 // Ctrl-C / kill: exit through process.exit so the runner's exit hooks kill the node
@@ -75,7 +75,7 @@ try {
     isolation: o.isolation as 'serializable',
     faultIntervalMs: o.faultInterval,
     faultDurationMs: o.faultDuration,
-    loopbackSubnet: o.subnet,
+    ...(o.subnet === undefined ? {} : { loopbackSubnet: o.subnet }),
     nodeArgs: o.nodeArg,
     opTimeoutMs: o.opTimeout,
     ...(o.canary === undefined ? {} : { canary: o.canary }),

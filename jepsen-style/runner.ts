@@ -60,7 +60,7 @@ export interface RunOptions {
   /** Isolation of every transaction; anything but serializable is a broken client. */
   readonly isolation?: WorkloadOptions['isolation'];
   readonly storeRoot?: string;
-  /** Cairn: third octet of the nodes' loopback addresses (127.0.<subnet>.11…); default 0. */
+  /** Cairn: third octet of the nodes' loopback addresses (127.0.<subnet>.11…); default a free one, reserved for the run. */
   readonly loopbackSubnet?: number;
   /** Cairn: extra `cairn start` flags for every node (e.g. --log-level=debug, --lease-duration=3s). */
   readonly nodeArgs?: readonly string[];

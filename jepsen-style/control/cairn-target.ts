@@ -7,7 +7,10 @@
  *   --sql-addr --http-addr --join=<all RPC addresses> --local-address=<host> --insecure`
  *   (outgoing RPC bound to the node's own address, so iptables rules on one address cut
  *   one node), then `cairn init --host=<n1 RPC>` once; ready = every node answers
- *   `GET /health?ready=1` with 200.
+ *   `GET /health?ready=1` with 200. The subnet is reserved for the run (loopback-subnet.ts)
+ *   and nothing is dialled before every node's /health is answered by its own pid: a
+ *   second run on the same machine once found its nodes unable to bind and initialised
+ *   (failed to) the other run's cluster.
  *
  * The node processes are spawned directly from `node dist/src/cli/main.js` (the same
  * command the cluster script runs), so `pid(i)` is the node's own pid and kill() sends
@@ -27,6 +30,7 @@ import { CairnError } from '../../src/util/index.js';
 import { signal, waitFor } from './target.js';
 import { httpStatus } from './admin.js';
 import { crashReason } from './target.js';
+import { loopbackHost, reserveLoopbackSubnet, type SubnetReservation } from './loopback-subnet.js';
 import type { ClusterTarget, NodeCrash, TargetNode } from './target.js';
 
 export interface CairnTargetOptions {
@@ -39,9 +43,10 @@ export interface CairnTargetOptions {
   readonly extraArgs?: readonly string[];
   readonly startTimeoutMs?: number;
   /**
-   * Third octet of the nodes' loopback addresses: 127.0.<subnet>.(10+i). Default 0
-   * (127.0.0.11…); concurrent runs (tests) pick distinct subnets so their ports never
-   * collide.
+   * Third octet of the nodes' loopback addresses: 127.0.<subnet>.(10+i). Default: a
+   * free subnet of 100–254 reserved for this target until stop() (loopback-subnet.ts),
+   * so concurrent runs never share addresses; a given subnet that another run holds or
+   * anything listens on fails start() with jepsen.subnet_in_use before any node starts.
    */
   readonly subnet?: number;
 }
@@ -51,10 +56,6 @@ const REPO = new URL('../../', import.meta.url).pathname.replace(/\/dist\/$/, '/
 const RPC_PORT = 26357;
 const SQL_PORT = 26257;
 const HTTP_PORT = 8080;
-
-export function loopbackHost(id: number, subnet = 0): string {
-  return `127.0.${subnet}.${10 + id}`;
-}
 
 export class CairnTarget implements ClusterTarget {
   readonly kind = 'cairn';
@@ -70,9 +71,10 @@ export class CairnTarget implements ClusterTarget {
   private constructor(
     private readonly opts: CairnTargetOptions,
     private readonly cli: string,
+    private readonly subnet: SubnetReservation,
   ) {
     this.nodes = Array.from({ length: opts.nodes }, (_, i): TargetNode => {
-      const host = loopbackHost(i + 1, opts.subnet);
+      const host = loopbackHost(i + 1, subnet.subnet);
       return { id: i + 1, host, sqlUrl: `postgres://root@${host}:${SQL_PORT}/defaultdb`, httpUrl: `http://${host}:${HTTP_PORT}`, logPath: join(opts.dir, `node${i + 1}.log`) };
     });
     this.procs = this.nodes.map(() => undefined);
@@ -82,12 +84,15 @@ export class CairnTarget implements ClusterTarget {
   static async start(opts: CairnTargetOptions): Promise<CairnTarget> {
     const cli = opts.cliPath ?? join(REPO, 'dist', 'src', 'cli', 'main.js');
     if (!existsSync(cli)) throw new CairnError('jepsen.no_cairn', `jepsen: the Cairn CLI ${cli} is not built (npm run build)`);
-    const t = new CairnTarget(opts, cli);
+    const subnet = await reserveLoopbackSubnet({ nodes: opts.nodes, ports: [RPC_PORT, SQL_PORT, HTTP_PORT], ...(opts.subnet === undefined ? {} : { subnet: opts.subnet }) });
+    const t = new CairnTarget(opts, cli, subnet);
     try {
       for (let i = 0; i < opts.nodes; i++) await t.restart(i);
-      await waitFor('node 1 to accept RPC', opts.startTimeoutMs ?? 60_000, async () => {
+      // Nothing is dialled (init) before every node's address is answered by that node's own process.
+      await waitFor('every node to answer on its own addresses', opts.startTimeoutMs ?? 60_000, async () => {
         t.failIfExited();
-        return (await httpStatus(t.nodes[0]!.httpUrl!, '/health')) === 200;
+        for (let i = 0; i < t.nodes.length; i++) if (!(await t.answersAsItself(i))) return false;
+        return true;
       }, 100);
       await t.cliRun(['init', `--host=${t.nodes[0]!.host}:${RPC_PORT}`]);
       await t.waitReady(opts.startTimeoutMs ?? 60_000);
@@ -97,6 +102,25 @@ export class CairnTarget implements ClusterTarget {
       throw e;
     }
     return t;
+  }
+
+  /**
+   * Whether node i's /health is answered, by node i's own process: an answer from
+   * another pid (a process of another run listening on this address) throws
+   * jepsen.foreign_node — our node cannot have bound it.
+   */
+  private async answersAsItself(i: number): Promise<boolean> {
+    const n = this.nodes[i]!;
+    let body: { pid?: unknown };
+    try {
+      const res = await fetch(`${n.httpUrl!}/health`, { signal: AbortSignal.timeout(2000) });
+      body = (await res.json()) as { pid?: unknown };
+    } catch {
+      return false; // not up yet
+    }
+    const ours = this.procs[i]?.pid;
+    if (body.pid === ours) return true;
+    throw new CairnError('jepsen.foreign_node', `jepsen: ${n.httpUrl!} is answered by another process (pid ${String(body.pid)}), not our n${n.id} (pid ${ours}): another cluster holds ${n.host}; our node could not bind it`);
   }
 
   /** A node that exited while the cluster starts will not come back: fail with its log's tail. */
@@ -198,6 +222,14 @@ export class CairnTarget implements ClusterTarget {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    try {
+      await this.stopNodes();
+    } finally {
+      this.subnet.release();
+    }
+  }
+
+  private async stopNodes(): Promise<void> {
     for (let i = 0; i < this.nodes.length; i++) {
       const pid = this.pid(i);
       if (pid === undefined) continue;

@@ -181,7 +181,7 @@ export class StatusServer {
     const route = `${req.method ?? 'GET'} ${url === null ? raw : url.pathname}`;
     switch (route) {
       case 'GET /health': {
-        const base = { nodeId: n.rpc.nodeId, state: n.state, clockHealthy: n.clockHealthy };
+        const base = { nodeId: n.rpc.nodeId, state: n.state, clockHealthy: n.clockHealthy, pid: process.pid };
         if (url?.searchParams.get('ready') === '1' && !n.ready) {
           const reason = n.notServingReason() ?? (n.liveness?.selfLive !== true ? 'server: liveness heartbeat has not succeeded yet' : 'server: SQL is not mounted yet');
           send(res, 503, { status: 'not ready', reason, ...base });

@@ -1,5 +1,5 @@
 // The SQL CI runs of issue 9 against a real 3-node Cairn cluster (node processes on
-// 127.0.205.11–13 started through the CLI, clients over the PostgreSQL wire protocol):
+// 127.0.<a free subnet>.11–13 started through the CLI, clients over the PostgreSQL wire protocol):
 //   - append (Elle list-append, serializable transactions) and register (CAS register over
 //     SQL, linearizability) for 30 s each under kill + partition — both must be valid;
 //   - bank (transfers, constant total) under clock skew below the max offset — valid;
@@ -21,7 +21,7 @@ afterAll(() => {
   for (const d of remove) rmSync(d, { recursive: true, force: true });
 });
 
-const base = { nodes: 3, concurrency: 6, target: 'cairn', storeRoot: store, recoveryTimeoutMs: 20_000, loopbackSubnet: 205 } as const;
+const base = { nodes: 3, concurrency: 6, target: 'cairn', storeRoot: store, recoveryTimeoutMs: 20_000 } as const;
 
 async function run(o: Pick<RunOptions, 'workload' | 'nemesis' | 'timeSec' | 'seed'> & Partial<RunOptions>, expected: boolean): Promise<RunResult> {
   const r = await runJepsen({ ...base, faultIntervalMs: 3000, faultDurationMs: 4000, ...o });

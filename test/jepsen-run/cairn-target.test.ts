@@ -19,7 +19,7 @@ const dir = tempStore();
 let target: CairnTarget;
 
 beforeAll(async () => {
-  target = await CairnTarget.start({ dir, nodes: 3, env: { CAIRN_CANARY: 'skip-timestamp-cache' }, subnet: 201 });
+  target = await CairnTarget.start({ dir, nodes: 3, env: { CAIRN_CANARY: 'skip-timestamp-cache' } });
 }, 120_000);
 
 afterAll(async () => {
@@ -29,12 +29,14 @@ afterAll(async () => {
 
 describe('CairnTarget', () => {
   it('runs each node as its own process on its own loopback address, with the canary in its environment', () => {
-    expect(target.nodes.map((n) => n.host)).toEqual(['127.0.201.11', '127.0.201.12', '127.0.201.13']);
+    const subnet = /^127\.0\.(\d+)\.11$/.exec(target.nodes[0]!.host)?.[1];
+    expect(Number(subnet)).toBeGreaterThanOrEqual(100); // a free subnet reserved for this run
+    expect(target.nodes.map((n) => n.host)).toEqual([11, 12, 13].map((h) => `127.0.${subnet}.${h}`));
     for (let i = 0; i < 3; i++) {
       const pid = target.pid(i)!;
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       expect(cmdline).toContain('start');
-      expect(cmdline).toContain(`--listen-addr=127.0.201.${11 + i}:26357`);
+      expect(cmdline).toContain(`--listen-addr=127.0.${subnet}.${11 + i}:26357`);
       expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('CAIRN_CANARY=skip-timestamp-cache');
     }
   });

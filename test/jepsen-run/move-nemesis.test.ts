@@ -17,7 +17,7 @@ const dir = tempStore();
 let target: CairnTarget;
 
 beforeAll(async () => {
-  target = await CairnTarget.start({ dir, nodes: 4, subnet: 202 });
+  target = await CairnTarget.start({ dir, nodes: 4 });
 }, 120_000);
 
 afterAll(async () => {
