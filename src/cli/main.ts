@@ -101,6 +101,7 @@ interface StartFlags {
   readonly rangeMaxBytes?: string;
   readonly deadNodeTimeout?: number;
   readonly gcTtl?: number;
+  readonly rangeMergeDelay?: number;
   readonly rangeQueues?: string;
 }
 
@@ -123,6 +124,7 @@ function addStartOptions(cmd: Command, withJoin: boolean): Command {
     .option('--range-max-bytes <size>', 'ranges larger than this split (e.g. 64MiB)')
     .option('--dead-node-timeout <duration>', 'replicas of a node not live this long are replaced', argOf((v) => parseDurationMs('--dead-node-timeout', v)))
     .option('--gc-ttl <duration>', 'MVCC versions older than this are garbage collected (default 4h)', argOf((v) => parseDurationMs('--gc-ttl', v)))
+    .option('--range-merge-delay <duration>', 'small neighbouring ranges merge once both were idle this long (default 10s)', argOf((v) => parseDurationMs('--range-merge-delay', v)))
     .addOption(new Option('--range-queues <on|off>', 'run the split, merge, replicate and replica-GC queues').choices(['on', 'off']).default('on'));
   if (withJoin) {
     cmd
@@ -168,6 +170,7 @@ async function runStart(flags: StartFlags, singleNode: boolean): Promise<void> {
     ...(flags.rangeMaxBytes === undefined ? {} : { rangeMaxBytes: parseBytes('--range-max-bytes', flags.rangeMaxBytes, 0) }),
     ...(flags.deadNodeTimeout === undefined ? {} : { deadNodeTimeoutMs: flags.deadNodeTimeout }),
     ...(flags.gcTtl === undefined ? {} : { gcTtlSeconds: flags.gcTtl / 1000 }),
+    ...(flags.rangeMergeDelay === undefined ? {} : { rangeMergeDelayMs: flags.rangeMergeDelay }),
     rangeQueues: flags.rangeQueues !== 'off',
   };
   if (!singleNode && config.join.length === 0) {

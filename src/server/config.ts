@@ -99,6 +99,12 @@ export interface NodeConfig {
   readonly deadNodeTimeoutMs?: number;
   /** MVCC versions older than this are garbage collected (gc-queue.ts; default 14400 s, CockroachDB's gc.ttlseconds). */
   readonly gcTtlSeconds?: number;
+  /**
+   * The merge queue merges two small neighbours only once neither has applied
+   * a command for this long (default 10 s; CockroachDB's
+   * kv.range_split.by_load_merge_delay plays this part). Tests shorten it.
+   */
+  readonly rangeMergeDelayMs?: number;
   /** Run the split/merge/replicate/GC queues (default true; false for tests that must pin replicas). */
   readonly rangeQueues?: boolean;
 }

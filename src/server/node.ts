@@ -647,7 +647,7 @@ export class Node {
     this.storePool = new NodeStorePool({ liveness: () => liveness.cached, loads: () => this.loads, nowMicros: () => this.clock.physicalNow() });
     const store = (): Store | null => (this.state === 'serving' ? this.store : null);
     this.replicateQueue = newReplicateQueue(store, ds, this.storePool, settings);
-    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings), this.replicateQueue, newReplicaGCQueue(store, ds, settings), newGcQueue(store, settings)];
+    this.queues = [newSplitQueue(store, ds, settings), newMergeQueue(store, ds, settings, this.config.rangeMergeDelayMs === undefined ? undefined : this.config.rangeMergeDelayMs * 1000), this.replicateQueue, newReplicaGCQueue(store, ds, settings), newGcQueue(store, settings)];
   }
 
   /**
@@ -1224,6 +1224,11 @@ export class Node {
     const m = this.metrics;
     const sm = (k: keyof Store['metrics']): number => this.store?.metrics[k] ?? 0;
     m.gaugeFunc('cairn_ranges', 'Replicas held by this node', () => this.store?.allReplicas().length ?? 0);
+    for (const queue of ['split', 'merge', 'replicate', 'replicaGC', 'gc']) {
+      const qm = (k: 'processed' | 'failures'): number => this.queues.find((q) => q.name === queue)?.metrics[k] ?? 0;
+      m.counterFunc('cairn_queue_processed_total', 'Replicas the range queue processed (a split, merge, replica change or GC done)', () => qm('processed'), { queue });
+      m.counterFunc('cairn_queue_failures_total', 'Replicas whose processing by the range queue failed', () => qm('failures'), { queue });
+    }
     m.gaugeFunc('cairn_leaseholders', 'Ranges whose valid lease this node holds', () => this.localStatus().leaseholders);
     m.gaugeFunc('cairn_raft_leaders', 'Ranges whose Raft leader is on this node', () => this.localStatus().leaders);
     m.gaugeFunc('cairn_ranges_underreplicated', 'Ranges led here with fewer live voters than wanted', () => this.localStatus().underreplicated);

@@ -8,6 +8,7 @@
  *   await c.kill(1);                                        // SIGKILL node 2's process
  *   await c.restart(1);                                     // same store, same ports; waits ready
  *   c.node(2).env = { CAIRN_CRASH_POINT: '…' };             // extra environment for node 3's next spawn
+ *   c.node(2).args = ['--range-max-bytes=64MiB'];           // extra flags for its next spawns (a later flag wins)
  *   c.logs(1);                                              // its output and log file
  *   await c.close();                                        // kills what is left, removes the dirs
  *
@@ -169,6 +170,8 @@ export class ProcessNode {
   output = '';
   /** Extra environment for the next spawn (e.g. CAIRN_CRASH_POINT before restart()). */
   env: Record<string, string> = {};
+  /** Extra flags for the next spawns, after the spec's (commander: a repeated flag's last value wins) — a setting changed on restart. */
+  args: string[] = [];
   constructor(
     readonly index: number,
     readonly spec: NodeProcessSpec,
@@ -267,7 +270,7 @@ export class ProcessCluster {
 
   private spawn(n: ProcessNode): void {
     mkdirSync(n.spec.store, { recursive: true });
-    const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...n.env } });
+    const child = spawn(process.execPath, [MAIN_JS, ...startArgs(n.spec), ...n.args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...n.env } });
     reap(child);
     n.child = child;
     n.exitCode = null;
