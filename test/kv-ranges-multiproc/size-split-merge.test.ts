@@ -1,9 +1,10 @@
 /**
  * Issue 4 must-show 4, the automatic half, on real processes over TCP (the
  * manual half — /_admin/split and /_admin/merge — is split-merge.test.ts):
- * three `cairn start` processes with --range-max-bytes=4KiB take ~800 KiB
- * of writes through every node and their split queues cut the test span into
- * ≥ 200 ranges by size; every key is then read back through every node by
+ * three `cairn start` processes with --range-max-bytes=4KiB take 800-byte
+ * puts through every node until their split queues have cut the test span
+ * into ≥ 200 ranges by size (~600–700 puts; how many ranges a number of keys
+ * makes depends on where each split lands); every key is then read back through every node by
  * point gets, by one scan and by a paginated scan crossing every boundary
  * (complete, ordered, no key twice). Then the setting is raised
  * (--range-max-bytes=64MiB, all nodes restarted: the flag is the setting) and
@@ -17,7 +18,8 @@ import { SPAN_END, SPAN_START, autoClose, expectAckedReadable, expectNoCrash, ke
 
 const start = autoClose();
 
-const KEYS = 720;
+/** At most this many keys are written (the loop stops once the span holds MIN_RANGES ranges). */
+const KEYS = 1_500;
 const VALUE_BYTES = 800;
 const MIN_RANGES = 200;
 
@@ -90,13 +92,15 @@ describe('size-based splits and queue merges on three processes', () => {
     // it). Without it the first keys share the range of the liveness records below, never cold, never merged.
     await cl.json(0, '/_admin/split', 'POST', { key: SPAN_START });
     const t0 = Date.now();
-    // Keys in a scattered order (a stride coprime with KEYS), 20 per batch, through the nodes in turn.
+    // Keys in a scattered order (a stride coprime with KEYS), 20 per batch, through the nodes in turn,
+    // until the split queues have made MIN_RANGES ranges (checked every 60 keys).
     const written = new Map<string, string>();
     const order = Array.from({ length: KEYS }, (_, j) => (j * 379) % KEYS);
     // A put whose outcome is unknown (a lease moving with it in flight answers kv.ambiguous_result) is
     // sent again: each key has one value, so a put applied twice leaves the same data.
     let resent = 0;
     for (let b = 0; b < KEYS / 20; b++) {
+      if (b % 3 === 0 && written.size >= 480 && (await innerRanges(cl)) >= MIN_RANGES) break;
       let ops = order.slice(b * 20, b * 20 + 20).map((n) => ({ op: 'put' as const, key: keyHex(n), value: valueHex(n) }));
       for (let attempt = 1; ops.length > 0; attempt++) {
         const res = await cl.kv(b % 3, ops);
@@ -131,7 +135,7 @@ describe('size-based splits and queue merges on three processes', () => {
     await cl.expectChecksumsAgree(0, 3);
     expectNoCrash(cl);
     console.log(
-      `${KEYS} keys × ${VALUE_BYTES} B written in ${tWrite} ms (${resent} puts resent after an unknown outcome); ${split} ranges inside the span by size after ${tSplit} ms; read back through 3 nodes in ${tRead} ms; ` +
+      `${written.size} keys × ${VALUE_BYTES} B written in ${tWrite} ms (${resent} puts resent after an unknown outcome); ${split} ranges inside the span by size after ${tSplit} ms; read back through 3 nodes in ${tRead} ms; ` +
         `merged back by the queues in ${tMerge} ms after the restart (${after} ranges in all)`,
     );
   }, 600_000);
