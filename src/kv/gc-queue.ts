@@ -4,7 +4,10 @@
  * worth it, collects the versions older than the TTL:
  *
  *   threshold T = now − gcTtlSeconds
- *   one pass over the range's global keys [max(start, LOCAL_MAX), end),
+ *   one pass over the range's global keys [max(start, LOCAL_MAX), end) and
+ *   one over its range-local keys (descriptor history; transaction records,
+ *   which every heartbeat rewrites as a new version — the newest version of
+ *   a record is always kept, records are never deleted),
  *   reading heads only (mvccGcCandidates), in pages of ≤ maxKeysPerRequest
  *   keys ─► one GCRequest per page {threshold T, the page's keys}
  *   (batcheval/cmd-gc.ts: evaluated under latches, replicated through Raft;
@@ -27,18 +30,19 @@
  * times per TTL, an idle one whose versions are all collected never again.
  * Priority: that score (more garbage, longer uncollected first).
  *
- * Not collected (known gaps): range-local keys (descriptor history, txn
- * records: CockroachDB's GC also cleans the abort span and old records) and
- * old intents (CockroachDB resolves those it finds; here intent resolution
- * stays with the transactions and their pushers).
+ * Not collected (known gaps): finished transaction records themselves and
+ * the abort span (CockroachDB's GC removes old ones; here only their
+ * superseded versions go), and old intents (CockroachDB resolves those it
+ * finds; here intent resolution stays with the transactions and their
+ * pushers).
  *
  * Ownership: one per store; its owner ticks it (ReplicaQueue) or calls
  * runOnce. Time: the store's clock. It sends only to its own replicas.
  */
 import { ZERO_TIMESTAMP, tsLess, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
-import { LOCAL_MAX } from '../../storage/keys.js';
-import { compareBytes } from '../../storage/encoding/bytes.js';
+import { LOCAL_MAX, rangeLocalSpan, type Span } from '../../storage/keys.js';
+import { compareBytes, keyNext } from '../../storage/encoding/bytes.js';
 import { mvccGcCandidates } from '../../storage/mvcc.js';
 import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
 import type { Replica } from './replica.js';
@@ -84,22 +88,30 @@ export interface GcRunResult {
  * candidates. Returns what it sent: nothing when the threshold would not
  * move or nothing is collectable.
  */
-export async function runGc(store: Store, r: Replica, ttlSeconds: number, maxKeysPerRequest = GC_MAX_KEYS_PER_REQUEST): Promise<GcRunResult> {
-  const threshold = gcThresholdAt(store.clock.now(), ttlSeconds);
+export function runGc(store: Store, r: Replica, ttlSeconds: number, maxKeysPerRequest = GC_MAX_KEYS_PER_REQUEST): Promise<GcRunResult> {
+  return runGcAt(store, r, gcThresholdAt(store.clock.now(), ttlSeconds), maxKeysPerRequest);
+}
+
+/** runGc at a given threshold (tests and the kvnemesis GC op choose it: below every live transaction). */
+export async function runGcAt(store: Store, r: Replica, threshold: Timestamp, maxKeysPerRequest = GC_MAX_KEYS_PER_REQUEST): Promise<GcRunResult> {
   if (!tsLess(r.gcThreshold, threshold)) return { threshold, requests: 0, keys: 0 };
   const d = r.desc;
-  const start = compareBytes(d.startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : d.startKey;
-  const end = d.endKey;
+  const local = rangeLocalSpan(d.startKey, d.endKey);
+  const spans: Span[] = [{ key: compareBytes(d.startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : d.startKey, endKey: d.endKey }, local];
   let requests = 0;
   let keys = 0;
-  let from: Buffer | null = start;
-  while (from !== null) {
-    const page: { keys: Buffer[]; resumeKey: Buffer | null } = await mvccGcCandidates(store.engine, from, end, threshold, maxKeysPerRequest);
-    from = page.resumeKey;
-    if (page.keys.length === 0) break;
-    await r.send({ header: { rangeId: r.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'gc', key: start, endKey: end, threshold, keys: page.keys }] });
-    requests++;
-    keys += page.keys.length;
+  for (const span of spans) {
+    let from: Buffer | null = span.key;
+    while (from !== null) {
+      const page: { keys: Buffer[]; resumeKey: Buffer | null } = await mvccGcCandidates(store.engine, from, span.endKey, threshold, maxKeysPerRequest);
+      from = page.resumeKey;
+      if (page.keys.length === 0) break;
+      // Bounded by the page's own keys: a range-local span's bounds are not addressable keys (keys.ts addressOf).
+      const req = { kind: 'gc' as const, key: page.keys[0] as Buffer, endKey: keyNext(page.keys[page.keys.length - 1] as Buffer), threshold, keys: page.keys };
+      await r.send({ header: { rangeId: r.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [req] });
+      requests++;
+      keys += page.keys.length;
+    }
   }
   return { threshold, requests, keys };
 }

@@ -25,9 +25,11 @@ import { gcScore, newGcQueue, runGc } from '../../src/kv/gc-queue.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS } from '../../src/kv/queue.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
 import type { GetResponse } from '../../src/kv/api.js';
-import { autoCloseClusters } from '../support/test-cluster.js';
+import { mvccLoadHead } from '../../storage/mvcc.js';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import { KEY_MIN, rangeDescriptorKey } from '../../storage/keys.js';
 import { checkConsistency, distSender, key, putAt } from '../kv-ranges/support.js';
-import { expectBeforeGc, rangeOf, rawVersionCount, sendGc, waitThreshold } from './support.js';
+import { expectBeforeGc, rangeOf, rawVersionCount, recountRange, sendGc, waitThreshold } from './support.js';
 
 const start = autoCloseClusters();
 const v = (s: string): Buffer => Buffer.from(s);
@@ -39,6 +41,12 @@ async function getAt(ds: DistSender, k: Buffer, ts: Timestamp): Promise<string |
 
 async function deleteAt(ds: DistSender, k: Buffer): Promise<Timestamp> {
   return (await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'delete', key: k }] })).timestamp;
+}
+
+/** The newest version timestamp (wall) of r1's descriptor on node 0: the last split's. */
+function lastWriteWall(c: TestCluster): number {
+  const head = mvccLoadHead(c.node(0).engine, rangeDescriptorKey(KEY_MIN));
+  return head?.committed?.ts.wall ?? 0;
 }
 
 describe('MVCC GC on every replica (issue 5)', () => {
@@ -123,6 +131,28 @@ describe('MVCC GC on every replica (issue 5)', () => {
     for (let i = 0; i < 3; i++) await c.waitFor(() => (c.store(i).replica(1)?.gcThreshold.wall ?? 0) > last.wall, 10_000, 'the threshold on every replica');
     await checkConsistency(c, new KvClient(ds), 300);
     for (let i = 0; i < 3; i++) expect(await rawVersionCount(c.node(i).engine, key(1))).toBe(1);
+  }, 60_000);
+
+  it('collects superseded range-local versions too (the left descriptor rewritten by splits), keeping the newest', async () => {
+    const c = await start({ nodes: 3 });
+    c.startTicker();
+    const ds = distSender(c, 0);
+    await adminSplit(ds, key(50));
+    await adminSplit(ds, key(40));
+    const descKey = rangeDescriptorKey(KEY_MIN);
+    for (let i = 0; i < 3; i++) expect(await rawVersionCount(c.node(i).engine, descKey)).toBe(3);
+    const ttl = 0.05;
+    const lh = c.leaseholder(1);
+    const last = c.store(lh).replica(1)!.desc;
+    const splitWall = lastWriteWall(c);
+    await c.waitFor(() => c.node(lh).clock.now().wall > splitWall + ttl * 1e6 + 1000, 5_000, 'the clock past the last split + TTL');
+    const run = await runGc(c.store(lh), c.store(lh).replica(1)!, ttl);
+    expect(run.keys).toBeGreaterThanOrEqual(1);
+    await waitThreshold(c, 1, run.threshold);
+    await checkConsistency(c, new KvClient(ds), 600);
+    for (let i = 0; i < 3; i++) expect(await rawVersionCount(c.node(i).engine, descKey)).toBe(1);
+    expect(c.store(lh).replica(1)!.desc).toEqual(last);
+    for (const { i, r } of c.replicas(1)) expect(r.applied.stats).toEqual(await recountRange(c.node(i).engine, r.desc));
   }, 60_000);
 
   it('a split gives both halves the threshold, a merge the higher one; a restart reloads it', async () => {

@@ -2,7 +2,8 @@
 import { expect } from 'vitest';
 import type { Engine } from '../../storage/engine.js';
 import { encodeMvccKey, mvccKeyHistoryEnd } from '../../storage/mvcc-key.js';
-import { mvccLoadHead } from '../../storage/mvcc.js';
+import { addStats, computeStats, mvccLoadHead, type MvccStats } from '../../storage/mvcc.js';
+import { LOCAL_MAX, rangeLocalSpan } from '../../storage/keys.js';
 import { ZERO_TIMESTAMP, tsLessEq, type Timestamp } from '../../src/util/hlc.js';
 import { CairnError } from '../../src/util/errors.js';
 import type { RangeDescriptor } from '../../src/kv/api.js';
@@ -21,6 +22,14 @@ export async function rawVersionCount(e: Engine, key: Buffer): Promise<number> {
   // rows[0] is the head; an out-of-line newest version is one of the entries after it, counted once.
   const stored = rows.length - 1;
   return head.committed === null || head.committed.value === undefined ? stored : stored + 1;
+}
+
+/** The MVCC stats of range `d`'s data in `e` recounted (its user keys and range-local keys). */
+export async function recountRange(e: Engine, d: RangeDescriptor): Promise<MvccStats> {
+  const local = rangeLocalSpan(d.startKey, d.endKey);
+  const s = await computeStats(e, compareBytes(d.startKey, LOCAL_MAX) < 0 ? LOCAL_MAX : d.startKey, d.endKey);
+  addStats(s, await computeStats(e, local.key, local.endKey));
+  return s;
 }
 
 /** The range holding `key`, as the running stores see it. */

@@ -45,6 +45,7 @@ import { adminSplit } from '../../src/kv/split.js';
 import { adminMerge, completeMerge } from '../../src/kv/merge.js';
 import { isFrozen } from '../../src/kv/merge-queue.js';
 import { addVoter } from '../../src/kv/replica-change.js';
+import { runGcAt } from '../../src/kv/gc-queue.js';
 import type { TxnDB } from '../../src/kv/client/txn-db.js';
 import type { TxnCoordSender } from '../../src/kv/client/txn-coord-sender.js';
 import type { DistSender } from '../../src/kv/dist-sender.js';
@@ -368,9 +369,11 @@ async function nemesisLoop(c: TestCluster, ds: DistSender, rng: Prng, nkeys: num
  * One GC of a random range of the test span at a threshold below every live
  * transaction's start (and 50 ms before now): records every version of its
  * keys at or below the threshold from the leaseholder's engine (gcRecorded),
- * then sends a GCRequest naming them. Returns whether one was sent and applied.
+ * then collects them: a GCRequest naming them, or the GC queue's run over
+ * the whole range (range-local keys included). Returns whether a GC was sent.
  */
 async function gcNemesis(c: TestCluster, ds: DistSender, rng: Prng, nkeys: number): Promise<boolean> {
+  const gcWholeRange = rng.bool();
   let t: Timestamp = { wall: c.node(0).clock.now().wall - 50_000, logical: 0 };
   for (const s of liveTxnStarts.values()) if (!tsLess(t, s)) t = tsPrev(s);
   const descs = descriptors(c).filter((d) => compareBytes(d.endKey, tkey(0)) > 0 && compareBytes(d.startKey, tkey(nkeys)) < 0);
@@ -399,6 +402,11 @@ async function gcNemesis(c: TestCluster, ds: DistSender, rng: Prng, nkeys: numbe
     keys.push(key);
   }
   if (keys.length === 0) return false;
+  // Half the time the GC queue's whole-range run (its range-local keys too: transaction records rewritten by
+  // heartbeats, descriptors) on the leaseholder, if the range is still the one recorded; else a GCRequest of the
+  // recorded keys through the DistSender.
+  const rep = c.store(lh).replica(d.rangeId);
+  if (gcWholeRange && rep !== undefined && rep.desc.generation === d.generation) return (await runGcAt(c.store(lh), rep, t)).requests > 0;
   const last = keys[keys.length - 1] as Buffer;
   await ds.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'gc', key: keys[0] as Buffer, endKey: Buffer.concat([last, Buffer.from([0])]), threshold: t, keys }] });
   return true;
