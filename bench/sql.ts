@@ -148,6 +148,8 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0
     if (o.warmup > 0) await run(o.warmup, 50_000_000 + seqOffset);
     const cluster = t.name === 'cairn' ? (t as CairnCluster) : undefined;
     const before = cluster === undefined ? null : await scrapeCounters(cluster);
+    // Nodes under the CPU profiler (CAIRN_BENCH_CPU_PROF, support/profiled-node.ts) restart their profiles: the measured run only.
+    if (cluster !== undefined && process.env['CAIRN_BENCH_CPU_PROF'] !== undefined) for (const pid of t.pids()) process.kill(pid, 'SIGUSR2');
     const m = cpuMeter(t.pids);
     const r = await run(o.duration, seqOffset);
     const cpu = m.stop();

@@ -10,6 +10,7 @@
  *
  *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16,64]
  *        [--duration 10s] [--workloads ABCDEF] [--method prepare]
+ *        [--request-distribution zipfian|uniform|latest]
  *        [--cairn-only | --skip-postgres] [--skip-cairn]
  *        [--cairn-url URL…] [--splits 12] [--range-queues on|off] [--out bench/results]
  *
@@ -38,12 +39,14 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import {
   initYcsb,
+  parseDistribution,
   parseDuration,
   parseMethod,
   parseWorkloadName,
   runYcsb,
   type Output,
   type QueryMethod,
+  type RequestDistribution,
   type WorkloadName,
   type YcsbInitResult,
   type YcsbRunResult,
@@ -87,6 +90,8 @@ export interface YcsbBenchOptions {
   readonly durationMs: number;
   readonly workloads: readonly WorkloadName[];
   readonly method: QueryMethod;
+  /** Overrides every workload's request distribution (e.g. uniform, to compare contention with zipfian). */
+  readonly requestDistribution?: RequestDistribution;
   readonly splits: number;
   /** The nodes' --range-queues (split, merge, replicate, replica GC queues); default on. */
   readonly rangeQueues?: boolean;
@@ -130,12 +135,14 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     const s = await scatterTable(cluster, 'usertable', { stableRounds: 4, intervalMs: 750, timeoutMs: 30_000 });
     log(`cairn: before the runs, usertable in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}\n`);
   }
+  // Nodes under the CPU profiler (CAIRN_BENCH_CPU_PROF, support/profiled-node.ts) restart their profiles here: runs only.
+  if (cluster !== undefined && process.env['CAIRN_BENCH_CPU_PROF'] !== undefined) for (const pid of t.pids()) process.kill(pid, 'SIGUSR2');
   const runs: WorkloadMeasurement[] = [];
   for (const c of o.concurrency) {
     for (const w of o.workloads) {
       const before = cluster === undefined ? null : await scrapeCounters(cluster);
       const m = cpuMeter(t.pids);
-      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true }, { output: quiet });
+      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true, ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }) }, { output: quiet });
       const cpu = m.stop();
       const kvPerOp = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), run.total.count);
       const pct = mergedPercentiles(Object.values(run.ops).flatMap((x) => (x === undefined || x.count === 0 ? [] : [x.histogram])));
@@ -182,7 +189,10 @@ async function settle(pids: () => number[], maxCores = 0.25, windowMs = 2000, ti
 /** The per-operation KV counters worth a glance, for the progress log. */
 function kvLine(k: Counters | null): string {
   if (k === null) return '';
-  return `  per op: batches ${k.distsender_batches} rpcs ${k.distsender_rpcs} NLH ${k.distsender_not_lease_holder} proposals ${k.raft_proposals} 1PC ${k.txn_one_phase_commits} restarts ${k.txn_restarts} leader changes ${k.raft_leader_changes}`;
+  return (
+    `  per op: batches ${k.distsender_batches} rpcs ${k.distsender_rpcs} NLH ${k.distsender_not_lease_holder} proposals ${k.raft_proposals} syncs ${k.raft_syncs} 1PC ${k.txn_one_phase_commits} restarts ${k.txn_restarts} leader changes ${k.raft_leader_changes}` +
+    `\n    contention per op: lock waits ${k.kv_lock_waits} push handoffs ${k.kv_push_handoffs} pushes ${k.txn_pushes} push waits ${k.txn_push_waits} discoveries ${k.kv_intent_discoveries} read bumps ${k.kv_read_bumps} refreshes ${k.txn_refreshes} (failed ${k.txn_refresh_failures}) tscache pushes ${k.kv_tscache_pushes} (refused ${k.kv_tscache_retries}) aborts ${k.txn_aborts}`
+  );
 }
 
 function find(r: TargetResult | undefined, w: WorkloadName, c: number): WorkloadMeasurement | undefined {
@@ -297,6 +307,7 @@ async function main(): Promise<void> {
     .option('--duration <d>', 'per workload', parseDuration, 10_000)
     .option('--workloads <list>', 'which workloads, e.g. ABCDEF', 'ABCDEF')
     .option('--method <m>', 'prepare, noprepare or simple', parseMethod, 'prepare' as QueryMethod)
+    .option('--request-distribution <d>', "override every workload's distribution: zipfian, uniform or latest", parseDistribution)
     .option('--cairn-only', 'skip PostgreSQL')
     .option('--skip-postgres', 'skip PostgreSQL (same as --cairn-only)')
     .option('--skip-cairn', 'measure only PostgreSQL')
@@ -305,13 +316,14 @@ async function main(): Promise<void> {
     .option('--range-queues <on|off>', "Cairn nodes' split/merge/replicate/replica-GC queues (off: no lease rebalancing during the runs)", 'on')
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
-  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; rangeQueues: string; out: string }>();
+  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; requestDistribution?: RequestDistribution; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; rangeQueues: string; out: string }>();
   const { files } = await runYcsbBench({
     records: o.records,
     concurrency: o.concurrency.filter((c) => Number.isInteger(c) && c > 0),
     durationMs: o.duration,
     workloads: [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName),
     method: o.method,
+    ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }),
     splits: o.splits,
     rangeQueues: o.rangeQueues !== 'off',
     cairn: o.skipCairn !== true,

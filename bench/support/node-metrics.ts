@@ -35,6 +35,16 @@ export const COUNTERS = [
   'txn_restarts',
   'txn_pushes',
   'txn_push_waits',
+  'txn_refresh_failures',
+  'txn_aborts',
+  'txn_deadlocks_broken',
+  'txn_lock_wait_timeouts',
+  'kv_lock_waits',
+  'kv_push_handoffs',
+  'kv_intent_discoveries',
+  'kv_read_bumps',
+  'kv_tscache_pushes',
+  'kv_tscache_retries',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 export type Counters = Record<Counter, number>;

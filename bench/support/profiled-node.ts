@@ -4,7 +4,9 @@
  * CAIRN_BENCH_CPU_PROF=<dir> (node --cpu-prof cannot be set through
  * NODE_OPTIONS). The profile is written to
  * <dir>/node-<pid>.cpuprofile when the process receives SIGTERM (before the
- * node's own shutdown handler runs) or exits.
+ * node's own shutdown handler runs) or exits. SIGUSR2 discards what was
+ * profiled so far and starts again (a bench sends it before its measured
+ * runs, so the load phase stays out of the profile).
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -23,5 +25,6 @@ function writeProfile(): void {
 }
 session.post('Profiler.enable', () => session.post('Profiler.start'));
 process.prependListener('SIGTERM', writeProfile);
+process.on('SIGUSR2', () => session.post('Profiler.stop', () => session.post('Profiler.start')));
 process.once('exit', writeProfile);
 await import(new URL('../../src/cli/main.js', import.meta.url).href);

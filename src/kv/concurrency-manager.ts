@@ -87,7 +87,7 @@ import type { Lease, Request, Response, ScanResponse } from './api.js';
 import type { DeclaredSpan, EvalHeader } from './batcheval/command.js';
 import { ConcurrencyManager, type Pusher, type RequestGuard, type SequencedRequest } from './concurrency/concurrency-manager.js';
 import type { LatchGuard, LatchManager } from './concurrency/latch-manager.js';
-import type { LockTable, LockUpdate } from './concurrency/lock-table.js';
+import type { LockTable, LockTxn, LockUpdate } from './concurrency/lock-table.js';
 import type { DeclaredSpan as LatchSpan } from './concurrency/span-set.js';
 import { TimestampCache } from './concurrency/timestamp-cache.js';
 import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from './txn-api.js';
@@ -168,6 +168,18 @@ export class ReplicaConcurrency {
   private readonly waiters = new Map<string, Map<string, Waiter>>();
   /** Point reads served on Replica's fast path (unsequenced), since creation. */
   fastPointReads = 0;
+  /** Of those, locking gets (FOR UPDATE, an implicit UPDATE's row read), since creation. */
+  fastLockingReads = 0;
+  /**
+   * What contention cost this replica since creation (node metrics sum them
+   * over replicas): sequenced batches that waited in the lock table at least
+   * once; waits handed back to the client's pusher (WriteIntentError after
+   * pushAfterDelays); intents met in evaluation the table did not know;
+   * locking reads evaluated again above a newer version (server-side
+   * refresh); writes pushed by the timestamp cache, and of those the ones
+   * refused (RETRY_SERIALIZABLE: the batch read, or committed).
+   */
+  readonly counters = { lockWaits: 0, pushHandoffs: 0, discoveries: 0, readBumps: 0, tscachePushes: 0, tscacheRetries: 0 };
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly pushDelayMs: number;
   /** Planted-bug switch for the randomized test: skip the timestamp-cache push of writes. */
@@ -188,6 +200,7 @@ export class ReplicaConcurrency {
         if (b === undefined || !b.key.equals(o.key) || !b.txn.equals(o.pushee.id)) blockedBy.set(req, (b = { key: o.key, txn: o.pushee.id, delays: 0 }));
         if (++b.delays >= pushAfter) {
           blockedBy.delete(req);
+          this.counters.pushHandoffs++;
           // The push itself is the client's (see the header): name the blocker to it, with every intent of the
           // blocker in this request's way — one push then resolves them all in one batch (a reader behind a bulk
           // writer's thousands of intents would otherwise pay push delays and a push per intent).
@@ -250,6 +263,7 @@ export class ReplicaConcurrency {
       latchSpans: spans.map(latchSpan),
       lockSpans,
     });
+    if (guard.waits > 0) this.counters.lockWaits++;
     return { guard, spans, discoveries: 0 };
   }
 
@@ -270,6 +284,16 @@ export class ReplicaConcurrency {
     return ts.wall - now.wall <= MAX_FUTURE_OFFSETS * this.clock.maxOffsetMicros;
   }
 
+  /**
+   * A fast-path locking get (Replica.serveReadsFast) leaves its transaction's
+   * unreplicated lock, as onApplied does for a sequenced one. Only in the
+   * caller's synchronous step after pointReadUnblocked(key) held.
+   */
+  acquireFastLock(txn: LockTxn, key: Buffer): void {
+    this.fastLockingReads++;
+    this.manager.lockTable.acquireLock(txn, key, 'unreplicated');
+  }
+
   /** A fast-path point read at `ts` enters the timestamp cache, as finish() records a sequenced one. */
   recordPointRead(key: Buffer, ts: Timestamp, txnId: string | undefined): void {
     this.fastPointReads++;
@@ -284,6 +308,7 @@ export class ReplicaConcurrency {
    */
   async handleWriteIntentError(sg: SequencedGuard, intents: readonly Intent[]): Promise<boolean> {
     if (sg.guard.req.lockSpans.length === 0 || ++sg.discoveries > MAX_DISCOVERY_ROUNDS) return false;
+    this.counters.discoveries++;
     this.manager.handleWriterIntentError(sg.guard, intents);
     await this.manager.sequenceReq(sg.guard.req, sg.guard);
     return true;
@@ -349,6 +374,7 @@ export class ReplicaConcurrency {
       } catch (e) {
         if (!(e instanceof WriteTooOldError) || h.txn === undefined || attempt >= MAX_READ_BUMPS || !reqs.some(isLockingRead)) throw e;
         const ts = e.actualTimestamp;
+        this.counters.readBumps++;
         await this.checkRequestTimestamp(ts, true);
         h = { ...h, timestamp: ts, txn: { ...h.txn, writeTimestamp: ts } };
       }
@@ -472,8 +498,10 @@ export class ReplicaConcurrency {
     }
     if (max === null) return h;
     const ts = tsNext(max);
+    this.counters.tscachePushes++;
     if (h.txn === undefined) return { ...h, timestamp: ts };
     for (const q of reqs) {
+      if ((q.kind === 'endTxn' && q.commit) || !BLIND_KINDS.has(q.kind)) this.counters.tscacheRetries++;
       if (q.kind === 'endTxn' && q.commit) throw new TxnRetryError('RETRY_SERIALIZABLE', 'a write of the committing batch was pushed by the timestamp cache', ts);
       // Nothing is read at a pushed timestamp the coordinator does not know of (a failed cput would report a value
       // from its future; and it may lie beyond what horizon() covers): it refreshes first and retries.

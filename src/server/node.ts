@@ -75,6 +75,7 @@ import { DistSender } from '../kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../kv/kv-client.js';
 import { adminSplit } from '../kv/split.js';
 import { TxnDB } from '../kv/client/txn-db.js';
+import type { ReplicaConcurrency } from '../kv/concurrency-manager.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS, type RangeQueueSettings, type ReplicaQueue } from '../kv/queue.js';
 import { newSplitQueue } from '../kv/split-queue.js';
 import { newMergeQueue } from '../kv/merge-queue.js';
@@ -1289,6 +1290,18 @@ export class Node {
       ['lock_wait_timeouts', 'Pushers that gave up waiting (kv.lock_wait_timeout)', () => this.txnDb?.pusher.metrics.lockWaitTimeouts ?? 0],
     ];
     for (const [name, help, read] of txnCounters) m.counterFunc(`cairn_txn_${name}_total`, help, read);
+    // Contention on this node's leaseholders (ReplicaConcurrency.counters, summed over its replicas: a removed replica's counts leave the sum).
+    const cc = (k: keyof ReplicaConcurrency['counters']) => (): number => {
+      let n = 0;
+      for (const r of this.store?.allReplicas() ?? []) n += r.concurrency.counters[k];
+      return n;
+    };
+    m.counterFunc('cairn_kv_lock_waits_total', 'Sequenced batches that waited in a lock-table queue', cc('lockWaits'));
+    m.counterFunc('cairn_kv_push_handoffs_total', 'Lock waits handed back to the client to push (WriteIntentError)', cc('pushHandoffs'));
+    m.counterFunc('cairn_kv_intent_discoveries_total', 'Intents met in evaluation that the lock table did not know', cc('discoveries'));
+    m.counterFunc('cairn_kv_read_bumps_total', 'Locking reads evaluated again above a newer version (server-side refresh)', cc('readBumps'));
+    m.counterFunc('cairn_kv_tscache_pushes_total', 'Write batches pushed by the timestamp cache', cc('tscachePushes'));
+    m.counterFunc('cairn_kv_tscache_retries_total', 'Pushed write batches refused with RETRY_SERIALIZABLE', cc('tscacheRetries'));
     m.gaugeFunc('cairn_txn_pushers_waiting', "Requests of this node's transactions pushing a conflicting transaction right now", () => this.txnDb?.pusher.metrics.inFlight ?? 0);
     m.gaugeFunc('cairn_node_id', 'This node id (0 while joining)', () => this.rpc.nodeId);
     m.gaugeFunc('cairn_clock_skew_injected_micros', 'Physical clock skew injected through /_admin/clock', () => this.clockSkewMicros);

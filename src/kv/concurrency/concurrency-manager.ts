@@ -66,6 +66,8 @@ export interface Pusher {
 export class RequestGuard {
   /** @internal */ latches: LatchGuard | null = null;
   /** @internal */ locks: LockTableGuard | null = null;
+  /** Waits in the lock table so far (each ends in a re-scan or a push). */
+  waits = 0;
   constructor(readonly req: SequencedRequest) {}
 
   /** Whether the request holds its latches (it may evaluate). */
@@ -111,6 +113,7 @@ export class ConcurrencyManager {
         if (!g.locks.shouldWait) return g;
         g.latches.release();
         g.latches = null;
+        g.waits++;
         const outcome = await this.lockTable.waitOn(g.locks, {
           signal: req.signal,
           pushAfter: this.pusher.pushDelay(req, g.locks.state),
