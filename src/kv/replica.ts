@@ -111,7 +111,7 @@
  */
 import { assert } from '../util/assert.js';
 import { AmbiguousResultError, CairnError } from '../util/errors.js';
-import { ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsMax, type Clock, type Timestamp } from '../util/hlc.js';
+import { MAX_TIMESTAMP, ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsMax, type Clock, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
@@ -598,14 +598,23 @@ export class Replica {
    * nothing, when any condition fails: send() then serves the batch in full.
    * Saves the guards, latches and promise chain of sequencing
    * (concurrency-manager.ts) for the common read.
+   *
+   * A transaction's locking get (FOR UPDATE; an implicit UPDATE's read of its
+   * row) takes it too when its key's newest version is a committed one at or
+   * below the read timestamp (lockingPointRead): it then reads exactly what
+   * cmd-get would, and leaves the same unreplicated lock, acquired in the same
+   * synchronous step (nothing held or queued at the key, checked above). An
+   * intent, or a newer version (cmd-get's WriteTooOld, bumped by
+   * evaluateReads), sends it down the sequenced path.
    */
   private serveReadsFast(ba: BatchRequest): BatchResponse | null {
     if (canary.expiredLeaseReads || canary.skipUncertaintyRestart || canary.skipTimestampCache || this.leaseApplying !== null) return null;
     const reqs = ba.requests;
     const c = this.concurrency;
     const d = this.desc;
+    const txn = ba.header.txn;
     for (const q of reqs) {
-      if (q.kind !== 'get' || q.lock === 'exclusive' || isLocal(q.key)) return null;
+      if (q.kind !== 'get' || (q.lock === 'exclusive' && txn === undefined) || isLocal(q.key)) return null;
       if (compareBytes(q.key, d.startKey) < 0 || compareBytes(q.key, d.endKey) >= 0 || !c.pointReadUnblocked(q.key)) return null;
     }
     if (reqs.length === 0 || !this.ctx.clockHealthy()) return null;
@@ -615,13 +624,13 @@ export class Replica {
     if (!c.timestampServableNow(hts, now)) return null;
     const ts = hts.wall === 0 && hts.logical === 0 ? now : hts;
     if (tsLessEq(ts, this.gcThreshold)) return null;
-    const txn = ba.header.txn;
     const limit = this.uncertaintyLimitOf(ba.header);
     const opts = readOptions({ rangeId: this.rangeId, timestamp: ts, ...(txn === undefined ? {} : { txn }), ...(limit === undefined ? {} : { uncertaintyLimit: limit }) });
     const responses: Response[] = [];
     try {
       for (const q of reqs as readonly GetRequest[]) {
-        const v = mvccGetSync(this.ctx.engine, q.key, ts, opts).value;
+        const v = q.lock === 'exclusive' ? lockingPointRead(this.ctx.engine, q.key, ts) : mvccGetSync(this.ctx.engine, q.key, ts, opts).value;
+        if (v === undefined) return null;
         responses.push({ kind: 'get', value: v?.value ?? null, ts: v?.ts ?? ZERO_TIMESTAMP });
       }
     } catch {
@@ -629,7 +638,11 @@ export class Replica {
       return null;
     }
     const own = txn === undefined ? undefined : txn.id.toString('hex');
-    for (const q of reqs as readonly GetRequest[]) c.recordPointRead(q.key, ts, own);
+    for (const q of reqs as readonly GetRequest[]) {
+      c.recordPointRead(q.key, ts, own);
+      // A locking get leaves its unreplicated lock, as onApplied does after a sequenced one (no lock was at the key).
+      if (q.lock === 'exclusive' && txn !== undefined) c.acquireFastLock(txn, q.key);
+    }
     return { now: this.ctx.clock.now(), timestamp: ts, responses };
   }
 
@@ -1281,3 +1294,22 @@ export class Replica {
     for (const slot of this.checksums.values()) slot.reject(new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId));
   }
 }
+
+/**
+ * The fast path's locking point read (Replica.serveReadsFast): the value a
+ * locking get at `ts` answers (null: none, or a tombstone) when the key's
+ * newest version is committed at or below `ts` — then reading at `ts` finds
+ * exactly that version and no uncertain value can exist above it — and
+ * undefined when cmd-get would meet an intent (anyone's, own included: the
+ * sequenced path handles savepoints and epochs) or a newer committed version.
+ */
+function lockingPointRead(engine: StoreContext['engine'], key: Buffer, ts: Timestamp): { value: Buffer | null; ts: Timestamp } | null | undefined {
+  const newest = mvccGetSync(engine, key, MAX_TIMESTAMP, LOCKING_NEWEST);
+  if (newest.intent !== null) return undefined;
+  const v = newest.value;
+  if (v === null) return null;
+  if (tsLess(ts, v.ts)) return undefined;
+  return v.value === null ? null : v;
+}
+
+const LOCKING_NEWEST = { inconsistent: true, tombstones: true } as const;

@@ -11,10 +11,19 @@
  *       transaction's intent) waits for that transaction and sees its
  *       commit (or, having pushed it, reads below it); a get of another key
  *       meanwhile takes the fast path;
- *   (d) a locking get (FOR UPDATE) never takes it;
+ *   (d) a non-transactional locking get never takes it (it locks nothing:
+ *       the sequenced path serves it as a plain read);
  *   (e) a get of a key under another transaction's unreplicated lock (FOR
  *       UPDATE: no intent in the data, only the lock table knows) waits for
- *       that transaction.
+ *       that transaction;
+ *   (f) a transaction's locking get of an unblocked key whose newest version
+ *       is committed below it takes the fast path and leaves the same
+ *       unreplicated lock as the sequenced path: another transaction's
+ *       locking get and write wait for it, and run once it commits;
+ *   (g) a transaction's locking get that would meet a newer committed
+ *       version (the sequenced path bumps it above: WriteTooOld) or an
+ *       intent — its own too — is not served fast, and reads what cmd-get
+ *       reads.
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
@@ -151,7 +160,7 @@ describe('point-read fast path', () => {
     expectOrdered(await g, 'before', 'after', txn.provisionalCommitTimestamp());
   });
 
-  it('(d) a locking get never takes the fast path', async () => {
+  it('(d) a non-transactional locking get never takes the fast path', async () => {
     const { c, ds } = await startTxnCluster(start);
     const d = ds[0] as DistSender;
     await put(d, tkey(5), 'x');
@@ -177,5 +186,74 @@ describe('point-read fast path', () => {
     await txn.run(batch((b) => b.put(tkey(6), Buffer.from('v2'))));
     await txn.commit();
     expectOrdered(await g, 'v1', 'v2', txn.provisionalCommitTimestamp());
+  });
+
+  it('(f) a transaction\'s locking get takes the fast path and leaves its unreplicated lock', async () => {
+    const { c, ds, dbs } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(7), 'v1');
+    const r = leaseholderOf(c, tkey(7));
+    await c.waitFor(() => !r.concurrency.latches.writeLatchedAt(tkey(7)), 5_000, 'the put to apply on the leaseholder');
+    const fast0 = r.concurrency.fastPointReads;
+    const locking0 = r.concurrency.fastLockingReads;
+    const t1 = dbs[0]!.newTxn();
+    const [got] = await t1.run(batch((b) => b.get(tkey(7), 'exclusive')));
+    expect(str((got as { value: Buffer | null }).value)).toBe('v1');
+    expect(r.concurrency.fastPointReads).toBe(fast0 + 1);
+    expect(r.concurrency.fastLockingReads).toBe(locking0 + 1);
+    // The lock, unreplicated (no intent in the data), held by t1.
+    const snap = r.concurrency.lockTable.snapshot().find((l) => l.key.equals(tkey(7)));
+    expect(snap?.holder?.durability).toBe('unreplicated');
+    expect(snap?.holder?.txn.id.equals(t1.txnId)).toBe(true);
+    // The read entered the timestamp cache at t1's read timestamp.
+    expect(tsLess(r.concurrency.tscache.getMax({ key: tkey(7), endKey: null }).ts, t1.readTimestamp())).toBe(false);
+    // Another transaction's locking get and its write of the key wait for t1 (neither served while t1 holds the lock).
+    const t2 = dbs[1]!.newTxn();
+    const waits0 = r.concurrency.counters.lockWaits;
+    const g2 = t2.run(batch((b) => b.get(tkey(7), 'exclusive')));
+    expect(await settlesWithin(g2, 150)).toBe(false);
+    expect(r.concurrency.fastLockingReads).toBe(locking0 + 1);
+    await t1.run(batch((b) => b.put(tkey(7), Buffer.from('v2'))));
+    await t1.commit();
+    // t2 was queued behind t1: it reads t1's write (its read moved above t1's commit) or, having pushed t1 after
+    // the push delays, t1 found itself aborted — t1 committed here, so only the first can happen.
+    const [got2] = await g2;
+    expect(str((got2 as { value: Buffer | null }).value)).toBe('v2');
+    // It was served after waiting in the key's queue (counted as cairn_kv_lock_waits; more than once if it went back to its client to push).
+    expect(r.concurrency.counters.lockWaits).toBeGreaterThanOrEqual(waits0 + 1);
+    await t2.run(batch((b) => b.put(tkey(7), Buffer.from('v3'))));
+    await t2.commit();
+    expect((await get(d, tkey(7))).value).toBe('v3');
+  });
+
+  it('(g) a locking get meeting a newer version or an intent is served on the sequenced path', async () => {
+    const { c, ds, dbs } = await startTxnCluster(start);
+    const d = ds[0] as DistSender;
+    await put(d, tkey(8), 'old');
+    const r = leaseholderOf(c, tkey(8));
+    // A transaction whose read timestamp lies below a version written after it began.
+    const t1 = dbs[0]!.newTxn();
+    await t1.run(batch((b) => b.get(tkey(9))));
+    await put(d, tkey(8), 'new');
+    await c.waitFor(() => !r.concurrency.latches.writeLatchedAt(tkey(8)), 5_000, 'the put to apply on the leaseholder');
+    const locking0 = r.concurrency.fastLockingReads;
+    const bumps0 = r.concurrency.counters.readBumps;
+    const [got] = await t1.run(batch((b) => b.get(tkey(8), 'exclusive')));
+    // cmd-get's WriteTooOld, evaluated again above the newer version: it reads 'new', the lock is held.
+    expect(str((got as { value: Buffer | null }).value)).toBe('new');
+    expect(r.concurrency.fastLockingReads).toBe(locking0);
+    expect(r.concurrency.counters.readBumps).toBe(bumps0 + 1);
+    expect(r.concurrency.lockTable.snapshot().find((l) => l.key.equals(tkey(8)))?.holder?.txn.id.equals(t1.txnId)).toBe(true);
+    await t1.commit();
+    // Its own intent: a locking get of a key the transaction wrote reads its own write, on the sequenced path.
+    const t2 = dbs[0]!.newTxn();
+    await t2.run(batch((b) => b.put(tkey(10), Buffer.from('mine'))));
+    await c.waitFor(() => r.concurrency.lockTable.hasLockAt(tkey(10)) || leaseholderOf(c, tkey(10)).concurrency.lockTable.hasLockAt(tkey(10)), 5_000, "t2's intent's lock");
+    const r10 = leaseholderOf(c, tkey(10));
+    const l10 = r10.concurrency.fastLockingReads;
+    const [own] = await t2.run(batch((b) => b.get(tkey(10), 'exclusive')));
+    expect(str((own as { value: Buffer | null }).value)).toBe('mine');
+    expect(r10.concurrency.fastLockingReads).toBe(l10);
+    await t2.commit();
   });
 });
