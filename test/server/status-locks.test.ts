@@ -3,7 +3,9 @@
  * real one-node cluster: a transaction holding an intent blocks another's read;
  * while it does, the leaseholder's lock table shows the holder and the reader's
  * coordinator counts a pusher waiting; once the holder commits, the reader gets
- * the row, the waiting gauge is back to 0 and the lock is gone. These are the
+ * the row, the waiting gauge is back to 0 and the lock is gone; the
+ * leaseholder counted the wait and its hand-back to the pusher
+ * (cairn_kv_lock_waits_total, cairn_kv_push_handoffs_total). These are the
  * views used to find what a stalled jepsen workload waits on (issue 9).
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -67,7 +69,12 @@ describe('/_status/locks and txn counters', () => {
     expect(r1, JSON.stringify(during)).toBeDefined();
     expect(r1?.isLeaseholder).toBe(true);
     expect(r1?.dump).toMatch(/holder: txn: [0-9a-f]{8} epoch: 0 ts: \S+ replicated/);
-    expect((await vars())('cairn_txn_pushes_total')).toBeGreaterThanOrEqual(1);
+    const pushing = await vars();
+    expect(pushing('cairn_txn_pushes_total')).toBeGreaterThanOrEqual(1);
+    // The leaseholder's contention counters (ReplicaConcurrency.counters): the read queued on the lock, then went
+    // back to its client to push (the holder outlived the push delays).
+    expect(pushing('cairn_kv_lock_waits_total')).toBeGreaterThanOrEqual(1);
+    expect(pushing('cairn_kv_push_handoffs_total')).toBeGreaterThanOrEqual(1);
 
     await holder.query('COMMIT');
     expect((await read).rows).toEqual([{ v: 10 }]);
