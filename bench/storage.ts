@@ -357,21 +357,32 @@ async function main(): Promise<void> {
     // to move), drawn at random from a range disjoint from the loaded keys.
     let freshCounter = 0;
     const freshKey = (): Buffer => userKey(KEYS + 1 + ((++freshCounter * 2654435761) % FRESH_SPACE));
-    /** Synced batches of BATCH puts at keys drawn by `key`: raw beside MVCC. */
-    const putRow = async (name: string, key: () => Buffer): Promise<void> => {
+    /**
+     * Synced batches of BATCH puts at keys drawn by `key`: raw beside MVCC.
+     * MVCC evaluates as a replica does (src/kv/replica.ts: a batch of at
+     * least PREFETCH_MIN_POINT_WRITES point writes reads its heads ahead by
+     * one getMany, which LevelEngine splits over the libuv pool), or with
+     * `getSyncHeads` one getSync per head during evaluation.
+     */
+    const putRow = async (name: string, key: () => Buffer, getSyncHeads = false): Promise<void> => {
       const [rawRate, mvccRate] = await compare(
         BATCH,
         () => rawSyncedBatch(key),
-        () => {
+        async () => {
           const b = engine.newBatch();
-          for (let i = 0; i < BATCH; i++) mvccPut(b, key(), nextTs(), VALUE);
+          const keys = new Array<Buffer>(BATCH);
+          for (let i = 0; i < BATCH; i++) keys[i] = key();
+          if (!getSyncHeads) await mvccPrefetch(b, keys);
+          for (let i = 0; i < BATCH; i++) mvccPut(b, keys[i] as Buffer, nextTs(), VALUE);
           return engine.write(b, { sync: true });
         },
       );
       record(name, rawRate, mvccRate);
     };
     await putRow('put fresh keys (synced batches of 100)', freshKey);
+    await putRow('put fresh keys, a getSync per head (no prefetch)', freshKey, true);
     await putRow('put overwrites (synced batches of 100)', randomKey);
+    await putRow('put overwrites, a getSync per head (no prefetch)', randomKey, true);
 
     // The floor under MVCC overwrites: raw LevelDB writing what an MVCC
     // overwrite writes — two ~1 KB entries per put (the new head and the

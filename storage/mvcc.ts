@@ -640,8 +640,8 @@ export async function mvccScan(r: Reader, start: Buffer, end: Buffer, ts: Timest
       resumeSpan = reverse ? { key: start, endKey: keyNext(key) } : { key, endKey: end };
       return false;
     }
-    // The key is a view into its own small engine-key buffer: no copy needed.
-    kvs.push({ key, value: kv.value, ts: kv.ts });
+    // kv is a fresh object per row whose key is a view into its own small engine-key buffer: kept as is, no copy.
+    kvs.push(kv);
     numBytes += key.length + (kv.value?.length ?? 0);
     return true;
   };

@@ -130,6 +130,28 @@ for (const mk of [levelHarness, memoryHarness]) {
       expect(await scan(e, {})).toEqual(['a=changed', 'c=new']);
     });
 
+    it('getMany of many keys (split over parallel reads by LevelEngine) aligns with getSync, on the engine, a snapshot and a batch', async () => {
+      // Sizes around LevelEngine's split point (GETMANY_SPLIT_MIN = 32, four parts) and uneven parts.
+      const w = e.newBatch();
+      for (let i = 0; i < 150; i += 2) w.put(b(`k${String(i).padStart(3, '0')}`), b(`v${i}`));
+      await e.write(w);
+      const snap = e.snapshot();
+      for (let i = 0; i < 150; i += 3) await e.delete(b(`k${String(i).padStart(3, '0')}`));
+      const batch = e.newBatch();
+      batch.put(b('k001'), b('pending'));
+      for (const n of [0, 1, 31, 32, 33, 97, 150]) {
+        // Keys in a scrambled order, present and absent, one repeated.
+        const keys = Array.from({ length: n }, (_, i) => b(`k${String((i * 37) % 150).padStart(3, '0')}`));
+        if (n > 2) keys[n - 1] = keys[0] as Buffer;
+        for (const r of [e, snap, batch] as Reader[]) {
+          const got = await r.getMany(keys);
+          expect(got.length).toBe(n);
+          expect(got.map((v) => v?.toString()), `${n} keys`).toEqual(keys.map((k) => r.getSync(k)?.toString()));
+        }
+      }
+      await snap.close();
+    });
+
     it('ships a batch as its repr and applies it elsewhere', async () => {
       const batch = e.newBatch();
       batch.put(b('k1'), b('v1'));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { WriteBatch, type EngineIterator, type IterOptions, type Reader } from '../../storage/engine.js';
-import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen, mvccKeyTs, mvccVersionKey } from '../../storage/mvcc-key.js';
+import { decodeMvccKey, encodeMvccKey, mvccKeyPrefixLen, mvccKeyTs, mvccUserKey, mvccVersionKey } from '../../storage/mvcc-key.js';
 import { decodeHead, decodeVersion, encodeHead, encodeVersion, type Head } from '../../storage/mvcc-value.js';
 import {
   HistoryNotIndexedError,
@@ -354,6 +354,32 @@ describe('binary user keys', () => {
         const ek = encodeMvccKey(k, t);
         expect(mvccKeyTs(ek, mvccKeyPrefixLen(ek))).toEqual(decodeMvccKey(ek).ts);
       }),
+    );
+  });
+
+  it('mvccKeyPrefixLen and mvccUserKey (a JS loop up to 64 bytes, indexOf beyond) agree with a plain parse, garbage included (property)', () => {
+    // The reference: walk the escaped key byte by byte (mvcc-key.ts layout).
+    const refPrefixLen = (ek: Buffer): number | 'corrupt' => {
+      for (let i = 0; i < ek.length; i++) {
+        if (ek[i] !== 0) continue;
+        if (ek[i + 1] === 0x01) return i + 2;
+        if (ek[i + 1] !== 0xff) return 'corrupt';
+        i++;
+      }
+      return 'corrupt';
+    };
+    const zeroHeavy = fc.uint8Array({ minLength: 0, maxLength: 90 }).map((a) => Buffer.from(a.map((x) => (x % 3 === 0 ? 0 : x))));
+    fc.assert(
+      fc.property(zeroHeavy, fc.option(tsArb, { nil: undefined }), zeroHeavy, (k, t, garbage) => {
+        const ek = encodeMvccKey(k, t);
+        const plen = mvccKeyPrefixLen(ek);
+        expect(plen).toBe(refPrefixLen(ek));
+        expect(mvccUserKey(ek, plen).equals(k)).toBe(true);
+        const want = refPrefixLen(garbage);
+        if (want === 'corrupt') expect(() => mvccKeyPrefixLen(garbage)).toThrow(CorruptionError);
+        else expect(mvccKeyPrefixLen(garbage)).toBe(want);
+      }),
+      { numRuns: 3000 },
     );
   });
 
