@@ -173,7 +173,8 @@ export class ReplicaConcurrency {
   /**
    * What contention cost this replica since creation (node metrics sum them
    * over replicas): sequenced batches that waited in the lock table at least
-   * once; waits handed back to the client's pusher (WriteIntentError after
+   * once (counted when the wait begins: also a wait for an intent met in
+   * evaluation, and one that ends handed back to the client); waits handed back to the client's pusher (WriteIntentError after
    * pushAfterDelays); intents met in evaluation the table did not know;
    * locking reads evaluated again above a newer version (server-side
    * refresh); writes pushed by the timestamp cache, and of those the ones
@@ -213,7 +214,7 @@ export class ReplicaConcurrency {
       },
       pushDelay: () => this.sleep(this.pushDelayMs),
     };
-    this.manager = new ConcurrencyManager({ pusher });
+    this.manager = new ConcurrencyManager({ pusher, onFirstWait: () => this.counters.lockWaits++ });
   }
 
   get latches(): LatchManager {
@@ -263,7 +264,6 @@ export class ReplicaConcurrency {
       latchSpans: spans.map(latchSpan),
       lockSpans,
     });
-    if (guard.waits > 0) this.counters.lockWaits++;
     return { guard, spans, discoveries: 0 };
   }
 

@@ -85,15 +85,19 @@ export interface ConcurrencyManagerOptions {
   readonly pusher: Pusher;
   readonly latches?: LatchManager;
   readonly lockTable?: LockTable;
+  /** Called when a request first waits in the lock table (once per request, whichever sequenceReq call waits). */
+  readonly onFirstWait?: () => void;
 }
 
 export class ConcurrencyManager {
   readonly latches: LatchManager;
   readonly lockTable: LockTable;
   private readonly pusher: Pusher;
+  private readonly onFirstWait: (() => void) | undefined;
 
   constructor(opts: ConcurrencyManagerOptions) {
     this.pusher = opts.pusher;
+    this.onFirstWait = opts.onFirstWait;
     this.latches = opts.latches ?? new LatchManager();
     this.lockTable = opts.lockTable ?? new LockTable();
   }
@@ -113,7 +117,7 @@ export class ConcurrencyManager {
         if (!g.locks.shouldWait) return g;
         g.latches.release();
         g.latches = null;
-        g.waits++;
+        if (g.waits++ === 0) this.onFirstWait?.();
         const outcome = await this.lockTable.waitOn(g.locks, {
           signal: req.signal,
           pushAfter: this.pusher.pushDelay(req, g.locks.state),
