@@ -1304,8 +1304,10 @@ export class Replica {
  * exactly that version and no uncertain value can exist above it — and
  * undefined when cmd-get would meet an intent (anyone's, own included: the
  * sequenced path handles savepoints and epochs) or a newer committed version.
+ * Exported for its property test against cmd-get's semantics
+ * (test/kv-readpath/locking-point-read.test.ts).
  */
-function lockingPointRead(engine: StoreContext['engine'], key: Buffer, ts: Timestamp): { value: Buffer | null; ts: Timestamp } | null | undefined {
+export function lockingPointRead(engine: StoreContext['engine'], key: Buffer, ts: Timestamp): { value: Buffer | null; ts: Timestamp } | null | undefined {
   const newest = mvccGetSync(engine, key, MAX_TIMESTAMP, LOCKING_NEWEST);
   if (newest.intent !== null) return undefined;
   const v = newest.value;
