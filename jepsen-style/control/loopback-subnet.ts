@@ -10,8 +10,7 @@
  *   reserveLoopbackSubnet({ nodes, ports, subnet: 7 }) → 7, or a clear error if it is taken
  *
  * A subnet is taken when another live process holds its reservation file
- * (<tmpdir>/cairn-jepsen-subnets/<subnet>, created exclusively, holding the owner's pid;
- * a file whose pid is gone is stale and taken over) or when anything listens on one of
+ * (<tmpdir>/cairn-jepsen-subnets/<subnet>, pid-file.ts) or when anything listens on one of
  * the run's addresses (each node host × each port is bound once and closed). The
  * reservation lasts until release() (CairnTarget.stop). The bind probe only shows the
  * addresses were free a moment ago; CairnTarget also checks that each node's /health is
@@ -19,12 +18,11 @@
  *
  * Ownership: the caller owns the reservation and releases it.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CairnError } from '../../src/util/index.js';
-import { isAlive } from './target.js';
+import { claimPidFile, pidFileOwner, releasePidFile } from './pid-file.js';
 
 /** Subnets picked automatically: 0 (127.0.0.11…, the cluster script's aliases) and 1–99 are left to explicit choices. */
 export const AUTO_SUBNETS = { first: 100, last: 254 } as const;
@@ -42,32 +40,11 @@ export function loopbackHost(id: number, subnet: number): string {
 }
 
 function claim(subnet: number): boolean {
-  mkdirSync(DIR, { recursive: true });
-  const file = join(DIR, String(subnet));
-  try {
-    writeFileSync(file, String(process.pid), { flag: 'wx' });
-    return true;
-  } catch {
-    let owner = NaN;
-    try {
-      owner = Number(readFileSync(file, 'utf8') || NaN);
-    } catch {
-      return false; // released meanwhile: try it again next time round
-    }
-    // An empty file: its owner created it and is about to write its pid — not stale.
-    if (Number.isNaN(owner) || owner === process.pid || isAlive(owner)) return false;
-    writeFileSync(file, String(process.pid)); // stale: its process is gone
-    return true;
-  }
+  return claimPidFile(DIR, String(subnet));
 }
 
 function unclaim(subnet: number): void {
-  const file = join(DIR, String(subnet));
-  try {
-    if (Number(readFileSync(file, 'utf8')) === process.pid) rmSync(file, { force: true });
-  } catch {
-    // already gone
-  }
+  releasePidFile(DIR, String(subnet));
 }
 
 /** The first `host:port` that something listens on (a bind fails) and the bind's error code, or null. */
@@ -96,12 +73,7 @@ export async function reserveLoopbackSubnet(opts: { readonly nodes: number; read
   if (opts.subnet !== undefined) {
     const s = opts.subnet;
     if (!claim(s)) {
-      let owner = '?';
-      try {
-        owner = readFileSync(join(DIR, String(s)), 'utf8');
-      } catch {
-        // released meanwhile
-      }
+      const owner = pidFileOwner(DIR, String(s)) ?? '?';
       throw new CairnError('jepsen.subnet_in_use', `jepsen: loopback subnet 127.0.${s}.* is reserved by another run on this machine (pid ${owner}); pick another --subnet or leave it out`);
     }
     const used = await addressInUse(hosts(s), opts.ports);

@@ -12,7 +12,9 @@
  *   - a store is a valid target when live, not decommissioning, and holds no
  *     replica of the range; among them the one with the fewest replicas;
  *   - a voter must be replaced when its node is dead for longer than
- *     deadNodeTimeoutMs or decommissioning;
+ *     deadNodeTimeoutMs or decommissioning; with no valid target it is only
+ *     removed when enough healthy voters remain, or when its node is down (a
+ *     live decommissioning voter waits for a target, as in CockroachDB);
  *   - extra voters go from dead/decommissioning nodes first, then the most
  *     loaded store, never the leaseholder's;
  *   - rebalance: move a replica from a store above mean + threshold to a
@@ -135,7 +137,12 @@ export function planReplication(desc: RangeDescriptor, leaseStoreId: number, sto
   const doomed = voters.find((r) => mustGo(r) && r.storeId !== leaseStoreId);
   if (doomed !== undefined) {
     if (best !== undefined && healthy.length <= s.targetReplicas) return { kind: 'replace', target: target(best), old: target(doomed) };
-    if (voters.length > 1 && (healthy.length >= s.targetReplicas || best === undefined)) return { kind: 'remove', old: target(doomed) };
+    // Without a replacement, only a voter that is down goes: removing one that still serves (a live,
+    // decommissioning node) would leave two voters that survive no failure. With a 4th and 5th node
+    // briefly not live in this view (a liveness blip under load), that removal left ranges on
+    // [n2, n4]; killing n2 then made them unavailable for good (kv-ranges-multiproc/rebalance, load ~33).
+    const doomedDown = byStore.get(doomed.storeId)?.live !== true;
+    if (voters.length > 1 && (healthy.length >= s.targetReplicas || (best === undefined && doomedDown))) return { kind: 'remove', old: target(doomed) };
   }
   // 3. Up-replicate.
   if (voters.length < s.targetReplicas && best !== undefined) return { kind: 'add', target: target(best) };

@@ -12,23 +12,10 @@
  */
 import { describe, it, expect } from 'vitest';
 import type { NodeStatusRow } from '../../src/server/node.js';
-import { runCliAsync, type ProcessCluster } from '../support/process-cluster.js';
-import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor } from './support.js';
+import { runCliAsync } from '../support/process-cluster.js';
+import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor, waitFullyReplicatedOn } from './support.js';
 
 const start = autoClose();
-
-/** Waits until every range has exactly three voters, all on `on` (node ids); names the ranges not there yet on a timeout. */
-async function waitFullyReplicatedOn(c: ProcessCluster, what: string, on: readonly number[], minRanges: number, timeoutMs: number): Promise<void> {
-  let pending = '';
-  await waitFor(what, timeoutMs, async () => {
-    const census = await rangeCensus(c);
-    const bad = [...census.values()].filter((r) => !(r.status.replicas.length === 3 && r.status.replicas.every((x) => x.type === 0 && on.includes(x.nodeId))));
-    pending = bad.map((r) => `r${r.status.rangeId}:[${r.status.replicas.map((x) => `n${x.nodeId}/${x.type}`).join(',')}] lh n${r.status.leaseholderNodeId ?? '-'}`).join(' ');
-    return census.size >= minRanges && bad.length === 0 ? true : undefined;
-  }).catch((e: Error) => {
-    throw new Error(`${e.message}; not yet: ${pending}`);
-  });
-}
 
 describe('a joined node decommissioned on four processes', () => {
   it('the 4th node gets replicas and leases; a dead node is replaced; decommissioning the 4th moves replicas and leases back', async () => {

@@ -11,7 +11,7 @@
 import { describe, it, expect } from 'vitest';
 import type { NodeStatusRow } from '../../src/server/node.js';
 import { runCliAsync } from '../support/process-cluster.js';
-import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor } from './support.js';
+import { autoClose, expectAckedReadable, expectNoCrash, keyHex, rangeCensus, waitFor, waitFullyReplicatedOn } from './support.js';
 
 const start = autoClose();
 
@@ -44,16 +44,7 @@ describe('rebalancing on five processes', () => {
     // 3. Kill n2: once dead beyond the timeout its replicas are replaced on n3–n5.
     const t2 = Date.now();
     await cl.kill(1);
-    const gone = new Set([ids[0], ids[1]]);
-    let pending = '';
-    await waitFor('every range on three voters of n3–n5', 90_000, async () => {
-      const census = await rangeCensus(cl);
-      const bad = [...census.values()].filter((r) => !(r.status.replicas.length === 3 && r.status.replicas.every((x) => x.type === 0 && !gone.has(x.nodeId))));
-      pending = bad.map((r) => `r${r.status.rangeId}:[${r.status.replicas.map((x) => `n${x.nodeId}/${x.type}`).join(',')}] lh n${r.status.leaseholderNodeId ?? '-'}`).join(' ');
-      return census.size >= ranges && bad.length === 0 ? true : undefined;
-    }).catch((e: Error) => {
-      throw new Error(`${e.message}; not yet: ${pending}`);
-    });
+    await waitFullyReplicatedOn(cl, 'every range on three voters of n3–n5', [ids[2], ids[3], ids[4]] as number[], ranges, 90_000);
     const tDead = Date.now() - t2;
     await wl.stop();
     const final = await rows();

@@ -53,6 +53,19 @@ export async function rangeCensus(c: ProcessCluster): Promise<Map<number, { stat
   return out;
 }
 
+/** Waits until every range has exactly three voters, all on `on` (node ids); names the ranges not there yet on a timeout. */
+export async function waitFullyReplicatedOn(c: ProcessCluster, what: string, on: readonly number[], minRanges: number, timeoutMs: number): Promise<void> {
+  let pending = '';
+  await waitFor(what, timeoutMs, async () => {
+    const census = await rangeCensus(c);
+    const bad = [...census.values()].filter((r) => !(r.status.replicas.length === 3 && r.status.replicas.every((x) => x.type === 0 && on.includes(x.nodeId))));
+    pending = bad.map((r) => `r${r.status.rangeId}:[${r.status.replicas.map((x) => `n${x.nodeId}/${x.type}`).join(',')}] lh n${r.status.leaseholderNodeId ?? '-'}`).join(' ');
+    return census.size >= minRanges && bad.length === 0 ? true : undefined;
+  }).catch((e: Error) => {
+    throw new Error(`${e.message}; not yet: ${pending}`);
+  });
+}
+
 /**
  * A write load through every running node's /_admin/kv: `workers` loops,
  * each writing batches of `batch` puts of unique keys spread over the test

@@ -23,7 +23,7 @@
  * transactions) is served over pgwire on each node's spec.sqlPort.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -32,6 +32,7 @@ import { requestInit } from '../../src/server/admin-client.js';
 import type { RangeChecksums } from '../../src/server/node.js';
 import { httpRequest, startArgs, waitForExit, waitForHealth, type NodeProcessSpec } from '../../src/cli/node-process.js';
 import { reap, spare } from './child-reaper.js';
+import { claimPidFile, releasePidFile } from '../../jepsen-style/control/pid-file.js';
 
 /** The repository root, from the source (test/support/) or from its compiled copy (dist/test/support/). */
 function repoRoot(): string {
@@ -85,33 +86,12 @@ export type AdminOp =
 const PORT_DIR = join(tmpdir(), 'cairn-test-ports');
 
 function reservePort(port: number): boolean {
-  mkdirSync(PORT_DIR, { recursive: true });
-  const file = join(PORT_DIR, String(port));
-  try {
-    writeFileSync(file, String(process.pid), { flag: 'wx' });
-    return true;
-  } catch {
-    const owner = Number(readFileSync(file, 'utf8') || NaN);
-    // No pid yet: its owner created the file and is about to write it — not stale.
-    if (Number.isNaN(owner) || owner === process.pid || pidAlive(owner)) return false;
-    writeFileSync(file, String(process.pid)); // stale: its process is gone
-    return true;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false; // a malformed file: stale
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return claimPidFile(PORT_DIR, String(port));
 }
 
 /** Ends this process's reservations of `ports` (freePorts). */
 export function releasePorts(ports: readonly number[]): void {
-  for (const p of ports) rmSync(join(PORT_DIR, String(p)), { force: true });
+  for (const p of ports) releasePidFile(PORT_DIR, String(p));
 }
 
 export async function freePorts(n: number): Promise<number[]> {
