@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FAST_NODE_FLAGS, REPO_ROOT, runCliAsync, runScriptAsync } from '../support/process-cluster.js';
+import { FAST_NODE_FLAGS, REPO_ROOT, releasePorts, reservePort, runCliAsync, runScriptAsync } from '../support/process-cluster.js';
 
 const CLUSTER_JS = join(REPO_ROOT, 'dist/src/cli/cluster.js');
 const dir = mkdtempSync(join(tmpdir(), 'cairn-cli-'));
@@ -19,11 +19,21 @@ function cluster(args: string[], timeoutMs = 120_000): Promise<{ status: number 
   return runScriptAsync(CLUSTER_JS, ['--dir', join(dir, 'c'), ...args], timeoutMs);
 }
 
-/** Three consecutive free ports for each of RPC, SQL and HTTP (9 ports bound and released together). */
+/**
+ * Three consecutive free ports for each of RPC, SQL and HTTP (9 ports bound and released together), reserved for
+ * this process like freePorts' (process-cluster.ts): between the probe and the cluster's bind, a concurrent test
+ * file's freePorts could otherwise hand one of them to its own nodes.
+ */
 async function portBlock(): Promise<[number, number, number]> {
   for (;;) {
     const base = 10_000 + Math.floor(Math.random() * 20_000);
     const ports = [0, 1, 2, 100, 101, 102, 200, 201, 202].map((d) => base + d);
+    const reserved: number[] = [];
+    for (const p of ports) if (reservePort(p)) reserved.push(p);
+    if (reserved.length < ports.length) {
+      releasePorts(reserved);
+      continue;
+    }
     const servers: Server[] = [];
     let ok = true;
     for (const p of ports) {
@@ -40,6 +50,7 @@ async function portBlock(): Promise<[number, number, number]> {
     }
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     if (ok) return [base, base + 100, base + 200];
+    releasePorts(reserved);
   }
 }
 

@@ -85,7 +85,8 @@ export type AdminOp =
  */
 const PORT_DIR = join(tmpdir(), 'cairn-test-ports');
 
-function reservePort(port: number): boolean {
+/** Reserves `port` for this process across test processes (see PORT_DIR); false if another live process holds it. */
+export function reservePort(port: number): boolean {
   return claimPidFile(PORT_DIR, String(port));
 }
 
