@@ -48,7 +48,17 @@ describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
   it('register over SQL, 30 s of kill + partition: linearizable', async () => {
     const r = await run({ workload: 'register', nemesis: 'kill,partition', timeSec: 30, seed: 9 }, true);
     expectValid(r);
-    expect(r.counts.ok, r.summary).toBeGreaterThan(100);
+    // As for append: seed 9's second fault kills all three nodes ~12 s into the workload and SQL stays unmounted
+    // for most of the rest (RESULTS.md's availability finding; 22:24 UTC s7: ECONNREFUSED for the ~4 s restart,
+    // then 'not mounted' until 48 s of a 49 s run), so the oks come from those ~12 s and scale with the machine:
+    // 42, 68 and 229 at load ~22 (the old bound of 100 failed CI runs on a loaded machine). What the verdict needs:
+    // the workload ran (> 20 oks), every kind of operation was seen to succeed, and some succeeded after the
+    // first fault began — so the linearizability check covered the cluster under a fault, not just a quiet start.
+    expect(r.counts.ok, r.summary).toBeGreaterThan(20);
+    const oks = r.history.filter((op) => op.type === 'ok' && typeof op.process === 'number');
+    expect(new Set(oks.map((op) => op.f)), r.summary).toEqual(new Set(['read', 'write', 'cas']));
+    const firstFault = Math.min(...r.faults.map((f) => f.startNs));
+    expect(oks.filter((op) => op.time > firstFault).length, r.summary).toBeGreaterThan(0);
   }, 180_000);
 
   it('bank, 20 s of clock skew at 0.4× and 0.8× the max offset: total conserved', async () => {
