@@ -70,6 +70,7 @@ describe('a cut-off leaseholder', () => {
     const partitionMs = LEASE_MS + 4000;
     const firstOk: number[] = [Infinity, Infinity];
     const failuresAfterOk = [0, 0];
+    const errorsAfterOk: string[] = [];
     let ambiguousReads = 0;
     let seq = 0;
     await Promise.all(
@@ -82,7 +83,10 @@ describe('a cut-off leaseholder', () => {
             expect((await kv.get(key))?.toString()).toBe(value.toString());
             if (firstOk[n] === Infinity) firstOk[n] = performance.now() - cutAt;
           } catch (e) {
-            if (firstOk[n] !== Infinity) failuresAfterOk[n]!++;
+            if (firstOk[n] !== Infinity) {
+              failuresAfterOk[n]!++;
+              errorsAfterOk.push(`sender ${n} at ${Math.round(performance.now() - cutAt)} ms: ${String(e)}`);
+            }
             // A put to the cut-off node may be ambiguous; nothing else may be.
             if (!(e instanceof CairnError)) throw e;
           }
@@ -99,9 +103,12 @@ describe('a cut-off leaseholder', () => {
       }
     }
     expect(ambiguousReads).toBe(0);
-    expect(c.node(L).rpc!.faults.totals().dropped).toBeGreaterThan(0); // the fault took effect
+    // The fault took effect: messages between L and the others were dropped. Counted on both sides — the hooks
+    // count what they drop on the way out, and a quiesced L may have had nothing to send all partition long.
+    const droppedToL = others.reduce((a, j) => a + c.node(j).rpc!.faults.countersFor(L + 1).dropped, 0);
+    expect(c.node(L).rpc!.faults.totals().dropped + droppedToL).toBeGreaterThan(0);
     for (const t of firstOk) expect(t).toBeLessThan(LEASE_MS + 3000);
-    expect(failuresAfterOk).toEqual([0, 0]);
+    expect(failuresAfterOk, errorsAfterOk.join('\n')).toEqual([0, 0]);
     // The breakers, not 10 s RPC timeouts, took L out of the way.
     expect(senders.reduce((a, s) => a + s.metrics.abandoned, 0)).toBeGreaterThan(0);
     const newHolder = c.leaseholder();
@@ -109,9 +116,22 @@ describe('a cut-off leaseholder', () => {
     expect(newHolder).toBeGreaterThanOrEqual(0);
     partition(c, L, false);
     // After healing, L serves again through the cluster (as a follower: NotLeaseHolder → the new holder).
-    const kvL = new KvClient(distSender(c, L));
-    await c.waitFor(() => true, 10);
-    expect((await kvL.get(k('pre1')))?.toString()).toBe('p');
+    const dsL = distSender(c, L);
+    const kvL = new KvClient(dsL);
+    const t0 = performance.now();
+    // Seen at load ~22–28 (session 6; once in 80 runs in session 7): NotLeaseHolder ('lease held by n2 … not the Raft
+    // leader') out of this get's meta lookup after ~3 s: the holder n2 was the leader and valid for 2.4 s of it, yet
+    // nothing reached it (its range stayed quiesced and the lease lapsed), so L's calls to n2 never got through. If it
+    // recurs, the failure names each replica's view, L's DistSender metrics and L's RPC connection states.
+    await kvL.get(k('pre1')).then(
+      (v) => expect(v?.toString()).toBe('p'),
+      (e: unknown) => {
+        const now = (i: number) => c.node(i).clock.now();
+        const view = c.replicas(1).map(({ i, r }) => `n${i + 1}: leader=${r.isLeader()} lease=n${r.lease?.replica.nodeId}#${r.lease?.sequence} valid=${r.ownsValidLease(now(i))}`);
+        const rpc = c.node(L).rpc!.status().map((x) => `to n${x.nodeId}: ${x.state} failed=${x.failedAttempts} backoff=${x.backoffRemainingMs}ms ${x.lastError ?? ''}`);
+        throw new Error(`after the heal, ${Math.round(performance.now() - t0)} ms: ${String(e)}\n${view.join('\n')}\nL's DistSender ${JSON.stringify(dsL.metrics)}\n${rpc.join('\n')}`);
+      },
+    );
   }, 30_000);
 
   it('retries a read-only batch elsewhere, and reports a non-transactional write ambiguous', async () => {
