@@ -36,6 +36,20 @@ function expectValid(r: RunResult): void {
   expect(r.faults.every((f) => f.bit), JSON.stringify(r.faults, null, 1)).toBe(true);
 }
 
+/**
+ * The verdict checked something, whatever the machine's load: ok counts scale with it (a bound such as "> 100 oks"
+ * is a quiet-machine figure and failed CI runs at load 20–30), so this asserts what a valid verdict needs instead —
+ * the workload ran (> 20 oks), every kind of operation in `kinds` succeeded at least once, and some succeeded after
+ * the first fault began (the checker saw the cluster under a fault, not only a quiet start).
+ */
+function expectExercised(r: RunResult, kinds: readonly string[]): void {
+  expect(r.counts.ok, r.summary).toBeGreaterThan(20);
+  const oks = r.history.filter((op) => op.type === 'ok' && typeof op.process === 'number');
+  expect(new Set(oks.map((op) => op.f)), r.summary).toEqual(new Set(kinds));
+  const firstFault = Math.min(...r.faults.map((f) => f.startNs));
+  expect(oks.filter((op) => op.time > firstFault).length, r.summary).toBeGreaterThan(0);
+}
+
 describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
   it('append, 30 s of kill + partition: no Elle anomaly', async () => {
     const r = await run({ workload: 'append', nemesis: 'kill,partition', timeSec: 30, seed: 9 }, true);
@@ -49,23 +63,17 @@ describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
     const r = await run({ workload: 'register', nemesis: 'kill,partition', timeSec: 30, seed: 9 }, true);
     expectValid(r);
     // As for append: seed 9's second fault kills all three nodes ~12 s into the workload and SQL stays unmounted
-    // for most of the rest (RESULTS.md's availability finding; 22:24 UTC s7: ECONNREFUSED for the ~4 s restart,
-    // then 'not mounted' until 48 s of a 49 s run), so the oks come from those ~12 s and scale with the machine:
-    // 42, 68 and 229 at load ~22 (the old bound of 100 failed CI runs on a loaded machine). What the verdict needs:
-    // the workload ran (> 20 oks), every kind of operation was seen to succeed, and some succeeded after the
-    // first fault began — so the linearizability check covered the cluster under a fault, not just a quiet start.
-    expect(r.counts.ok, r.summary).toBeGreaterThan(20);
-    const oks = r.history.filter((op) => op.type === 'ok' && typeof op.process === 'number');
-    expect(new Set(oks.map((op) => op.f)), r.summary).toEqual(new Set(['read', 'write', 'cas']));
-    const firstFault = Math.min(...r.faults.map((f) => f.startNs));
-    expect(oks.filter((op) => op.time > firstFault).length, r.summary).toBeGreaterThan(0);
+    // for most of the rest (RESULTS.md's availability finding; s7: ECONNREFUSED for the ~4 s restart, then 'not
+    // mounted' until 48 s of a 49 s run), so the oks come from those ~12 s: 42–254 in 11 runs at load 21–30.
+    expectExercised(r, ['read', 'write', 'cas']);
   }, 180_000);
 
   it('bank, 20 s of clock skew at 0.4× and 0.8× the max offset: total conserved', async () => {
     const r = await run({ workload: 'bank', nemesis: 'clock-safe', timeSec: 20, seed: 5 }, true);
     expectValid(r);
     expect(r.faults.every((f) => f.evidence.some((e) => /clock offset set to -?\d+ ms/.test(e)))).toBe(true);
-    expect(r.counts.ok, r.summary).toBeGreaterThan(50);
+    // 120 oks at load 29, 37 in the next run (66 ops in 20 s): the old bound of 50 was a load figure.
+    expectExercised(r, ['read', 'transfer']);
   }, 150_000);
 
   // The issue's bound: a canary must be caught "within a 60-second run". At 20 s append
