@@ -160,6 +160,28 @@
  * 0.5; the out-of-line mode above already is that layout plus a small head
  * (the value written once), and it is one flag away (--inline-limit 1) for
  * the comparison once the machine is quiet enough to repeat it.
+ *
+ * Session 7 (22:42-22:56 UTC, 1,000,000 keys, --runs 3 --seconds 2, load
+ * 29-37; per-run figures in bench/results/storage-2026-11-30T22-42Z.md).
+ * The MVCC put rows now evaluate as a replica does: a batch of >= 16 point
+ * writes reads its heads with one getMany first (mvccPrefetch; LevelEngine
+ * splits it into 4 pool jobs), and the old path (a getSync per head) has its
+ * own row. Medians: overwrites 0.32 prefetched vs 0.19 with getSyncs
+ * (JS-thread 24.6 vs 55.0 µs per put; the wall-clock ratio swung 0.13-0.86
+ * run to run), read-before-put floor 0.37, fresh puts 0.71 (0.46 with
+ * getSyncs), point get 1.07, scan 0.52, scan after the puts 0.34.
+ * Scan cost per row (standalone, 200,000-300,000 keys, JS-thread CPU): raw
+ * 2.4-2.9 µs, the engine iterator alone over the MVCC store 2.8-3.6, mvccScan
+ * 3.6-4.5 — the MVCC decoding is ~1 µs/row (a quarter of it the xxhash
+ * checksum), and the same store scanned by the storage/ of 7bf7d45 (session
+ * 5) costs the same (4.87 vs 5.10 µs/row, interleaved in one process): the
+ * 8-9 µs/row of session 6's rows is the DB's state at that moment (fresh L0
+ * files and compaction right after the load), not a code regression. After
+ * 60,000 overwrites of 300,000 keys a scan reads ~30 % more entries (the
+ * displaced versions between heads) and 2.2 nextv per 100 rows, and its
+ * JS-thread cost per row doubles (7.6 vs raw 3.8); nextv calls themselves
+ * cost nothing measurable (85 + 16 rows = 101 rows in one call), so that
+ * doubling is still unexplained.
  */
 import { Level } from 'level';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
