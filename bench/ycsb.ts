@@ -10,7 +10,7 @@
  *
  *   node dist/bench/ycsb.js [--records 100000] [--concurrency 16,64]
  *        [--duration 10s] [--workloads ABCDEF] [--method prepare]
- *        [--request-distribution zipfian|uniform|latest]
+ *        [--request-distribution zipfian|uniform|latest] [--read-modify-write-in-txn]
  *        [--cairn-only | --skip-postgres] [--skip-cairn]
  *        [--cairn-url URL…] [--splits 12] [--range-queues on|off] [--out bench/results]
  *
@@ -92,6 +92,8 @@ export interface YcsbBenchOptions {
   readonly method: QueryMethod;
   /** Overrides every workload's request distribution (e.g. uniform, to compare contention with zipfian). */
   readonly requestDistribution?: RequestDistribution;
+  /** F's read-modify-write as BEGIN; SELECT; UPDATE; COMMIT (default: two implicit statements, as YCSB's JDBC binding with autocommit). */
+  readonly readModifyWriteInTxn?: boolean;
   readonly splits: number;
   /** The nodes' --range-queues (split, merge, replicate, replica GC queues); default on. */
   readonly rangeQueues?: boolean;
@@ -142,7 +144,7 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     for (const w of o.workloads) {
       const before = cluster === undefined ? null : await scrapeCounters(cluster);
       const m = cpuMeter(t.pids);
-      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true, ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }) }, { output: quiet });
+      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true, ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }), ...(o.readModifyWriteInTxn === true ? { readModifyWriteInTxn: true } : {}) }, { output: quiet });
       const cpu = m.stop();
       const kvPerOp = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), run.total.count);
       const pct = mergedPercentiles(Object.values(run.ops).flatMap((x) => (x === undefined || x.count === 0 ? [] : [x.histogram])));
@@ -308,6 +310,7 @@ async function main(): Promise<void> {
     .option('--workloads <list>', 'which workloads, e.g. ABCDEF', 'ABCDEF')
     .option('--method <m>', 'prepare, noprepare or simple', parseMethod, 'prepare' as QueryMethod)
     .option('--request-distribution <d>', "override every workload's distribution: zipfian, uniform or latest", parseDistribution)
+    .option('--read-modify-write-in-txn', "F's read-modify-write in an explicit transaction")
     .option('--cairn-only', 'skip PostgreSQL')
     .option('--skip-postgres', 'skip PostgreSQL (same as --cairn-only)')
     .option('--skip-cairn', 'measure only PostgreSQL')
@@ -316,7 +319,7 @@ async function main(): Promise<void> {
     .option('--range-queues <on|off>', "Cairn nodes' split/merge/replicate/replica-GC queues (off: no lease rebalancing during the runs)", 'on')
     .option('--out <dir>', 'results directory', 'bench/results')
     .parse();
-  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; requestDistribution?: RequestDistribution; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; rangeQueues: string; out: string }>();
+  const o = program.opts<{ records: number; concurrency: number[]; duration: number; workloads: string; method: QueryMethod; requestDistribution?: RequestDistribution; readModifyWriteInTxn?: boolean; cairnOnly?: boolean; skipPostgres?: boolean; skipCairn?: boolean; cairnUrl?: string[]; splits: number; rangeQueues: string; out: string }>();
   const { files } = await runYcsbBench({
     records: o.records,
     concurrency: o.concurrency.filter((c) => Number.isInteger(c) && c > 0),
@@ -324,6 +327,7 @@ async function main(): Promise<void> {
     workloads: [...o.workloads.replace(/[^A-Fa-f]/g, '')].map(parseWorkloadName),
     method: o.method,
     ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }),
+    ...(o.readModifyWriteInTxn === true ? { readModifyWriteInTxn: true } : {}),
     splits: o.splits,
     rangeQueues: o.rangeQueues !== 'off',
     cairn: o.skipCairn !== true,
