@@ -2,9 +2,8 @@
  * Issue 4 must-show 4, the automatic half, on real processes over TCP (the
  * manual half — /_admin/split and /_admin/merge — is split-merge.test.ts):
  * three `cairn start` processes with --range-max-bytes=4KiB take 800-byte
- * puts through every node until their split queues have cut the test span
- * into ≥ 200 ranges by size (~600–700 puts; how many ranges a number of keys
- * makes depends on where each split lands); every key is then read back through every node by
+ * puts through every node at once until their split queues have cut the test
+ * span into ≥ 200 ranges by size (at most 1,200 puts); every key is then read back through every node by
  * point gets, by one scan and by a paginated scan crossing every boundary
  * (complete, ordered, no key twice). Then the setting is raised
  * (--range-max-bytes=64MiB, all nodes restarted: the flag is the setting) and
@@ -18,8 +17,12 @@ import { SPAN_END, SPAN_START, autoClose, expectAckedReadable, expectNoCrash, ke
 
 const start = autoClose();
 
-/** At most this many keys are written (the loop stops once the span holds MIN_RANGES ranges). */
-const KEYS = 1_500;
+/**
+ * At most this many keys are written (the writers stop early once the span holds MIN_RANGES
+ * ranges): 1,200 × ~840 B of MVCC bytes in ranges of ≤ 4 KiB make ≥ 240 ranges once the split
+ * queues are done, whatever the order the splits land in.
+ */
+const KEYS = 1_200;
 const VALUE_BYTES = 800;
 const MIN_RANGES = 200;
 
@@ -92,25 +95,33 @@ describe('size-based splits and queue merges on three processes', () => {
     // it). Without it the first keys share the range of the liveness records below, never cold, never merged.
     await cl.json(0, '/_admin/split', 'POST', { key: SPAN_START });
     const t0 = Date.now();
-    // Keys in a scattered order (a stride coprime with KEYS), 20 per batch, through the nodes in turn,
-    // until the split queues have made MIN_RANGES ranges (checked every 60 keys).
+    // Keys in a scattered order (a stride coprime with KEYS), 20 per batch, through the three nodes at
+    // once, until the split queues have made MIN_RANGES ranges (counted every ~120 keys).
     const written = new Map<string, string>();
     const order = Array.from({ length: KEYS }, (_, j) => (j * 379) % KEYS);
     // A put whose outcome is unknown (a lease moving with it in flight answers kv.ambiguous_result) is
     // sent again: each key has one value, so a put applied twice leaves the same data.
     let resent = 0;
-    for (let b = 0; b < KEYS / 20; b++) {
-      if (b % 3 === 0 && written.size >= 480 && (await innerRanges(cl)) >= MIN_RANGES) break;
-      let ops = order.slice(b * 20, b * 20 + 20).map((n) => ({ op: 'put' as const, key: keyHex(n), value: valueHex(n) }));
-      for (let attempt = 1; ops.length > 0; attempt++) {
-        const res = await cl.kv(b % 3, ops);
-        const failed = ops.filter((_, j) => res[j]?.ok !== true);
-        expect(attempt <= 5 || failed.length === 0, `puts through n${(b % 3) + 1} still failing: ${res.find((r) => !r.ok)?.message}`).toBe(true);
-        for (const op of ops) if (!failed.includes(op)) written.set(op.key, op.value);
-        resent += failed.length;
-        ops = failed;
+    let next = 0;
+    let enough = false;
+    // One writer per node, taking the next 20 keys each time; writer 0 counts the ranges now and then.
+    const writer = async (via: number): Promise<void> => {
+      for (let turn = 0; !enough && next < KEYS; turn++) {
+        const b = next;
+        next += 20;
+        let ops = order.slice(b, b + 20).map((n) => ({ op: 'put' as const, key: keyHex(n), value: valueHex(n) }));
+        for (let attempt = 1; ops.length > 0; attempt++) {
+          const res = await cl.kv(via, ops);
+          const failed = ops.filter((_, j) => res[j]?.ok !== true);
+          expect(attempt <= 5 || failed.length === 0, `puts through n${via + 1} still failing: ${res.find((r) => !r.ok)?.message}`).toBe(true);
+          for (const op of ops) if (!failed.includes(op)) written.set(op.key, op.value);
+          resent += failed.length;
+          ops = failed;
+        }
+        if (via === 0 && turn % 2 === 1 && written.size >= 480) enough = (await innerRanges(cl)) >= MIN_RANGES;
       }
-    }
+    };
+    await Promise.all([0, 1, 2].map(writer));
     const tWrite = Date.now() - t0;
     console.log(`written in ${tWrite} ms, ${await innerRanges(cl)} inner ranges so far`);
     const split = await waitInner(cl, `≥ ${MIN_RANGES} ranges inside the span`, 150_000, (n) => n >= MIN_RANGES);
