@@ -125,6 +125,8 @@ export interface SimHooks {
   persistHardState?(node: SimNode, hs: Ready['hardState']): Ready['hardState'];
   /** Rewrites a message as it is sent. */
   onSend?(m: Message): Message;
+  /** Chooses which of a Ready's messages are sent (a transport that leaves redundant ones out; src/kv/redundant-raft-messages.ts). */
+  readyMessages?(msgs: readonly Message[]): readonly Message[];
   /** Send a Ready's messages before persisting it (so a crash in between loses what was acknowledged). */
   readonly sendBeforePersist?: boolean;
 }
@@ -280,8 +282,9 @@ export class SimCluster {
       if (rn === null || !rn.hasReady()) return;
       this.dirty.add(id);
       const rd = rn.ready();
+      const msgs = this.hooks.readyMessages !== undefined ? this.hooks.readyMessages(rd.messages) : rd.messages;
       const early = this.hooks.sendBeforePersist === true;
-      if (early) for (const m of rd.messages) this.send(m);
+      if (early) for (const m of msgs) this.send(m);
       if (early && opts.crashAfterPersist === true) {
         this.log(`send ${id} then crash before persisting`);
         this.crash(id);
@@ -298,7 +301,7 @@ export class SimCluster {
         return;
       }
       // 2. Send.
-      if (!early) for (const m of rd.messages) this.send(m);
+      if (!early) for (const m of msgs) this.send(m);
       // 3. Apply.
       for (const e of rd.committedEntries) this.apply(n, rn, e);
       if (rd.committedEntries.length > 0 && this.prng.float() < this.syncApplyRate) n.durableApplied = BOOT_INDEX + n.sm.length;

@@ -32,7 +32,7 @@
  * 20 × electionTick ticks.
  */
 import { Prng } from '../../src/util/prng.js';
-import { StateType } from '../types.js';
+import { StateType, type Message } from '../types.js';
 import { SimCluster, type SimNode } from './sim-cluster.js';
 import { SimViolationError } from './sim-checker.js';
 import { faultHooks, type PlantedFault } from './sim-faults.js';
@@ -49,6 +49,8 @@ export interface SimOptions {
   readonly recordTrace?: boolean;
   /** Skip the liveness phase (used when hunting planted safety bugs). */
   readonly skipLiveness?: boolean;
+  /** Chooses which of each Ready's messages are sent (SimHooks.readyMessages). */
+  readonly readyMessages?: (msgs: readonly Message[]) => readonly Message[];
 }
 
 /** What a schedule exercised (summed by the tests to show the faults really happen). */
@@ -170,7 +172,7 @@ export function runSimulation(o: SimOptions): SimResult {
   const readyAfterDeliver = p.pick([0.5, 0.8, 1]);
   const maxNodes = o.nodes + 3;
   const ids = Array.from({ length: o.nodes }, (_, i) => i + 1);
-  const c = new SimCluster(ids, p, raftOpts, faults, syncApplyRate, faultHooks(o.fault ?? 'none'), o.recordTrace ?? false);
+  const c = new SimCluster(ids, p, raftOpts, faults, syncApplyRate, o.readyMessages === undefined ? faultHooks(o.fault ?? 'none') : { ...faultHooks(o.fault ?? 'none'), readyMessages: o.readyMessages }, o.recordTrace ?? false);
   const tail: string[] = [];
   const stats: SimStats = { steps: 0, delivered: 0, crashes: 0, confChanges: 0, compactions: 0, leaders: 0, committed: 0, snapshots: 0, confChangesApplied: 0 };
   const note = (line: string): void => {

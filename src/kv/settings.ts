@@ -35,6 +35,13 @@ export interface KvSettings {
   readonly sendAppendsBeforeSync: boolean;
   /** Bytes of engine key/values per snapshot chunk. */
   readonly snapshotChunkBytes: number;
+  /**
+   * Leave out of each Raft batch the messages a later one of the same Ready
+   * makes redundant (redundant-raft-messages.ts). Default on;
+   * CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES=false (or 0) turns it off for a
+   * process (benchmarks' before/after runs).
+   */
+  readonly elideRedundantRaftMessages: boolean;
 }
 
 export const DEFAULT_KV_SETTINGS: KvSettings = {
@@ -53,6 +60,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   applyDurableEarly: true,
   sendAppendsBeforeSync: true,
   snapshotChunkBytes: 1 << 20,
+  elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
 };
 
 /** Short timings for in-process tests: tick 10 ms, election 100 ms, lease 1 s. */

@@ -18,8 +18,11 @@
  *      Appends leave before the round's sync and the rest after it, so a
  *      round sends at most two batches per peer however many ranges it
  *      covers; the quiescing heartbeats replicas send from tick() are
- *      batched the same way, one batch per peer per tick. The receiver
- *      decodes a whole batch before stepping any of it (a malformed one
+ *      batched the same way, one batch per peer per tick.
+ *      Messages a later one of the same Ready makes redundant (an empty
+ *      commit-only MsgApp followed by the next append; an acknowledgement
+ *      followed by a higher one) are left out (redundant-raft-messages.ts).
+ *      The receiver decodes a whole batch before stepping any of it (a malformed one
  *      steps nothing and closes the connection, src/rpc/connection.ts) and
  *      steps it in order in one turn; the stepped replicas then share the
  *      next round. A batch lost on the way is a set of lost messages: Raft
@@ -125,6 +128,7 @@ import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
 import { clearReplicaData } from './replica-change.js';
 import { readRangeTombstone } from './range-tombstone.js';
 import { withObservedTimestamp } from './uncertainty.js';
+import { isSupersededInReady } from './redundant-raft-messages.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -154,6 +158,8 @@ export interface StoreMetrics {
   raftMessagesSent: number;
   /** One-way RPCs carrying Raft messages (≤ one per peer per round). */
   raftBatchesSent: number;
+  /** Raft messages left out of a batch because a later one of the same Ready has their whole effect (redundant-raft-messages.ts). */
+  raftMessagesElided: number;
   snapshotsSent: number;
   /** RPCs that carried snapshot data (a snapshot streams in several). */
   snapshotChunksSent: number;
@@ -225,6 +231,7 @@ export class Store implements StoreContext {
     syncs: 0,
     raftMessagesSent: 0,
     raftBatchesSent: 0,
+    raftMessagesElided: 0,
     snapshotsSent: 0,
     snapshotChunksSent: 0,
     snapshotsApplied: 0,
@@ -866,7 +873,12 @@ export class Store implements StoreContext {
 
   /** Groups messages by destination node; MsgSnap goes to the snapshot sender. */
   private route(r: Replica, msgs: readonly Message[], quiesce: boolean, byNode: Map<number, RaftMessageRequest[]>): void {
-    for (const m of msgs) {
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i] as Message;
+      if (this.settings.elideRedundantRaftMessages && isSupersededInReady(msgs, i)) {
+        this.metrics.raftMessagesElided++;
+        continue;
+      }
       const to = r.replicaDescriptor(m.to);
       if (to === undefined) continue;
       if (m.type === MessageType.MsgSnap) {
