@@ -130,6 +130,8 @@ describe('bad input exits with one clear line', () => {
     const [w] = await c.kv(0, [{ op: 'put', key: '90ee', value: '01' }]);
     expect(w?.ok, w?.message).toBe(true);
     expect(await errors()).toBeGreaterThan(before);
+    // …and logged (issue 4, Bad input: "closes that connection and is logged").
+    expect(c.logs(0)).toMatch(/rpc: malformed input, closing connection/);
   });
 
   it('bad flags', async () => {
