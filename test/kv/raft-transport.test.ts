@@ -12,6 +12,9 @@
  *     writes no more frames to the peer than it sends batches — counted, not timed;
  *   - ranges that go quiet on the same tick send their quiescing heartbeats
  *     to a peer in one batch (Store.tick collects them);
+ *   - a batch lost on the way is lost messages: the ranges commit with the
+ *     other peer, and the lagging one is brought up to date once batches
+ *     flow again (Raft retransmits; no batch-level retry);
  *   - within a batch each range's messages keep their Raft order;
  *   - the codec keeps a batch's message order exactly (fast-check);
  *   - a truncated or corrupted batch closes the connection it came on (logged,
@@ -175,6 +178,35 @@ describe('Raft transport: messages coalesced per destination store', () => {
     expect([...quieted].sort()).toEqual([...ids].sort());
     const busiest = Math.max(...quiescing.flat().map((s) => new Set(s.batch.messages.map((m) => m.rangeId)).size));
     expect(busiest, 'no tick quiesced two ranges together').toBeGreaterThanOrEqual(2);
+  }, 60_000);
+
+  it('a lost batch is lost messages: the ranges commit without that peer, and Raft brings it up to date once batches flow again', async () => {
+    const c = await start({ nodes: 3, settings: { leaseDurationMicros: 60_000_000 } });
+    c.startTicker();
+    const { ids, home } = await threeRangesOnOneNode(c);
+    const peer = (home + 1) % 3;
+    const ds = distSender(c, home);
+    // Warm the DistSender: from here on its calls are local, so the fault below hits only Raft traffic.
+    for (const base of [40, 140, 240]) await putAt(ds, key(base), Buffer.from('warm'));
+    const faults = rpcOf(c, home).faults;
+    const sent = tapRaftBatches(rpcOf(c, home));
+    // Every batch home sends the peer is lost on the way (the send itself succeeds: the network drops it).
+    faults.setFaults(peer + 1, { dropProbability: 1 });
+    const dropped0 = faults.totals().dropped;
+    await Promise.all([40, 140, 240].flatMap((base) => Array.from({ length: 5 }, (_, j) => putAt(ds, key(base + j), Buffer.from(`lost-${base + j}`)))));
+    const lost = sent.filter((s) => s.to === peer + 1);
+    expect(lost.length, 'home sent the peer nothing to lose').toBeGreaterThan(0);
+    expect(faults.totals().dropped - dropped0).toBeGreaterThanOrEqual(lost.length);
+    const lagging = ids.map((id) => (c.store(peer).replica(id)?.raw.raft.raftLog.committed ?? 0) < (c.store(home).replica(id)?.raw.raft.raftLog.committed ?? 0));
+    expect(lagging.some((x) => x), 'the peer kept up although every batch to it was lost').toBe(true);
+    faults.clearFaults(peer + 1);
+    for (const id of ids) {
+      const target = c.store(home).replica(id)?.raw.raft.raftLog.committed ?? 0;
+      await c.waitFor(() => (c.store(peer).replica(id)?.raw.raft.raftLog.applied ?? 0) >= target, 20_000, `the peer's r${id} applies up to ${target}`);
+    }
+    for (const base of [40, 140, 240]) {
+      for (let j = 0; j < 5; j++) expect((await c.client(peer).get(key(base + j)))?.toString()).toBe(`lost-${base + j}`);
+    }
   }, 60_000);
 
   it('the batch codec keeps every message, in order (fast-check)', () => {
