@@ -105,7 +105,10 @@ describe('lock table in the request path', () => {
   });
 
   it('a lease transfer clears the lock table: the waiter is served by the new leaseholder', async () => {
-    const env = await startTxnCluster(start, { nodes: 3 });
+    // The lease must stay where leaseholder() finds it until the test moves it. With the test settings (100 ms
+    // elections, 1 s leases) a machine at load ~30 moved it on its own in between, and the transfer was refused:
+    // 'NotLeaseHolderError … lease held by n1 (r1/1, seq 2): the lease changed' (coalesce, s7 23:07). As the FIFO tests.
+    const env = await startTxnCluster(start, { nodes: 3, settings: { electionTicks: 100, leaseDurationMicros: 10_000_000 } });
     const k = tkey(4);
     const holder = db(env).newTxn();
     await holder.run(batch((b) => b.get(k, 'exclusive')));
