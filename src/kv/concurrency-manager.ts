@@ -90,13 +90,14 @@ import type { LatchGuard, LatchManager } from './concurrency/latch-manager.js';
 import type { LockTable, LockTxn, LockUpdate } from './concurrency/lock-table.js';
 import type { DeclaredSpan as LatchSpan } from './concurrency/span-set.js';
 import { TimestampCache } from './concurrency/timestamp-cache.js';
+import { DEFAULT_KV_SETTINGS } from './settings.js';
 import { TimestampInFutureError, TxnRetryError, type TxnRecordResponse } from './txn-api.js';
 
 /** The requests that go through the lock table: clients' MVCC reads and writes (record, resolution, refresh, lease and admin commands never wait for locks). */
 const LOCK_TABLE_KINDS: ReadonlySet<string> = new Set(['get', 'scan', 'reverseScan', 'put', 'cput', 'delete', 'deleteRange']);
 
-/** How often a waiter checks whether it is still blocked by the same transaction (ms). */
-export const DEFAULT_PUSH_DELAY_MS = 100;
+/** How often a waiter checks whether it is still blocked by the same transaction (ms; KvSettings.lockPushDelayMs). */
+export const DEFAULT_PUSH_DELAY_MS = DEFAULT_KV_SETTINGS.lockPushDelayMs;
 
 /**
  * Push delays a waiter spends behind one and the same blocking transaction

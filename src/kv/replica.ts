@@ -389,7 +389,7 @@ export class Replica {
     initialized = true,
   ) {
     this.initialized = initialized;
-    this.concurrency = new ReplicaConcurrency(ctx.clock);
+    this.concurrency = new ReplicaConcurrency(ctx.clock, { pushDelayMs: ctx.settings.lockPushDelayMs });
     this.uncertaintyGuard = new UncertaintyGuard(ctx.clock);
     this.rangeId = desc.rangeId;
     this.desc = desc;

@@ -42,6 +42,15 @@ export interface KvSettings {
    * process (benchmarks' before/after runs).
    */
   readonly elideRedundantRaftMessages: boolean;
+  /**
+   * A request waiting in the lock table re-checks its blocker every this many
+   * ms and, still blocked by the same transaction after a few such delays,
+   * leaves the queue so its client pushes the blocker
+   * (concurrency-manager.ts; CockroachDB's
+   * kv.lock_table.coordinator_liveness_push_delay). A waiter keeps its place
+   * in the queue only until then.
+   */
+  readonly lockPushDelayMs: number;
 }
 
 export const DEFAULT_KV_SETTINGS: KvSettings = {
@@ -61,6 +70,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   sendAppendsBeforeSync: true,
   snapshotChunkBytes: 1 << 20,
   elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
+  lockPushDelayMs: 100,
 };
 
 /** Short timings for in-process tests: tick 10 ms, election 100 ms, lease 1 s. */
