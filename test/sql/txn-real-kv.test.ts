@@ -5,35 +5,17 @@
  * "restart transaction: …"; a SAVEPOINT cockroach_restart retry loop
  * succeeds; a table created through one node is visible through the other.
  */
-import { describe, it, expect, afterAll } from 'vitest';
-import pg from 'pg';
-import { TestCluster, type TestClusterOptions } from '../support/test-cluster.js';
-import { startTxnCluster } from '../kv-txn/support.js';
-import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { describe, it, expect } from 'vitest';
 import { errorOf } from './pg-helpers.js';
+import { realKvSql } from './real-kv-support.js';
 
-let cluster: TestCluster | undefined;
-const servers: TestSqlServer[] = [];
-const clients: pg.Client[] = [];
-afterAll(async () => {
-  for (const c of clients) await c.end();
-  for (const s of servers) await s.stop();
-  await cluster?.close();
-});
-
+const sql = realKvSql();
 
 describe('transactions on the real KV', () => {
   it('40001 between conflicting transactions, a cockroach_restart loop, and schema changes across SQL nodes', async () => {
-    const { dbs } = await startTxnCluster(async (o: TestClusterOptions) => (cluster = await TestCluster.start(o)));
-    for (const db of [dbs[0], dbs[1]]) servers.push(await startSqlServer({ insecure: true, db }));
-    const [a, b] = await Promise.all(
-      servers.map(async (s) => {
-        const c = new pg.Client(s.url);
-        await c.connect();
-        clients.push(c);
-        return c;
-      }),
-    );
+    const { dbs } = await sql.start();
+    for (const db of [dbs[0], dbs[1]]) await sql.server(db!);
+    const [a, b] = await Promise.all(sql.servers.map((s) => sql.client(s)));
     if (a === undefined || b === undefined) throw new Error('clients');
     await a.query('CREATE TABLE acct (id INT PRIMARY KEY, v INT)');
     await a.query('INSERT INTO acct VALUES (1, 100)');
@@ -81,6 +63,6 @@ describe('transactions on the real KV', () => {
     await a.query('CREATE TABLE t2 (k INT PRIMARY KEY)');
     await a.query('INSERT INTO t2 VALUES (5)');
     expect((await b.query('SELECT k FROM t2')).rows).toEqual([{ k: 5 }]);
-    for (const s of servers) expect(s.internalErrors).toEqual([]);
+    for (const s of sql.servers) expect(s.internalErrors).toEqual([]);
   }, 120_000);
 });

@@ -14,21 +14,13 @@
  *     leaves is held until COMMIT (another session's UPDATE of the row waits
  *     for it, then applies on top).
  */
-import { describe, it, expect, afterAll } from 'vitest';
-import pg from 'pg';
-import { TestCluster, type TestClusterOptions } from '../support/test-cluster.js';
-import { startTxnCluster } from '../kv-txn/support.js';
-import { startSqlServer, type TestSqlServer } from '../support/sql-server.js';
+import { describe, it, expect } from 'vitest';
+import type { TestCluster } from '../support/test-cluster.js';
+import type { TestSqlServer } from '../support/sql-server.js';
 import type { Replica } from '../../src/kv/replica.js';
+import { realKvSql } from './real-kv-support.js';
 
-let cluster: TestCluster | undefined;
-const servers: TestSqlServer[] = [];
-const clients: pg.Client[] = [];
-afterAll(async () => {
-  for (const c of clients) await c.end();
-  for (const s of servers) await s.stop();
-  await cluster?.close();
-});
+const sql = realKvSql();
 
 function replicas(c: TestCluster): Replica[] {
   return [0, 1, 2].flatMap((i) => c.node(i).store?.allReplicas() ?? []);
@@ -39,13 +31,9 @@ describe('single-row UPDATE on the real KV', () => {
   it('implicit: one fast locking get per UPDATE, nothing waits or restarts, no lock left', async () => {
     // 1 s election timeouts and 10 s leases (as test/kv-locks/lock-wait): a lease that lapsed or moved under load would
     // rightly send a locking get down the sequenced path, and the counts below are about the steady state.
-    const { c, dbs } = await startTxnCluster(async (o: TestClusterOptions) => (cluster = await TestCluster.start(o)), { settings: { electionTicks: 100, leaseDurationMicros: 10_000_000 } });
+    const { c, dbs } = await sql.start({ settings: { electionTicks: 100, leaseDurationMicros: 10_000_000 } });
     const db = dbs[0]!;
-    const srv = await startSqlServer({ insecure: true, db });
-    servers.push(srv);
-    const a = new pg.Client(srv.url);
-    await a.connect();
-    clients.push(a);
+    const a = await sql.client(await sql.server(db));
     await a.query('CREATE TABLE kvu (id INT8 PRIMARY KEY, v TEXT)');
     const n = 20;
     await a.query(`INSERT INTO kvu SELECT i, 'x' FROM generate_series(1, ${n}) AS g(i)`);
@@ -69,16 +57,9 @@ describe('single-row UPDATE on the real KV', () => {
   });
 
   it('explicit: SELECT … FOR UPDATE is served fast and its lock holds another UPDATE until COMMIT', async () => {
-    const c = cluster as TestCluster;
-    const srv = servers[0] as TestSqlServer;
-    const [a, b] = await Promise.all(
-      [0, 1].map(async () => {
-        const cl = new pg.Client(srv.url);
-        await cl.connect();
-        clients.push(cl);
-        return cl;
-      }),
-    );
+    const c = sql.cluster as TestCluster;
+    const srv = sql.servers[0] as TestSqlServer;
+    const [a, b] = await Promise.all([sql.client(srv), sql.client(srv)]);
     if (a === undefined || b === undefined) throw new Error('clients');
     await c.waitFor(() => replicas(c).every((r) => r.concurrency.activeRequests === 0), 10_000, 'no request in flight');
     const fast0 = sum(c, (r) => r.concurrency.fastLockingReads);
