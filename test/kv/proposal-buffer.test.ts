@@ -97,7 +97,10 @@ describe('proposal buffer', () => {
 
 /** Each batch a replica hands Raft (its entries' cmdIds and max lease indexes) and whether Raft dropped it. */
 interface ProposalLog {
-  readonly batches: { ids: number[]; mlis: number[]; dropped: boolean }[];
+  /** Each proposeBatch call; a dropped one records whether any watched write had settled at that moment. */
+  readonly batches: { ids: number[]; mlis: number[]; dropped: boolean; settledAtDrop?: boolean }[];
+  /** Looked at when a batch is dropped (set once the writes to watch exist). */
+  anySettled?: () => boolean;
 }
 
 /** Watches the real RawNode.proposeBatch of `r` (a spy; the call goes through unchanged). */
@@ -112,7 +115,7 @@ function watchProposals(r: Replica): ProposalLog {
     try {
       proposeBatch(datas);
     } catch (e) {
-      if (e instanceof ProposalDroppedError) log.batches.push({ ids, mlis, dropped: true });
+      if (e instanceof ProposalDroppedError) log.batches.push({ ids, mlis, dropped: true, settledAtDrop: log.anySettled?.() ?? false });
       throw e;
     }
     log.batches.push({ ids, mlis, dropped: false });
@@ -161,6 +164,7 @@ async function bufferedBehindHeldRound(n: number) {
   const puts = Array.from({ length: n }, (_, i) =>
     track(store.send({ header: { rangeId: 1, timestamp: ZERO }, requests: [{ kind: 'put', key: key(`d${i}`), value: Buffer.from(`v${i}`) }] })),
   );
+  proposals.anySettled = () => puts.some((p) => p.settled);
   const db = new TxnDB({ sender: distSender(c, lh), clock: c.node(lh).clock, nodeId: lh + 1, prng: new Prng(7) });
   const txn = db.newTxn();
   // Pipelined (async consensus): answered once its command is queued — here, while nothing reaches Raft.
@@ -184,7 +188,9 @@ async function releaseIntoDrop(b: Buffered): Promise<{ ids: number[] }> {
   const dropped = b.proposals.batches.find((x) => x.dropped)!;
   expect(dropped.ids.length).toBeGreaterThanOrEqual(b.n + 1);
   expect(b.store.metrics.proposalBatchesDropped).toBeGreaterThan(b.drops0);
-  expect(b.puts.some((p) => p.settled)).toBe(false);
+  // The drop answered none of them. Checked at the drop itself: by the time this poll sees it, the batch may
+  // already be re-proposed and applied (CI of f0a8a2d: a leadership transfer completed within one 5 ms poll).
+  expect(dropped.settledAtDrop).toBe(false);
   return dropped;
 }
 
