@@ -9,8 +9,8 @@
  * progress with the rule on every Ready (it fires rarely there — ~0.3 % of the
  * messages, a Ready being handled after each delivery — against ~25 % of a
  * loaded store's). Then a 3-node cluster under a burst of writes, with and
- * without the rule: messages are left out only with it, and every replica
- * applies every write (the counts per write are printed, not asserted).
+ * without the rule: nothing is left out without it, and every replica
+ * applies every write either way (how many it elides depends on timing: printed, not asserted).
  */
 import { describe, it, expect } from 'vitest';
 import { isSupersededInReady } from '../../src/kv/redundant-raft-messages.js';
@@ -104,8 +104,12 @@ describe('redundant Raft messages: Raft under the fault simulation with the rule
 });
 
 describe('redundant Raft messages: the store', () => {
-  it('with the rule a burst of writes sends fewer Raft messages, and every replica applies them all', async () => {
+  it('with the rule on or off a burst of writes is applied by every replica; with it off nothing is elided', async () => {
+    // Whether a round holds a message that a later one of the same round supersedes depends on timing (on a loaded
+    // machine most do; on a quiet one the clean-clone CI of e704440 saw none in 600 writes), so how many the rule
+    // elides is printed, not asserted: the rule itself is shown on hand-made Readies above and in the simulation.
     const perWrite: Record<string, number> = {};
+    const elidedPerWrite: Record<string, number> = {};
     for (const elide of [false, true]) {
       const c = await start({ nodes: 3, settings: { elideRedundantRaftMessages: elide } });
       c.startTicker();
@@ -121,14 +125,14 @@ describe('redundant Raft messages: the store', () => {
       const sent = [0, 1, 2].reduce((n, i) => n + c.store(i).metrics.raftMessagesSent, 0) - sent0;
       const elided = [0, 1, 2].reduce((n, i) => n + c.store(i).metrics.raftMessagesElided, 0) - elided0;
       perWrite[String(elide)] = sent / N;
-      if (elide) expect(elided).toBeGreaterThan(0);
-      else expect(elided).toBe(0);
+      elidedPerWrite[String(elide)] = elided / N;
+      if (!elide) expect(elided).toBe(0);
       // Every replica applies every write.
       const lh = c.leaseholder(1);
       const applied = c.store(lh).replica(1)?.raw.raft.raftLog.applied ?? 0;
       for (let i = 0; i < 3; i++) await c.waitFor(() => (c.store(i).replica(1)?.raw.raft.raftLog.applied ?? 0) >= applied, 10_000, `n${i + 1} applies`);
       for (let k = 1; k <= N; k += 37) expect((await c.client((k % 3)).get(key(k)))?.toString()).toBe(`v${k}`);
     }
-    console.log('Raft messages sent per write (all stores):', perWrite);
+    console.log('Raft messages sent per write (all stores):', perWrite, 'elided per write:', elidedPerWrite);
   }, 120_000);
 });
