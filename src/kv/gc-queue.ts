@@ -119,8 +119,8 @@ export async function runGcAt(store: Store, r: Replica, threshold: Timestamp, ma
 /** The store's GC queue: ranges whose lease it holds, scored by gcScore, collected by runGc. */
 export function newGcQueue(store: () => Store | null, settings: RangeQueueSettings, logger?: Logger): ReplicaQueue {
   const ttl = (): number => settings.gcTtlSeconds;
-  /** Per range, the threshold of this store's last run (it may have collected nothing, leaving the stored one behind). */
-  const lastRun = new Map<number, Timestamp>();
+  /** Per replica, the threshold of this store's last run (it may have collected nothing, leaving the stored one behind); dropped with the replica. */
+  const lastRun = new WeakMap<Replica, Timestamp>();
   return new ReplicaQueue(
     store,
     {
@@ -128,12 +128,12 @@ export function newGcQueue(store: () => Store | null, settings: RangeQueueSettin
       shouldQueue(r: Replica): number {
         const s = store();
         if (s === null || !r.ownsValidLease()) return 0;
-        return gcScore(r, s.clock.now(), ttl(), lastRun.get(r.rangeId));
+        return gcScore(r, s.clock.now(), ttl(), lastRun.get(r));
       },
       async process(r: Replica): Promise<void> {
         const s = store();
         if (s === null || !r.ownsValidLease()) return;
-        lastRun.set(r.rangeId, (await runGc(s, r, ttl())).threshold);
+        lastRun.set(r, (await runGc(s, r, ttl())).threshold);
       },
     },
     settings.queueIntervalTicks,
