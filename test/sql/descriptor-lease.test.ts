@@ -18,7 +18,8 @@
  *     RowDescription;
  *   - fences: another node's live fence stops every lease use until it goes;
  *     one left behind by a schema change that died is cleared by the next
- *     tick once it expired, and leases resume;
+ *     tick once it expired, and leases resume; the list's byte format round-
+ *     trips and refuses truncated values;
  *   - the KV commit deadline (KVTxn.setDeadline) refuses to commit at or above it.
  * Issue 6 (descriptor caching with versioned leases, DESIGN.md §3 "SQL").
  */
@@ -34,8 +35,7 @@ import type { BatchRequest } from '../../src/kv/api.js';
 import { SYSTEM_SPAN, prettyKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { KVBatch } from '../../sql/kv.js';
-import { encodeFenceRecord, type LeaseManager } from '../../sql/catalog/lease-manager.js';
-import { descFenceKey } from '../../storage/keys.js';
+import { FENCE_LIST_KEY, decodeFenceList, encodeFenceList, type LeaseManager } from '../../sql/catalog/lease-manager.js';
 import { errorOf } from './pg-helpers.js';
 
 interface Counted {
@@ -216,13 +216,20 @@ describe('descriptor leases', () => {
   it('a live fence stops lease use; an expired one (its schema change died) is cleared and leases resume', async () => {
     const a = clients[0] as pg.Client;
     const db = (counted[1] as Counted).db;
-    const put = async (token: string, wallMicros: number | null): Promise<void> => {
-      const t = db.newTxn();
-      const b = new KVBatch();
-      if (wallMicros === null) b.del(descFenceKey(token));
-      else b.put(descFenceKey(token), encodeFenceRecord({ wall: wallMicros, logical: 0 }));
-      await t.commitInBatch(b);
-    };
+    // Adds (or, null, removes) a fence in the list as a schema change would: read-modify-write of the one key.
+    const put = (token: string, wallMicros: number | null): Promise<void> =>
+      db.runTxn(async (t) => {
+        const g = new KVBatch();
+        g.get(FENCE_LIST_KEY);
+        const [r] = await t.run(g);
+        const rest = decodeFenceList(r?.kind === 'get' ? r.value : null).filter((f) => f.token !== token);
+        const next = wallMicros === null ? rest : [...rest, { token, expiration: { wall: wallMicros, logical: 0 } }];
+        const v = encodeFenceList(next);
+        const b = new KVBatch();
+        if (v === null) b.del(FENCE_LIST_KEY);
+        else b.put(FENCE_LIST_KEY, v);
+        await t.commitInBatch(b);
+      });
     await untilLeased(a, 0, 'SELECT k FROM kv WHERE k = 1');
     await put('live-test', db.now().wall + 600_000_000);
     try {
@@ -242,11 +249,25 @@ describe('descriptor leases', () => {
     await within('the expired fence deleted', 20_000, async () => {
       const t = db.newTxn({ readOnly: true });
       const b = new KVBatch();
-      b.get(descFenceKey('dead-test'));
+      b.get(FENCE_LIST_KEY);
       const [r] = await t.commitInBatch(b);
       return r?.kind === 'get' && r.value === null ? true : undefined;
     });
   }, 120_000);
+
+  it('the fence list value: round-trips (several fences, multi-byte tokens), empty is no key, malformed is refused', () => {
+    const fences = [
+      { token: '1.7.1700000000000000', expiration: { wall: 1_700_000_300_000_000, logical: 3 } },
+      { token: 'nœud-2.1', expiration: { wall: 2 ** 53 - 1, logical: 0xffffffff } },
+      { token: '', expiration: { wall: 0, logical: 0 } },
+    ];
+    const v = encodeFenceList(fences) as Buffer;
+    expect(decodeFenceList(v)).toEqual(fences);
+    expect(encodeFenceList([])).toBeNull();
+    expect(decodeFenceList(null)).toEqual([]);
+    for (let n = 0; n < v.length; n++) expect(() => decodeFenceList(v.subarray(0, n))).toThrow(/fence list/);
+    expect(() => decodeFenceList(Buffer.concat([v, Buffer.from([0])]))).toThrow(/fence list/);
+  });
 
   it('KVTxn.setDeadline: a commit at or above the deadline fails with 40001 and writes nothing', async () => {
     const db = (counted[0] as Counted).db;
