@@ -29,6 +29,7 @@ import { decodeRaftCommand } from '../../src/kv/api-codec.js';
 import { replicaTestingKnobs, type Replica } from '../../src/kv/replica.js';
 import { TxnDB } from '../../src/kv/client/txn-db.js';
 import { Prng } from '../../src/util/prng.js';
+import { compareTimestamps } from '../../src/util/hlc.js';
 import { ProposalDroppedError } from '../../raft/types.js';
 import { NotLeaseHolderError } from '../../src/kv/api.js';
 import { decodeBatchRepr } from '../../storage/engine.js';
@@ -144,11 +145,13 @@ const ZERO = { wall: 0, logical: 0 };
  */
 async function bufferedBehindHeldRound(n: number) {
   const { c, lh } = await steadyCluster(50);
-  // A fresh lease's timestamp cache starts 2 max offsets ahead: let the clocks pass it (the txn then commits at its own timestamp).
-  await new Promise((r) => setTimeout(r, 2 * (c.node(lh).clock.maxOffsetMicros / 1000) + 20));
-  c.stopTicker();
   const store = c.store(lh);
   const r = store.replica(1)!;
+  // A fresh lease's timestamp cache starts 2 max offsets ahead: wait for the clock to pass its low water (the txn
+  // then commits at its own timestamp) — the condition itself, not a sleep of 2 max offsets a loaded machine outruns.
+  const low = r.concurrency.tscache.lowWater;
+  await c.waitFor(() => compareTimestamps(c.node(lh).clock.now(), low) > 0, 10_000, "the clock past the lease's timestamp-cache low water");
+  c.stopTicker();
   const gate = gateSyncs(c.node(lh).engine);
   const applied = new Map<string, number>();
   replicaTestingKnobs.onApply = (rr, cmd) => {
