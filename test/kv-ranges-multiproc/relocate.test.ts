@@ -6,7 +6,7 @@
  * replicas agree on checksums; typed refusals answer 4xx JSON.
  */
 import { describe, it, expect } from 'vitest';
-import { autoClose, expectNoCrash, keyHex, rangeCensus, waitFor } from './support.js';
+import { autoClose, expectNoCrash, keyHex, putAll, rangeCensus, waitFor } from './support.js';
 
 const start = autoClose();
 
@@ -21,7 +21,8 @@ describe('/_admin/relocate on four processes', () => {
     await cl.json(0, '/_admin/split', 'POST', { key: keyHex(100) });
     await cl.json(0, '/_admin/split', 'POST', { key: keyHex(200) });
     const puts = Array.from({ length: 50 }, (_, i) => ({ op: 'put' as const, key: keyHex(100 + i), value: Buffer.from(`v${i}`).toString('hex') }));
-    for (const r of await cl.kv(1, puts)) expect(r.ok, r.message).toBe(true);
+    // The replicate queue may move the fresh ranges' leases meanwhile: ambiguous answers are settled from the data.
+    await putAll(cl, 1, puts);
     await cl.addNode();
     const ids = await Promise.all(cl.nodes.map(async (n) => (await cl.json<{ nodeId: number }>(n.index, '/health')).nodeId));
 

@@ -9,7 +9,7 @@
  */
 import { afterEach, expect } from 'vitest';
 import type { RangeStatus } from '../../src/server/node.js';
-import { ProcessCluster, type ProcessClusterOptions } from '../support/process-cluster.js';
+import { ProcessCluster, type AdminOpResult, type ProcessClusterOptions } from '../support/process-cluster.js';
 
 export const SPAN_START = '90';
 export const SPAN_END = '91';
@@ -33,6 +33,36 @@ export async function waitFor<T>(what: string, timeoutMs: number, f: () => Promi
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr === '' ? '' : ` (last error: ${lastErr})`}`);
+}
+
+/**
+ * Writes `puts` through node `via` and makes sure every one holds: a put
+ * answered ambiguous (a lease or leadership moving with its command in
+ * flight: replica.ts re-proposal after a lease change, a snapshot covering
+ * it) is settled from the data — read back, and written again only if its
+ * value is not there (the puts are idempotent). Any other failure fails the
+ * test, as an ambiguous answer after `rounds` rounds does.
+ */
+export async function putAll(c: ProcessCluster, via: number, puts: readonly { op: 'put'; key: string; value: string }[], rounds = 5): Promise<{ ambiguous: number }> {
+  let todo = puts;
+  let ambiguous = 0;
+  for (let round = 0; todo.length > 0; round++) {
+    const res = await c.kv(via, todo);
+    const unsettled = todo.filter((_, i) => {
+      const r = res[i] as AdminOpResult;
+      if (!r.ok) expect(r.ambiguous, `${r.code ?? ''} ${r.message ?? ''}`).toBe(true);
+      return !r.ok;
+    });
+    ambiguous += unsettled.length;
+    if (unsettled.length > 0) expect(round, `puts still ambiguous after ${rounds} rounds`).toBeLessThan(rounds);
+    const read = unsettled.length === 0 ? [] : await c.kv(via, unsettled.map((p) => ({ op: 'get' as const, key: p.key })));
+    todo = unsettled.filter((p, i) => {
+      const r = read[i] as AdminOpResult;
+      expect(r.ok, r.message).toBe(true);
+      return r.value !== p.value;
+    });
+  }
+  return { ambiguous };
 }
 
 /** Every range the running nodes report (a node's view: its own replicas), the newest view of each. */
