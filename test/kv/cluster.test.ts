@@ -95,7 +95,9 @@ describe('3-node cluster', () => {
   });
 
   it('stopping the leaseholder: a new one serves within lease + election timeout, no acknowledged write lost', async () => {
-    const c = await startCluster({ nodes: 3 });
+    // Manual clocks advanced by the ticker: the failover is measured in the cluster's own time (ticks), which a
+    // loaded machine slows down along with everything else, not in wall time it does not control.
+    const c = await startCluster({ nodes: 3, clock: 'manual' });
     c.startTicker();
     await c.waitFor(() => c.leaseholder() >= 0, 10_000, 'a leaseholder');
     const old = c.leaseholder();
@@ -106,7 +108,9 @@ describe('3-node cluster', () => {
       await gw.put(k(i), Buffer.from(`w${i}`));
       acked.push(i);
     });
-    const t0 = performance.now();
+    const clockMs = (): number => c.node(gwIdx).physical!.micros / 1000;
+    const t0 = clockMs();
+    const w0 = performance.now();
     await c.stopNode(old);
     // The first attempt may hit the dying node's connection (ambiguous): the
     // write is idempotent, so the test may retry it.
@@ -118,10 +122,12 @@ describe('3-node cluster', () => {
         if (!(e as { ambiguous?: boolean }).ambiguous) throw e;
       }
     }
-    const failoverMs = performance.now() - t0;
+    const failoverMs = clockMs() - t0;
+    console.log(`failover after stopping the leaseholder: ${failoverMs} ms of cluster time (${(performance.now() - w0).toFixed(0)} ms wall)`);
     const s = c.settings;
-    // lease duration + 2 × election timeout (randomized up to 2×) + slack for a loaded 2-core machine
-    expect(failoverMs).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 4_000);
+    // lease duration + 2 × election timeout (randomized up to 2×) + 1 s of cluster time for the Raft rounds (~1 s
+    // measured at load 24, 1.4–2.8 s wall: the wall-clock bound of 5.2 s was within reach of load alone)
+    expect(failoverMs).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 1_000);
     const newLh = c.leaseholder();
     expect(newLh).not.toBe(old);
     expect(newLh).toBeGreaterThanOrEqual(0);

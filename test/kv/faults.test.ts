@@ -125,19 +125,26 @@ describe('faults', () => {
   });
 
   it('a quiesced range whose leader dies elects a new leader and serves again when a request wakes it', async () => {
-    const c = await startCluster({ nodes: 3 });
+    // Manual clocks advanced by the ticker: the failover is measured in the cluster's own time (ticks), which a
+    // loaded machine slows down along with everything else, not in wall time it does not control.
+    const c = await startCluster({ nodes: 3, clock: 'manual' });
     c.startTicker();
     await c.client(0).put(k('before'), Buffer.from('1'));
     await c.waitFor(() => c.replicas(1).every(({ r }) => r.quiescent), 10_000, 'quiescence');
     const old = c.leader();
     await c.stopNode(old);
     const gw = (old + 1) % 3;
-    const t0 = performance.now();
+    const clockMs = (): number => c.node(gw).physical!.micros / 1000;
+    const t0 = clockMs();
+    const w0 = performance.now();
     await c.client(gw).put(k('after'), Buffer.from('2'));
-    const ms = performance.now() - t0;
+    const ms = clockMs() - t0;
+    console.log(`failover of a quiesced range: ${ms} ms of cluster time (${(performance.now() - w0).toFixed(0)} ms wall)`);
     expect(c.leader()).not.toBe(old);
     expect((await c.client(gw).get(k('before')))?.toString()).toBe('1');
     const s = c.settings;
-    expect(ms).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 4_000);
+    // Lease expiry + up to two election timeouts + 1 s of cluster time for the Raft rounds (~1 s measured at load 24,
+    // 1.5–3.5 s wall: the wall-clock bound of 5.2 s was within reach of load alone).
+    expect(ms).toBeLessThan(s.leaseDurationMicros / 1000 + 2 * s.electionTicks * s.tickIntervalMs + 1_000);
   });
 });
