@@ -302,10 +302,12 @@ describe('YCSB against PostgreSQL', () => {
     expect(first.elapsedSec).toBeGreaterThan(0.2);
     expect(first.elapsedSec).toBeLessThanOrEqual((tFirstPoint - tNotice) / 1000 - 0.3 + 0.01);
     expect(first.opsPerSecCum).toBeLessThan(400);
-    // Pacing caps the rate; reaching it depends on a machine that can keep up (CI at load ~12 managed 73/s of 200),
-    // so the floor only shows the run did work at the paced rate's order of magnitude.
+    // Pacing caps the rate (the mechanism under test: < 260/s whatever the machine). Reaching it depends on a machine
+    // that can keep up — CI at load ~12 managed 73/s of 200, so the old floor of 40/s was within a 2× slower
+    // machine's reach; the floor only shows that the cap was checked on a run that did work (10/s, 20× below the
+    // paced rate: 4 clients of point reads on PostgreSQL never come near it).
     const rate = res.total.count / res.elapsedSec;
-    expect(rate).toBeGreaterThan(40);
+    expect(rate).toBeGreaterThan(10);
     expect(rate).toBeLessThan(260);
   });
 
