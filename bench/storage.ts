@@ -193,6 +193,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LevelEngine } from '../storage/level-engine.js';
+import type { EngineIterator, Entry, IterOptions, Reader } from '../storage/engine.js';
 import { DEFAULT_INLINE_VALUE_LIMIT, mvccGetSync, mvccPrefetch, mvccPut, mvccScan, setInlineValueLimit } from '../storage/mvcc.js';
 import type { Timestamp } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
@@ -203,6 +204,8 @@ interface RawDb {
   getSync(key: Buffer): Buffer | undefined;
   batch(ops: { type: 'put'; key: Buffer; value: Buffer }[], opts?: { sync?: boolean }): Promise<void>;
   iterator(opts: { gte?: Buffer; highWaterMarkBytes?: number }): { nextv(n: number): Promise<[Buffer, Buffer][]>; close(): Promise<void> };
+  getProperty(name: string): string;
+  compactRange(start: Buffer, end: Buffer): Promise<void>;
 }
 
 function arg(name: string, dflt: number): number {
@@ -218,6 +221,8 @@ const KEYS = arg('keys', 1_000_000);
 const INLINE_LIMIT = process.argv.includes('--inline-limit') && process.argv[process.argv.indexOf('--inline-limit') + 1] === 'inf' ? Infinity : arg('inline-limit', DEFAULT_INLINE_VALUE_LIMIT);
 setInlineValueLimit(INLINE_LIMIT);
 const RUNS = arg('runs', 1);
+/** --compact: after the puts, compact both stores and read again. */
+const COMPACT = process.argv.includes('--compact');
 /** Fresh keys are drawn from this many keys above the loaded ones. */
 const FRESH_SPACE = 1 << 30;
 /** Makes a raw key that sorts right after its head, like an MVCC version key. */
@@ -283,6 +288,37 @@ function mainThreadCpuMs(): number {
 
 /** µs of JS-thread CPU per op of each side of the last compare, if known. */
 let lastCpu: [number, number] | null = null;
+
+/** Process CPU (all threads: JS, libuv pool, LevelDB's compaction thread) in µs. */
+function processCpuUs(): number {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+}
+
+/** A Reader that counts nextBatch calls and entries (untimed diagnostic passes only). */
+class CountingReader implements Reader {
+  calls = 0;
+  entries = 0;
+  constructor(private readonly r: Reader) {}
+  getSync(k: Buffer): Buffer | undefined {
+    return this.r.getSync(k);
+  }
+  getMany(ks: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
+    return this.r.getMany(ks);
+  }
+  iterator(opts: IterOptions): EngineIterator {
+    const it = this.r.iterator(opts);
+    return {
+      nextBatch: async (max: number): Promise<Entry[]> => {
+        this.calls++;
+        const rows = await it.nextBatch(max);
+        this.entries += rows.length;
+        return rows;
+      },
+      close: () => it.close(),
+    };
+  }
+}
 
 /** Figures of every run: name → [raw, mvcc] per run. */
 const results = new Map<string, [number, number][]>();
@@ -376,6 +412,13 @@ async function main(): Promise<void> {
         },
       );
       record(`scan of 100 rows/s, ${when}`, rawScan * 100, mvccScanRate * 100, 100);
+      // Untimed: what a 100-row MVCC scan reads (raw: one nextv(100), 100 entries), and LevelDB's state.
+      const counting = new CountingReader(engine);
+      for (let i = 0; i < 20; i++) await mvccScan(counting, userKey(rng.intn(KEYS - 200)), endKey, ts, { maxKeys: 100 });
+      const l0 = (p: (n: string) => string): string => p('leveldb.num-files-at-level0');
+      console.log(
+        `    MVCC scan of 100 rows: ${(counting.calls / 20).toFixed(2)} nextv, ${(counting.entries / 20).toFixed(0)} entries; LevelDB level-0 files raw ${l0((n) => raw.getProperty(n))}, mvcc ${l0((n) => engine.getProperty(n))}`,
+      );
     };
 
     await reads('one version per key');
@@ -392,6 +435,14 @@ async function main(): Promise<void> {
      * `getSyncHeads` one getSync per head during evaluation.
      */
     const putRow = async (name: string, key: () => Buffer, getSyncHeads = false): Promise<void> => {
+      // What MVCC writes per put (raw: one entry of key + 1 KB), and process CPU per phase — all threads, so
+      // the write phase also holds whatever background compaction (of either store) ran during its fsync.
+      let puts = 0;
+      let entries = 0;
+      let bytes = 0;
+      let cpuRead = 0;
+      let cpuEval = 0;
+      let cpuWrite = 0;
       const [rawRate, mvccRate] = await compare(
         BATCH,
         () => rawSyncedBatch(key),
@@ -399,12 +450,23 @@ async function main(): Promise<void> {
           const b = engine.newBatch();
           const keys = new Array<Buffer>(BATCH);
           for (let i = 0; i < BATCH; i++) keys[i] = key();
+          const c0 = processCpuUs();
           if (!getSyncHeads) await mvccPrefetch(b, keys);
+          const c1 = processCpuUs();
           for (let i = 0; i < BATCH; i++) mvccPut(b, keys[i] as Buffer, nextTs(), VALUE);
-          return engine.write(b, { sync: true });
+          const c2 = processCpuUs();
+          puts += BATCH;
+          entries += b.count;
+          bytes += b.byteSize;
+          await engine.write(b, { sync: true });
+          cpuRead += c1 - c0;
+          cpuEval += c2 - c1;
+          cpuWrite += processCpuUs() - c2;
         },
       );
       record(name, rawRate, mvccRate);
+      const per = (x: number): string => (x / puts).toFixed(1);
+      console.log(`    MVCC per put: ${(entries / puts).toFixed(2)} entries, ${Math.round(bytes / puts)} bytes written (raw 1, ${userKey(0).length + VALUE.length}); process CPU µs: heads read ${per(cpuRead)}, evaluation ${per(cpuEval)}, write + sync ${per(cpuWrite)}`);
     };
     await putRow('put fresh keys (synced batches of 100)', freshKey);
     await putRow('put fresh keys, a getSync per head (no prefetch)', freshKey, true);
@@ -491,6 +553,16 @@ async function main(): Promise<void> {
     record('… and the next heads prefetched by getMany', rawPut3, mvccPrefetched);
 
     await reads('after the puts');
+    if (COMPACT) {
+      // Separates the MVCC cost from LevelDB's state after the writes (level-0 files, pending compaction).
+      const lo = Buffer.alloc(0);
+      const hi = Buffer.alloc(32, 0xff);
+      const t = performance.now();
+      await raw.compactRange(lo, hi);
+      await engine.compactRange(lo, hi);
+      console.log(`    (both stores compacted in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+      await reads('after the puts, both stores compacted');
+    }
   } finally {
     await engine.close();
     await raw.close();

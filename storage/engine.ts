@@ -63,6 +63,13 @@ export interface IterOptions {
 export interface EngineIterator {
   /** Up to `max` next entries in iteration order; an empty array once exhausted. */
   nextBatch(max: number): Promise<Entry[]>;
+  /**
+   * Forward iterators that offer it: the next entry returned is the first at
+   * or after `key` (still within the bounds, as of the iterator's view) —
+   * synchronous, no new iterator. Not to be called while a nextBatch is
+   * pending. MVCC scans use it to skip a key's long history.
+   */
+  seek?(key: Buffer): void;
   close(): Promise<void>;
 }
 

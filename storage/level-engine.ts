@@ -46,6 +46,7 @@
  * out must be closed by the caller before close() resolves.
  */
 import { Level } from 'level';
+import { assert } from '../src/util/assert.js';
 import { CairnError } from '../src/util/errors.js';
 import {
   EngineClosedError,
@@ -71,6 +72,8 @@ interface LevelOp {
 /** The parts of classic-level's API used here (level's typings omit some). */
 interface LevelIterator {
   nextv(size: number): Promise<[Buffer, Buffer][]>;
+  /** Synchronous: classic-level repositions its LevelDB iterator on the JS thread; the next nextv reads from there. */
+  seek(target: Buffer): void;
   close(): Promise<void>;
 }
 interface LevelSnapshotHandle {
@@ -90,6 +93,8 @@ interface LevelDb {
   iterator(opts: { gte?: Buffer; lt?: Buffer; reverse?: boolean; snapshot?: LevelSnapshotHandle; highWaterMarkBytes?: number }): LevelIterator;
   snapshot(): LevelSnapshotHandle;
   approximateSize(start: Buffer, end: Buffer): Promise<number>;
+  getProperty(name: string): string;
+  compactRange(start: Buffer, end: Buffer): Promise<void>;
 }
 
 export interface LevelEngineOptions {
@@ -208,7 +213,7 @@ export class LevelEngine implements Engine {
 
   iterator(opts: IterOptions): EngineIterator {
     this.check();
-    return new LevelIteratorAdapter(this.db.iterator({ ...levelIterOpts(opts), highWaterMarkBytes: this.chunkBytes }));
+    return new LevelIteratorAdapter(this.db.iterator({ ...levelIterOpts(opts), highWaterMarkBytes: this.chunkBytes }), opts);
   }
 
   snapshot(): Snapshot {
@@ -225,7 +230,7 @@ export class LevelEngine implements Engine {
       },
       iterator: (opts: IterOptions) => {
         this.check();
-        return new LevelIteratorAdapter(this.db.iterator({ ...levelIterOpts(opts), snapshot: snap, highWaterMarkBytes: this.chunkBytes }));
+        return new LevelIteratorAdapter(this.db.iterator({ ...levelIterOpts(opts), snapshot: snap, highWaterMarkBytes: this.chunkBytes }), opts);
       },
       close: () => snap.close(),
     };
@@ -234,6 +239,22 @@ export class LevelEngine implements Engine {
   approximateSize(start: Buffer, end: Buffer): Promise<number> {
     this.check();
     return this.db.approximateSize(start, end);
+  }
+
+  /**
+   * A LevelDB property (`leveldb.stats`, `leveldb.num-files-at-level<N>`,
+   * `leveldb.sstables`, `leveldb.approximate-memory-usage`): synchronous, for
+   * benchmarks and debugging — what compaction state a figure was taken in.
+   */
+  getProperty(name: string): string {
+    this.check();
+    return this.db.getProperty(name);
+  }
+
+  /** Compacts the engine keys in [start, end] down the levels (benchmarks and offline maintenance). */
+  compactRange(start: Buffer, end: Buffer): Promise<void> {
+    this.check();
+    return this.db.compactRange(start, end);
   }
 
   async close(): Promise<void> {
@@ -276,7 +297,18 @@ function levelIterOpts(opts: IterOptions): { gte?: Buffer; lt?: Buffer; reverse?
 
 class LevelIteratorAdapter implements EngineIterator {
   private done = false;
-  constructor(private readonly it: LevelIterator) {}
+  constructor(
+    private readonly it: LevelIterator,
+    private readonly opts: IterOptions,
+  ) {}
+
+  seek(key: Buffer): void {
+    assert(this.opts.reverse !== true, 'storage: seek is for forward iterators');
+    this.done = false;
+    // classic-level ends the iterator on a target below gte; the contract (and MemoryEngine) start at gte.
+    const gte = this.opts.gte;
+    this.it.seek(gte !== undefined && Buffer.compare(key, gte) < 0 ? gte : key);
+  }
 
   async nextBatch(max: number): Promise<Entry[]> {
     if (this.done) return [];

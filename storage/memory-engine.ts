@@ -19,6 +19,7 @@
  * accepted and ignored. Returned buffers are the stored ones: callers must not
  * mutate them (the same holds for the buffers handed to put).
  */
+import { assert } from '../src/util/assert.js';
 import {
   EngineClosedError,
   compareKeys,
@@ -241,12 +242,19 @@ class MemoryIterator implements EngineIterator {
   private done = false;
 
   constructor(
-    list: SkipList<Chain>,
+    private readonly list: SkipList<Chain>,
     private readonly opts: IterOptions,
     private readonly seq: number,
     private readonly release: () => void,
   ) {
     this.cur = list.start(opts);
+  }
+
+  seek(key: Buffer): void {
+    assert(this.opts.reverse !== true, 'storage: seek is for forward iterators');
+    if (this.done) return;
+    const gte = this.opts.gte;
+    this.cur = this.list.seekGE(gte !== undefined && compareKeys(key, gte) < 0 ? gte : key);
   }
 
   nextBatch(max: number): Promise<Entry[]> {

@@ -67,7 +67,7 @@
  *   mvccGcCandidates(r, start, end, threshold, max?) / mvccHeadNeedsGc      async / sync
  *   mvccPrefetch(batch, keys)                                               async
  *   computeStats(r, start, end)                                             async
- *   setInlineValueLimit(n), setHistoryIndexLimit(n)                         knobs (tests, benchmarks)
+ *   setInlineValueLimit(n), setHistoryIndexLimit(n), setScanSeekThreshold(n) knobs (tests, benchmarks)
  * Errors: WriteTooOldError, WriteIntentError, ReadWithinUncertaintyIntervalError,
  * ConditionFailedError, HistoryNotIndexedError (mvcc.*), CorruptionError
  * (storage.corruption).
@@ -529,13 +529,58 @@ export function keyNext(k: Buffer): Buffer {
  * Entries per nextv. Each chunk costs one trip through the libuv pool and
  * every entry read costs a copy, so a limited scan sizes its chunks from what
  * it still needs: the first asks for the rows wanted plus one (to find the
- * resume key), later ones scale the rows still wanted by the entries per head
- * seen so far (older versions sit between heads). Unlimited scans grow their
- * chunks geometrically.
+ * resume key) times the entries per head that recent limited scans met
+ * (scanEntriesPerHead: older versions sit between heads), later ones scale
+ * the rows still wanted by the entries per head seen so far. Unlimited scans
+ * grow their chunks geometrically.
+ *
+ * Why the learned first chunk (session 8): once a store has overwrites, a
+ * 100-row scan whose first chunk guessed one entry per head needed a second
+ * nextv in every scan (measured: 2.09 nextv per scan after 30,000 overwrites
+ * of 100,000 keys, 1.00 before), a second pool round trip that raw LevelDB's
+ * nextv(100) never pays. With the estimate (and a 15 % margin once it is
+ * above one) a scan is one round trip again; a store with one entry per head
+ * keeps its exact first chunk.
  */
 const FIRST_CHUNK = 64;
 const MIN_CHUNK = 16;
 const MAX_CHUNK = 1024;
+
+/**
+ * Entries per head met by recent limited scans (a moving average over scans
+ * of at least 8 heads, in [1, 8]): sizes the first chunk of the next one.
+ * Process-wide and advisory — it decides how many entries a nextv asks for,
+ * never what a scan returns.
+ */
+let scanEntriesPerHead = 1;
+
+/**
+ * A forward scan that meets a head with more than this many of its versions
+ * still ahead beyond the current chunk seeks its iterator to the key's
+ * history end instead of reading them (CockroachDB's MVCC scanner seeks after
+ * itersBeforeSeek steps; here the head *counts* the versions stored after it,
+ * so the scan knows before reading them). The seek happens where the next
+ * chunk would be read anyway (no extra round trip): classic-level repositions
+ * its iterator synchronously (a few µs; the iterator keeps its view), while
+ * each skipped entry would cost a 1 KB copy through the pool and the JS
+ * thread (~1-2 µs), hence the default 16. An iterator without seek (a batch's
+ * merging iterator) is reopened instead, only past REOPEN_FACTOR times as many
+ * versions (creating one costs ~135 µs, DESIGN.md §4). Reverse scans meet the
+ * versions before the head and read them.
+ */
+let scanSeekVersions = 16;
+const REOPEN_FACTOR = 4;
+
+/** See scanSeekVersions (default 16). A knob for tests, which set it low so seeks and reopens occur. */
+export function setScanSeekThreshold(n: number): void {
+  assert(Number.isInteger(n) && n >= 0, 'mvcc: the scan seek threshold is a non-negative integer');
+  scanSeekVersions = n;
+}
+
+/** The versions stored after a head: its indexed history, its tail, and an out-of-line newest value. */
+function storedVersionCount(head: Head): number {
+  return head.history.length + (head.tail?.count ?? 0) + (head.committed !== null && head.committed.value === undefined ? 1 : 0);
+}
 
 /**
  * Visits every head in user keys [start, end) in order (descending with
@@ -559,17 +604,25 @@ async function forEachHead(
   fn: (key: Buffer, metaKey: Buffer, head: Head, stored?: Buffer) => boolean | Promise<boolean>,
   rowsWanted?: () => number,
 ): Promise<void> {
-  const it = r.iterator({ gte: encodeMvccKey(start), lt: encodeMvccKey(end), reverse });
+  const lt = encodeMvccKey(end);
+  let it = r.iterator({ gte: encodeMvccKey(start), lt, reverse });
   let entries = 0;
   let heads = 0;
   const nextChunk = (prev: number): number => {
     if (rowsWanted === undefined) return prev === 0 ? FIRST_CHUNK : Math.min(prev * 2, MAX_CHUNK);
-    const perHead = heads === 0 ? (prev === 0 ? 1 : 2) : entries / heads;
-    return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * perHead * (prev === 0 ? 1 : 1.1))));
+    if (prev === 0) {
+      const est = scanEntriesPerHead;
+      return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * (est > 1.02 ? est * 1.15 : 1))));
+    }
+    const perHead = heads === 0 ? 2 : entries / heads;
+    return Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.ceil((rowsWanted() + 1) * perHead * 1.1)));
   };
   /** Forward: a head waiting for the entry after it. Reverse: the entry before the next head. */
   let pending: { ek: Buffer; plen: number; head: Head } | null = null;
   let prevVersion: Entry | null = null;
+  /** Forward: where to reopen the iterator after this chunk (the history end of a key with many versions). */
+  let reopenAt: Buffer | null = null;
+  let reopenVersions = 0;
   const visit = (ek: Buffer, plen: number, head: Head, next: Entry | null): boolean | Promise<boolean> => {
     heads++;
     const c = head.committed;
@@ -581,7 +634,8 @@ async function forEachHead(
     for (;;) {
       const rows = await it.nextBatch(chunk);
       if (rows.length === 0) break;
-      for (const row of rows) {
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i] as Entry;
         entries++;
         const ek = row.key;
         const plen = mvccKeyPrefixLen(ek);
@@ -597,6 +651,15 @@ async function forEachHead(
           continue;
         }
         const head = decodeHead(ek, row.value);
+        // More than the threshold of this key's versions beyond the chunk: skip them by a reopen after it. Set
+        // or cleared at every head, so a reopen never goes back before a head already visited (even if a corrupt
+        // head over-counts).
+        reopenAt = null;
+        reopenVersions = storedVersionCount(head) - (rows.length - 1 - i);
+        if (!reverse && reopenVersions > scanSeekVersions) {
+          reopenAt = Buffer.from(ek);
+          reopenAt[reopenAt.length - 1] = 0x02; // = mvccKeyHistoryEnd(user key): above all of its entries, below the next key's
+        }
         if (!reverse && head.committed !== null && head.committed.value === undefined) {
           pending = { ek, plen, head };
           continue;
@@ -606,11 +669,23 @@ async function forEachHead(
         if (typeof more !== 'boolean') more = await more;
         if (!more) return;
       }
+      if (reopenAt !== null) {
+        // The rows after the head were its versions (skipped above); the rest of them are not read: a seek
+        // where the engine's iterator offers one (same view, no new iterator), else a new iterator — only
+        // for a history long enough to pay for its creation.
+        if (it.seek !== undefined) it.seek(reopenAt);
+        else if (reopenVersions > REOPEN_FACTOR * scanSeekVersions) {
+          await it.close();
+          it = r.iterator({ gte: reopenAt, lt, reverse: false });
+        }
+        reopenAt = null;
+      }
       chunk = nextChunk(chunk);
     }
     if (pending !== null) await visit(pending.ek, pending.plen, pending.head, null);
   } finally {
     await it.close();
+    if (rowsWanted !== undefined && heads >= 8) scanEntriesPerHead = Math.min(8, Math.max(1, scanEntriesPerHead + (entries / heads - scanEntriesPerHead) / 8));
   }
 }
 

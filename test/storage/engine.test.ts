@@ -111,6 +111,30 @@ for (const mk of [levelHarness, memoryHarness]) {
       expect(await scan(e, {}, 100)).toHaveLength(6);
     });
 
+    it('a forward iterator seeks within its bounds and its view, on the engine and a snapshot', async () => {
+      const w = e.newBatch();
+      for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) w.put(b(k), b(k.toUpperCase()));
+      await e.write(w);
+      const snap = e.snapshot();
+      for (const r of [e, snap] as Reader[]) {
+        const it = r.iterator({ gte: b('b'), lt: b('f') });
+        expect(it.seek).toBeDefined();
+        await e.put(b('cc'), b('late')); // after the iterator's creation: not in its view
+        expect((await it.nextBatch(1)).map((x) => x.key.toString())).toEqual(['b']);
+        it.seek?.(b('cb'));
+        expect((await it.nextBatch(1)).map((x) => x.key.toString())).toEqual(['d']);
+        it.seek?.(b('a')); // below gte: from gte
+        expect((await it.nextBatch(2)).map((x) => x.key.toString())).toEqual(['b', 'c']);
+        it.seek?.(b('x')); // beyond lt: exhausted
+        expect(await it.nextBatch(5)).toEqual([]);
+        it.seek?.(b('e')); // after exhaustion: resumes
+        expect((await it.nextBatch(5)).map((x) => x.key.toString())).toEqual(['e']);
+        await it.close();
+        await e.delete(b('cc'));
+      }
+      await snap.close();
+    });
+
     it('an iterator and a snapshot see the state as of their creation', async () => {
       await e.put(b('a'), b('1'));
       await e.put(b('b'), b('2'));
