@@ -19,7 +19,10 @@
  * 17 versions) seeks an iterator. Scans iterate the span in chunks (one await
  * per chunk), decode only the heads, take an out-of-line newest value from the
  * entry next to its head, and fetch an older version by getSync (or, below
- * the index, one seek) when the read needs one.
+ * the index, one seek) when the read needs one. A forward scan seeks past a
+ * key whose head counts many versions beyond the chunk (scanSeekVersions),
+ * and sizes a limited scan's first chunk by the entries per head recent
+ * scans met (one nextv per scan when older versions sit between heads).
  *
  * Write path: every write reads the head (getSync through the batch), plans
  * the new head as a pure function (planWrite / planResolve / planGc — so a
