@@ -248,6 +248,12 @@ export function toClientError(e: unknown): unknown {
 }
 
 /** Errors that a stale catalog snapshot could cause (a missing table, database or column). */
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 function isSchemaMiss(e: unknown): boolean {
   return e instanceof SqlError && (e.sqlState === '42P01' || e.sqlState === '3D000' || e.sqlState === '42703');
 }
@@ -395,7 +401,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       if (ps !== undefined) {
         const n = Math.max(types.length, ps.params.length);
         for (let i = types.length; i < n; i++) types.push(undefined);
-        await this.prepareResult(stmt, ps.ast);
+        await this.prepareResult(stmt, ps.ast, paramTypes);
       }
       const final = types.map((t) => (t === undefined ? T.text : t));
       for (let i = 0; i < final.length; i++) types[i] = final[i];
@@ -405,13 +411,30 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     }
   }
 
+  /**
+   * The last plan made at Parse, for the next Parse of the same text: clients
+   * that send every statement unnamed (node-postgres without a name, the YCSB
+   * loader's 100-row INSERTs with 1,100 parameters) Parse the same text again
+   * and again, and planning it is most of the statement's SQL-layer CPU. A hit
+   * needs the same text, database, declared parameter types and schema
+   * version; it shares the plan as a named statement's Executes do.
+   */
+  private lastPlanned: { readonly sql: string; readonly database: string; readonly oids: readonly number[]; readonly types: readonly (SqlType | undefined)[]; readonly plan: QueryPlan; readonly resultColumns: readonly OutColumn[] | undefined } | undefined;
+
   /** Plans queries at Parse (types for Describe); utility statements describe their fixed columns. */
-  private async prepareResult(stmt: SessionStatement, ast: Statement): Promise<void> {
+  private async prepareResult(stmt: SessionStatement, ast: Statement, oids: readonly number[] = []): Promise<void> {
     const plannable = ast.kind === 'Select' || ast.kind === 'Insert' || ast.kind === 'Update' || ast.kind === 'Delete';
     if (plannable) {
       const open = this.txn?.sql ?? this.pending?.sql;
       const dirty = open !== undefined && open.schemaDirty;
       const snap = dirty ? await loadSnapshot((open as SqlTxn).kv) : await this.nodeSnapshot();
+      const last = this.lastPlanned;
+      if (!dirty && last !== undefined && last.sql === stmt.sql && last.database === this.database && last.plan.schemaVersion === snap.version && sameNumbers(last.oids, oids)) {
+        for (let i = 0; i < last.types.length; i++) stmt.types[i] = last.types[i];
+        stmt.plan = last.plan;
+        stmt.resultColumns = last.resultColumns;
+        return;
+      }
       try {
         stmt.plan = this.plan(ast, snap, stmt.types);
       } catch (e) {
@@ -420,6 +443,7 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         stmt.plan = this.plan(ast, await this.nodeSnapshot(), stmt.types);
       }
       stmt.resultColumns = toOutColumns(stmt.plan.result);
+      this.lastPlanned = dirty ? undefined : { sql: stmt.sql, database: this.database, oids: oids.slice(), types: stmt.types.slice(), plan: stmt.plan, resultColumns: stmt.resultColumns };
       return;
     }
     if (ast.kind === 'Explain' && ['Select', 'Insert', 'Update', 'Delete'].includes(ast.statement.kind)) {
@@ -436,7 +460,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         const t = T.text;
         const type = typeFromOid(stmt.paramTypes[i] ?? 0) ?? t;
         if (params.paramFormats[i] === 1) return datumFromBinary(v, type);
-        const d = decodeText(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), type, this.textContext());
+        // pgwire hands Buffers (views of the message); no second view just to decode the text.
+        const text = Buffer.isBuffer(v) ? v.toString('utf8') : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
+        const d = decodeText(text, type, this.textContext());
         if (d === null) throw new SqlError('sql.invalid_parameter_value', '22023', `invalid value for parameter $${i + 1}`);
         return d;
       });
