@@ -290,8 +290,9 @@ export class RowCodec {
           w.appendByte(TAG_BYTES).appendUvarint((d as Buffer).length).appendRaw(d as Buffer);
           break;
         default: {
-          const s = Buffer.from(isStringFamily(t) ? (d as string) : datumToText(d, t), 'utf8');
-          w.appendByte(TAG_BYTES).appendUvarint(s.length).appendRaw(s);
+          const s = isStringFamily(t) ? (d as string) : datumToText(d, t);
+          const len = Buffer.byteLength(s, 'utf8');
+          w.appendByte(TAG_BYTES).appendUvarint(len).appendUtf8(s, len);
           break;
         }
       }

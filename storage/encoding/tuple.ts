@@ -243,6 +243,13 @@ export class KeyWriter {
     return this;
   }
 
+  /** Raw UTF-8 bytes of `s`, `byteLength` = Buffer.byteLength(s, 'utf8') (value encodings: no intermediate Buffer). */
+  appendUtf8(s: string, byteLength: number): this {
+    this.reserve(byteLength);
+    this.pos += this.buf.write(s, this.pos, byteLength, 'utf8');
+    return this;
+  }
+
   /** A fixed 8-byte big-endian unsigned integer (order-preserving; no tag). */
   appendUint64(n: number): this {
     if (!(Number.isSafeInteger(n) && n >= 0)) assert(false, `encoding: uint64 ${n} is not a non-negative safe integer`);
