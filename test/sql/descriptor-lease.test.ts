@@ -255,6 +255,27 @@ describe('descriptor leases', () => {
     });
   }, 120_000);
 
+  it('schema changes on two nodes at once share the fence list: both commit, the list empties, leases resume everywhere', async () => {
+    const [a, b, c3] = clients as [pg.Client, pg.Client, pg.Client];
+    await untilLeased(c3, 2, 'SELECT k FROM kv WHERE k = 1');
+    const db = (counted[2] as Counted).db;
+    const listed = async (): Promise<string[]> => {
+      const t = db.newTxn({ readOnly: true });
+      const g = new KVBatch();
+      g.get(FENCE_LIST_KEY);
+      const [r] = await t.commitInBatch(g);
+      return decodeFenceList(r?.kind === 'get' ? r.value : null).map((f) => f.token);
+    };
+    // Both fence() calls read-modify-write the one key; one of the two transactions retries.
+    const fencesBefore = leasesOf(0).stats.fences + leasesOf(1).stats.fences;
+    for (let round = 0; round < 3; round++) {
+      await Promise.all([a.query(`CREATE TABLE par_a${round} (k INT PRIMARY KEY)`), b.query(`CREATE TABLE par_b${round} (k INT PRIMARY KEY)`)]);
+    }
+    expect(leasesOf(0).stats.fences + leasesOf(1).stats.fences - fencesBefore).toBe(6);
+    expect(await listed()).toEqual([]);
+    for (const [i, cl] of [a, b, c3].entries()) await untilLeased(cl, i, 'SELECT count(*) FROM par_a2');
+  }, 120_000);
+
   it('the fence list value: round-trips (several fences, multi-byte tokens), empty is no key, malformed is refused', () => {
     const fences = [
       { token: '1.7.1700000000000000', expiration: { wall: 1_700_000_300_000_000, logical: 3 } },
