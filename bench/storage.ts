@@ -193,10 +193,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LevelEngine } from '../storage/level-engine.js';
-import type { EngineIterator, Entry, IterOptions, Reader } from '../storage/engine.js';
 import { DEFAULT_INLINE_VALUE_LIMIT, mvccGetSync, mvccPrefetch, mvccPut, mvccScan, setInlineValueLimit } from '../storage/mvcc.js';
 import type { Timestamp } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
+import { CountingReader } from '../test/support/counting-reader.js';
 
 interface RawDb {
   open(): Promise<void>;
@@ -293,31 +293,6 @@ let lastCpu: [number, number] | null = null;
 function processCpuUs(): number {
   const c = process.cpuUsage();
   return c.user + c.system;
-}
-
-/** A Reader that counts nextBatch calls and entries (untimed diagnostic passes only). */
-class CountingReader implements Reader {
-  calls = 0;
-  entries = 0;
-  constructor(private readonly r: Reader) {}
-  getSync(k: Buffer): Buffer | undefined {
-    return this.r.getSync(k);
-  }
-  getMany(ks: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
-    return this.r.getMany(ks);
-  }
-  iterator(opts: IterOptions): EngineIterator {
-    const it = this.r.iterator(opts);
-    return {
-      nextBatch: async (max: number): Promise<Entry[]> => {
-        this.calls++;
-        const rows = await it.nextBatch(max);
-        this.entries += rows.length;
-        return rows;
-      },
-      close: () => it.close(),
-    };
-  }
 }
 
 /** Figures of every run: name → [raw, mvcc] per run. */

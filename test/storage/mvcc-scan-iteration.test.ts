@@ -17,55 +17,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
-import type { Engine, EngineIterator, Entry, IterOptions, Reader } from '../../storage/engine.js';
+import type { Engine, Reader } from '../../storage/engine.js';
 import { DEFAULT_INLINE_VALUE_LIMIT, mvccDelete, mvccPut, mvccScan, setInlineValueLimit, setScanSeekThreshold, type MvccScanOptions, type Txn } from '../../storage/mvcc.js';
 import type { Timestamp } from '../../src/util/hlc.js';
+import { CountingReader } from '../support/counting-reader.js';
 
 const ts = (wall: number, logical = 0): Timestamp => ({ wall, logical });
 const key = (i: number): Buffer => Buffer.from(`k${String(i).padStart(3, '0')}`);
 const END = Buffer.from('l');
 const txnOf = (n: number): Txn => ({ id: Buffer.alloc(16, n), epoch: 0, writeTimestamp: ts(500 + n), sequence: 1, key: key(0) });
-
-/** A Reader that counts the iterators it opens, their nextBatch calls, seeks and the entries they return. */
-class CountingReader implements Reader {
-  opened = 0;
-  calls = 0;
-  seeks = 0;
-  entries = 0;
-  /** `hideSeek`: its iterators offer no seek (as a batch's merging iterator), so scans reopen instead. */
-  constructor(
-    private readonly r: Reader,
-    private readonly hideSeek = false,
-  ) {}
-  getSync(k: Buffer): Buffer | undefined {
-    return this.r.getSync(k);
-  }
-  getMany(ks: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
-    return this.r.getMany(ks);
-  }
-  iterator(opts: IterOptions): EngineIterator {
-    this.opened++;
-    const it = this.r.iterator(opts);
-    const counted: EngineIterator = {
-      nextBatch: async (max: number): Promise<Entry[]> => {
-        this.calls++;
-        const rows = await it.nextBatch(max);
-        this.entries += rows.length;
-        return rows;
-      },
-      close: () => it.close(),
-    };
-    const seek = it.seek?.bind(it);
-    if (seek === undefined || this.hideSeek) return counted;
-    return {
-      ...counted,
-      seek: (k: Buffer) => {
-        this.seeks++;
-        seek(k);
-      },
-    };
-  }
-}
 
 const show = (r: Awaited<ReturnType<typeof mvccScan>>): string =>
   `${r.kvs.map((kv) => `${kv.key.toString()}=${kv.value?.toString() ?? '<del>'}@${kv.ts.wall}`).join(' ')} | intents ${r.intents.map((i) => i.key.toString()).join(',')} | resume ${r.resumeSpan?.key.toString() ?? '-'}`;
