@@ -399,14 +399,14 @@ function textField(v: string, o: CopyOptions): string {
 }
 
 /** One COPY TO line for a row of text-format values (null = NULL), newline included. */
-export function copyLine(values: readonly (Uint8Array | null)[], o: CopyOptions): string {
+export function copyLine(values: readonly (Uint8Array | string | null)[], o: CopyOptions): string {
   let line = '';
   for (let i = 0; i < values.length; i++) {
     if (i > 0) line += o.delimiter;
     const v = values[i];
     if (v === null || v === undefined) line += o.nullString;
     else {
-      const s = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
+      const s = typeof v === 'string' ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
       line += o.csv ? csvField(s, o) : textField(s, o);
     }
   }

@@ -22,6 +22,7 @@
  *                       int16 attnum, int32 type oid, int16 typlen,
  *                       int32 typmod, int16 format)
  *   'D' DataRow         int16 n, n × (int32 len | −1 for NULL, bytes)
+ *                       (text values may be given as strings: UTF-8 here)
  *   'C' CommandComplete cstring tag        'I' EmptyQueryResponse
  *   'E' ErrorResponse / 'N' NoticeResponse  (byte field code, cstring)* 0x00
  *   '1' ParseComplete '2' BindComplete '3' CloseComplete 'n' NoData
@@ -72,6 +73,9 @@ const INITIAL_CAPACITY = 16 * 1024;
 /** take() copies outputs up to this size (Node's pool serves them cheaply). */
 const COPY_THRESHOLD = 4096;
 const MAX_RETAINED_CAPACITY = 1 << 20;
+
+/** RowDescription bodies of long-lived column arrays (see rowDescription's `reuse`); dropped with the arrays. */
+const encodedRowDescriptions = new WeakMap<readonly ColumnDescriptor[], Buffer>();
 
 /** A single 'N' (or 'S' when TLS follows): the answer to SSLRequest / GSSENCRequest. */
 export function sslResponse(accept: boolean): Buffer {
@@ -227,7 +231,26 @@ export class BackendWriter {
     this.end(at);
   }
 
-  rowDescription(columns: readonly ColumnDescriptor[]): void {
+  /**
+   * RowDescription. `reuse`: the array is a prepared statement's or portal's
+   * (described again on every Bind/Describe/Execute round of the extended
+   * protocol), so its encoded body is kept (keyed by the array, which must not
+   * be mutated afterwards) and copied instead of re-encoded.
+   */
+  rowDescription(columns: readonly ColumnDescriptor[], reuse = false): void {
+    if (reuse) {
+      let body = encodedRowDescriptions.get(columns);
+      if (body === undefined) {
+        const w = new BackendWriter(64);
+        w.rowDescription(columns);
+        body = Buffer.from(w.take().subarray(5));
+        encodedRowDescriptions.set(columns, body);
+      }
+      const at = this.begin(0x54, body.length);
+      this.bytes(body);
+      this.end(at);
+      return;
+    }
     let max = 2;
     for (const c of columns) max += maxCString(c.name) + 18;
     const at = this.begin(0x54, max);
@@ -244,15 +267,22 @@ export class BackendWriter {
     this.end(at);
   }
 
-  /** The hot path: one row of already-encoded values (null is SQL NULL). */
-  dataRow(values: readonly (Uint8Array | null)[]): void {
+  /**
+   * The hot path: one row of values (null is SQL NULL). A string is a value
+   * in text format, UTF-8 encoded straight into the output buffer (no Buffer
+   * per value); a Uint8Array is sent as it is (binary format, or text already
+   * encoded). Room is reserved for the worst case (3 bytes per UTF-16 code
+   * unit) and each value's length is written once its bytes are.
+   */
+  dataRow(values: readonly (Uint8Array | string | null)[]): void {
     const n = values.length;
-    let size = 2 + 4 * n;
+    let max = 2 + 4 * n;
     for (let i = 0; i < n; i++) {
       const v = values[i];
-      if (v) size += v.length;
+      if (typeof v === 'string') max += 3 * v.length;
+      else if (v) max += v.length;
     }
-    const at = this.begin(0x44, size);
+    const at = this.begin(0x44, max);
     const buf = this.buf;
     let off = this.len;
     buf.writeInt16BE(n, off);
@@ -262,6 +292,10 @@ export class BackendWriter {
       if (v === null || v === undefined) {
         buf.writeInt32BE(-1, off);
         off += 4;
+      } else if (typeof v === 'string') {
+        const len = buf.write(v, off + 4, 'utf8');
+        buf.writeInt32BE(len, off);
+        off += 4 + len;
       } else {
         buf.writeInt32BE(v.length, off);
         off += 4;

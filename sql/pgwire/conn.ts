@@ -198,7 +198,7 @@ export class PgConn {
     this.highWaterMark = opts.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.inputHighWaterMark = opts.inputHighWaterMark ?? DEFAULT_INPUT_HIGH_WATER_MARK;
     this.closed = new Promise((resolve) => (this.closeResolve = resolve));
-    const row = (values: readonly (Uint8Array | null)[]) => this.sendRow(values);
+    const row = (values: readonly (Uint8Array | string | null)[]) => this.sendRow(values);
     const notice = (f: NoticeFields) => this.out.noticeResponse(f);
     const parameterStatus = (name: string, value: string) => this.out.parameterStatus(name, value);
     this.simpleSink = {
@@ -609,9 +609,10 @@ export class PgConn {
     }
   }
 
+  /** Describe of a statement or portal: their column arrays live as long as they do, so the encoding is reused. */
   private describeColumns(columns: readonly ColumnDescriptor[] | null): void {
     if (columns === null) this.out.noData();
-    else this.out.rowDescription(columns);
+    else this.out.rowDescription(columns, true);
   }
 
   private statement(name: string): PreparedStatement {
@@ -697,7 +698,7 @@ export class PgConn {
 
   // ─── output and backpressure ────────────────────────────────────────────
 
-  private sendRow(values: readonly (Uint8Array | null)[]): Promise<void> | undefined {
+  private sendRow(values: readonly (Uint8Array | string | null)[]): Promise<void> | undefined {
     if (this.state === 'closed') return Promise.reject(connectionClosed());
     if (this.executeLimit > 0 && ++this.executeRows > this.executeLimit) {
       throw new AssertionError(`pgwire: session sent more than the ${this.executeLimit} rows Execute asked for`);
@@ -792,10 +793,19 @@ export class PgConn {
   }
 }
 
+/** Shared all-text / all-binary format lists by length (frozen; a Bind of the usual drivers gets one without allocating). */
+const UNIFORM_FORMATS: readonly (readonly FormatCode[])[][] = [[], []];
+
+function uniformFormats(code: FormatCode, n: number): readonly FormatCode[] {
+  const byLength = UNIFORM_FORMATS[code] as (readonly FormatCode[])[];
+  if (n >= 64) return new Array<FormatCode>(n).fill(code);
+  return (byLength[n] ??= Object.freeze(new Array<FormatCode>(n).fill(code)));
+}
+
 function expandFormats(codes: readonly FormatCode[], n: number, what: string, of: string): readonly FormatCode[] {
   if (codes.length === n) return codes;
-  if (codes.length === 0) return new Array<FormatCode>(n).fill(0);
-  if (codes.length === 1) return new Array<FormatCode>(n).fill(codes[0]!);
+  if (codes.length === 0) return uniformFormats(0, n);
+  if (codes.length === 1) return uniformFormats(codes[0]!, n);
   throw new PgError('pgwire.bind_mismatch', '08P01', `bind message has ${codes.length} ${what} but ${n} ${of}`);
 }
 

@@ -112,7 +112,8 @@ export type NoticeFields = ErrorFields;
  * CairnError (`pgwire.connection_closed`) if the client goes away.
  */
 export interface RowSink {
-  row(values: readonly (Uint8Array | null)[]): Promise<void> | undefined;
+  /** One DataRow: encoded values, or strings for text-format values (UTF-8 encoded by the connection), null for NULL. */
+  row(values: readonly (Uint8Array | string | null)[]): Promise<void> | undefined;
   /**
    * COPY … FROM STDIN: sends CopyInResponse, then yields the payload of each
    * CopyData the client sends until CopyDone. A CopyFail ends it with a

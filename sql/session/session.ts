@@ -214,8 +214,9 @@ function describeColumns(cols: readonly OutColumn[] | undefined, formats: readon
   }));
 }
 
-function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly FormatCode[], ctx: TextFormatContext): (Uint8Array | null)[] {
-  const out: (Uint8Array | null)[] = new Array(cols.length);
+/** A row's wire values: binary-format values as bytes, text-format ones as strings (pgwire UTF-8 encodes them into its buffer). */
+function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly FormatCode[], ctx: TextFormatContext): (Uint8Array | string | null)[] {
+  const out: (Uint8Array | string | null)[] = new Array(cols.length);
   for (let i = 0; i < cols.length; i++) {
     const v = row[i] as Datum;
     if (v === null) {
@@ -225,7 +226,7 @@ function encodeRow(row: Row, cols: readonly OutColumn[], formats: readonly Forma
     const t = (cols[i] as OutColumn).type;
     const f = formats.length === 1 ? formats[0] : formats[i];
     if (f === 1) out[i] = datumToBinary(v, t);
-    else out[i] = typeof v === 'string' && t.family === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(encodeText(v, t, ctx), 'utf8');
+    else out[i] = typeof v === 'string' && t.family === 'string' ? v : encodeText(v, t, ctx);
   }
   return out;
 }
@@ -466,7 +467,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         if (d === null) throw new SqlError('sql.invalid_parameter_value', '22023', `invalid value for parameter $${i + 1}`);
         return d;
       });
-      return { stmt, params: values, formats: params.resultFormats, result: undefined, pos: 0, columns: describeColumns(stmt.resultColumns, params.resultFormats) };
+      // All-text results (the drivers' default) share the statement's described columns: pgwire reuses their encoded RowDescription.
+      const columns = params.resultFormats.every((f) => f === 0) ? stmt.columns : describeColumns(stmt.resultColumns, params.resultFormats);
+      return { stmt, params: values, formats: params.resultFormats, result: undefined, pos: 0, columns };
     } catch (e) {
       throw toClientError(e);
     }
@@ -882,7 +885,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         }
         const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
         const root = plan.root;
-        const cols = toOutColumns(plan.result);
+        // The plan's own result columns (OutColumn's shape; nothing mutates them): no copy per execution.
+        const cols: readonly OutColumn[] | undefined = plan.result;
         if (root.kind === 'insert' || root.kind === 'update' || root.kind === 'delete') {
           const run = root.kind === 'insert' ? runInsert : root.kind === 'update' ? runUpdate : runDelete;
           const r = await run(root as never, ctx, implicit);

@@ -135,4 +135,46 @@ describe('BackendWriter', () => {
       { numRuns: 300 },
     );
   });
+
+  it('DataRow: a string value is the same bytes as its UTF-8 Buffer — any code points, lone surrogates included (property)', () => {
+    // The session hands text-format values over as strings (the writer UTF-8 encodes them in place) and binary ones
+    // as bytes; a row may mix both. Lone surrogates become U+FFFD in both forms.
+    const value = fc.oneof(
+      fc.constant(null),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((s) => ({ s, asString: true })),
+      fc.string({ unit: 'grapheme', maxLength: 40 }).map((s) => ({ s, asString: false })),
+      fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)), maxLength: 5 }).map((s) => ({ s, asString: true })),
+    );
+    const rows = fc.array(fc.array(value, { maxLength: 12 }), { maxLength: 20 });
+    fc.assert(
+      fc.property(rows, fc.integer({ min: 1, max: 64 }), (rs, cap) => {
+        const mixed = new BackendWriter(cap);
+        const buffers = new BackendWriter(cap);
+        for (const r of rs) {
+          mixed.dataRow(r.map((v) => (v === null ? null : v.asString ? v.s : Buffer.from(v.s))));
+          buffers.dataRow(r.map((v) => (v === null ? null : Buffer.from(v.s, 'utf8'))));
+        }
+        const out = mixed.take();
+        expect(out.equals(buffers.take())).toBe(true);
+        const msgs = out.length === 0 ? [] : parseBackend(out);
+        expect(msgs.map((m) => m['fields'])).toEqual(rs.map((r) => r.map((v) => (v === null ? null : Buffer.from(v.s, 'utf8').toString('utf8')))));
+      }),
+      { numRuns: 300, seed: 20261201 },
+    );
+  });
+
+  it('RowDescription of a reused column array: the kept encoding is the same bytes, every time', () => {
+    const fresh = new BackendWriter(8);
+    fresh.rowDescription(COLUMNS);
+    const expected = fresh.take();
+    const w = new BackendWriter(8);
+    for (let i = 0; i < 3; i++) {
+      w.rowDescription(COLUMNS, true);
+      w.readyForQuery('I');
+    }
+    const out = w.take();
+    const rfq = Buffer.from('5a0000000549', 'hex');
+    expect(out.equals(Buffer.concat([expected, rfq, expected, rfq, expected, rfq]))).toBe(true);
+    expect(parseBackend(out).filter((m) => m['name'] === 'rowDescription')).toHaveLength(3);
+  });
 });
