@@ -34,7 +34,10 @@
  *
  * A statement that fails with SQLSTATE 0A000 is reported "unsupported".
  * Clients are spread over the nodes (client i on node i % 3). Server CPU
- * seconds per statement come from /proc. Writes bench/results/sql-<date>.md
+ * seconds per statement come from /proc; the per-op line also gives it
+ * without the nodes' idle CPU (measured for 3 s before each configuration's
+ * statements), which otherwise dominates at the few hundred ops/s a loaded
+ * machine allows. Writes bench/results/sql-<date>.md
  * and .json. Every process started here is stopped in `finally`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -46,7 +49,7 @@ import postgres from 'postgres';
 import { parseDuration } from '../src/workload/index.js';
 import { closedLoop, type LoopResult } from './support/closed-loop.js';
 import { startCairn, startPostgresTarget, type BenchTarget, type CairnCluster } from './support/cluster.js';
-import { cpuMeter, cpuPerOp } from './support/proc-stats.js';
+import { cpuMeter, cpuPerOp, idleCores } from './support/proc-stats.js';
 import { scatterSpan, tableId } from './support/scatter.js';
 import { tableIndexPrefix } from '../storage/keys.js';
 import { mdTable, ratio } from './support/report.js';
@@ -125,7 +128,7 @@ async function setup(url: string, rows: number): Promise<void> {
  * the same cluster for every --splits entry: the second one's probe and
  * runs would otherwise insert the first one's keys again → 23505).
  */
-async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0): Promise<StatementResult> {
+async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0, idle?: readonly number[]): Promise<StatementResult> {
   const clients = await Promise.all(
     Array.from({ length: o.conns }, async (_, i) => {
       const c = new pg.Client({ connectionString: t.urls[i % t.urls.length] });
@@ -156,7 +159,7 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0
     // KV work per statement over the whole cluster (load distorts these counts far less than throughput).
     const kv = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), r.ops);
     const kvPerOp = kv === null ? undefined : `batches ${kv.distsender_batches}, RPCs ${kv.distsender_rpcs}, Raft proposals ${kv.raft_proposals}, 1PC ${kv.txn_one_phase_commits}, NotLeaseHolder ${kv.distsender_not_lease_holder}`;
-    return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined), ...(kvPerOp === undefined ? {} : { kvPerOp }) };
+    return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined, idle), ...(kvPerOp === undefined ? {} : { kvPerOp }) };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
@@ -267,9 +270,11 @@ async function measure(t: BenchTarget, o: Opts, results: Record<string, Record<s
       process.stdout.write(`${name}: ${layout[name]}\n`);
     }
     out = results[name] = {};
+    // The servers' background CPU, subtracted in the per-op figure (it dominates when a loaded machine allows few ops/s).
+    const idle = t.name === 'cairn' ? await idleCores(t.pids) : undefined;
     for (const s of statements(o)) {
       if (!wanted(s.name)) continue;
-      out[s.name] = await runStatement(t, o, s, ci * 5_000_000);
+      out[s.name] = await runStatement(t, o, s, ci * 5_000_000, idle);
       const r = out[s.name];
       process.stdout.write(`${name} ${s.name}: ${cell(r).join('  ')}${r !== undefined && 'cpuPerOp' in r ? `  CPU ${r.cpuPerOp}` : ''}${r !== undefined && 'kvPerOp' in r ? `  KV/op ${r.kvPerOp}` : ''}\n`);
     }

@@ -89,6 +89,7 @@ export function cpuMeter(pids: () => readonly number[]): { stop(): CpuUse } {
   const start = new Map<number, number>();
   for (const p of pids()) start.set(p, cpuSeconds(p));
   const client0 = selfCpuSeconds();
+  const t0 = performance.now();
   return {
     stop() {
       let server = 0;
@@ -98,7 +99,7 @@ export function cpuMeter(pids: () => readonly number[]): { stop(): CpuUse } {
         server += d;
         perPid.push(d);
       }
-      return { serverCpuSec: round2(server), clientCpuSec: round2(selfCpuSeconds() - client0), perPidCpuSec: perPid.map(round2) };
+      return { serverCpuSec: round2(server), clientCpuSec: round2(selfCpuSeconds() - client0), perPidCpuSec: perPid.map(round2), elapsedSec: (performance.now() - t0) / 1000 };
     },
   };
 }
@@ -109,14 +110,38 @@ export interface CpuUse {
   readonly clientCpuSec: number;
   /** Per server process, in the order of `pids()` (then processes gone since the start). */
   readonly perPidCpuSec: number[];
+  /** Wall-clock seconds between the meter's start and stop(). */
+  readonly elapsedSec: number;
 }
 
-/** CPU µs per operation: "n1 120 + n2 80 + … + client 40 = 300 µs/op" (labels: one per server process; without, the servers' sum). */
-export function cpuPerOp(c: CpuUse, ops: number, labels?: (i: number) => string): string {
+/**
+ * What each server process burns doing no requests (timers, lease and
+ * liveness upkeep, the range queues): cores per process over `ms`, in the
+ * order of `pids()`. On a loaded shared machine a run may manage only a few
+ * hundred operations per second, and this background CPU divided by them
+ * swamps the per-operation figure; cpuPerOp subtracts it when given.
+ */
+export async function idleCores(pids: () => readonly number[], ms = 3000): Promise<number[]> {
+  const m = cpuMeter(pids);
+  await new Promise((r) => setTimeout(r, ms));
+  const c = m.stop();
+  return c.perPidCpuSec.map((s) => s / c.elapsedSec);
+}
+
+/**
+ * CPU µs per operation: "n1 120 + n2 80 + … + client 40 = 300 µs/op" (labels: one per server process; without, the
+ * servers' sum). With `idle` (idleCores of the same processes, same order), the servers' background CPU over the run
+ * is also taken out: "…; without idle 260 µs/op (idle 0.02 + 0.03 + 0.02 cores)".
+ */
+export function cpuPerOp(c: CpuUse, ops: number, labels?: (i: number) => string, idle?: readonly number[]): string {
   if (ops <= 0) return 'no operations';
   const us = (sec: number): number => Math.round((sec * 1e6) / ops);
   const parts = labels === undefined ? [`server ${us(c.serverCpuSec)}`] : c.perPidCpuSec.map((s, i) => `${labels(i)} ${us(s)}`);
-  return `${parts.join(' + ')} + client ${us(c.clientCpuSec)} = ${us(c.serverCpuSec + c.clientCpuSec)} µs/op`;
+  const all = `${parts.join(' + ')} + client ${us(c.clientCpuSec)} = ${us(c.serverCpuSec + c.clientCpuSec)} µs/op`;
+  if (idle === undefined || idle.length === 0) return all;
+  let busy = c.clientCpuSec;
+  c.perPidCpuSec.forEach((s, i) => (busy += Math.max(0, s - (idle[i] ?? 0) * c.elapsedSec)));
+  return `${all}; without idle ${us(busy)} µs/op (idle ${idle.map((x) => x.toFixed(2)).join(' + ')} cores)`;
 }
 
 function round2(x: number): number {
