@@ -137,12 +137,18 @@ export function planReplication(desc: RangeDescriptor, leaseStoreId: number, sto
   const doomed = voters.find((r) => mustGo(r) && r.storeId !== leaseStoreId);
   if (doomed !== undefined) {
     if (best !== undefined && healthy.length <= s.targetReplicas) return { kind: 'replace', target: target(best), old: target(doomed) };
-    // Without a replacement, only a voter that is down goes: removing one that still serves (a live,
-    // decommissioning node) would leave two voters that survive no failure. With a 4th and 5th node
-    // briefly not live in this view (a liveness blip under load), that removal left ranges on
-    // [n2, n4]; killing n2 then made them unavailable for good (kv-ranges-multiproc/rebalance, load ~33).
-    const doomedDown = byStore.get(doomed.storeId)?.live !== true;
-    if (voters.length > 1 && (healthy.length >= s.targetReplicas || (best === undefined && doomedDown))) return { kind: 'remove', old: target(doomed) };
+    // Without a replacement, only a voter that is down on a DECOMMISSIONING node goes (so a decommission
+    // can finish): removing one that still serves would leave two voters that survive no failure. With a
+    // 4th and 5th node briefly not live in this view (a liveness blip under load), that removal left
+    // ranges on [n2, n4]; killing n2 then made them unavailable for good (kv-ranges-multiproc/rebalance,
+    // load ~33). The same holds for a voter only "dead" in this view: a blip of more than the dead-node
+    // timeout (4 s in that test, load ~30) removed live voters of r12 and r18, leaving [n3, n2] and
+    // [n3, n2, +n5 learner], and the kill of n2 stranded them. A voter that is really dead costs nothing
+    // by staying (two voters of [A, B, dead] are a quorum exactly when [A, B] is), so, as CockroachDB's
+    // allocator does, it waits for a target to be replaced by.
+    const st = byStore.get(doomed.storeId);
+    const downDecommissioning = st !== undefined && st.decommissioning && !st.live;
+    if (voters.length > 1 && (healthy.length >= s.targetReplicas || (best === undefined && downDecommissioning))) return { kind: 'remove', old: target(doomed) };
   }
   // 3. Up-replicate.
   if (voters.length < s.targetReplicas && best !== undefined) return { kind: 'add', target: target(best) };
