@@ -187,6 +187,56 @@
  * extra entries). What grows is the LevelDB side: the engine iterator alone
  * over the overwritten MVCC store costs 3.6 µs of JS-thread CPU per entry
  * against raw's 2.8 over its own overwritten store.
+ *
+ * Session 8 (01:05-01:30 UTC, load 15-34). New diagnostic lines under the
+ * rows: what an MVCC put writes and the process CPU (all threads) of its
+ * phases; nextv calls and entries per 100-row MVCC scan and LevelDB's
+ * level-0 files; --compact reads again after compacting both stores.
+ *   - What an overwrite writes: 2 entries, 2,127 bytes per 1 KB put (the new
+ *     head with its value inline, and the displaced version at its version
+ *     key); a fresh put 1 entry, 1,058 bytes; raw 1 entry, 1,038. No stats
+ *     key (callers keep stats in memory; a replica writes one per batch) and
+ *     no separate meta record: the head is the intent/meta record.
+ *   - What it costs (process CPU µs per overwrite, 300,000 keys): heads read
+ *     by getMany 19-24 (cold blocks; ~4 when cached), evaluation 2-7, write
+ *     + sync 31-47, against ~8-10 for a whole raw put. LevelDB's write alone
+ *     (unsynced batches of 100, all threads): ~2-3 µs per 40-byte entry, ~5
+ *     per 1 KB, ~9 per 2 KB — so out-of-line values (1 KB + a ~40-byte head,
+ *     still two entries) would cut the write by about a third, and no head
+ *     layout writes one entry per overwrite. CPU-bound (this machine under
+ *     load), overwrites sit near 0.3 of raw by construction; a blind put
+ *     cannot skip the head read (the new head carries the displaced
+ *     version's index entry, stats need the old head, write-too-old its
+ *     timestamp). Only a quiet, fsync-bound machine can show 0.5.
+ *   - Scans after the puts: a 100-row MVCC scan read 185 entries at 300,000
+ *     keys and 329 at 100,000 (the displaced versions sit between heads and
+ *     each is a 1 KB copy through the pool and the JS thread), and until
+ *     this session it took a second nextv in every scan (2.09 per scan
+ *     measured after 30,000 overwrites of 100,000 keys): the first chunk
+ *     guessed one entry per head. It is now sized by the entries per head
+ *     recent scans met (mvcc.ts): 1.00 nextv per scan in every state.
+ *     A/B at 300,000 keys, --seconds 1, base (4a8c715) and this build
+ *     alternating, one run each, three rounds (load 16-23; per-run figures
+ *     in bench/results/storage-2026-12-01T01-21Z.md): scan after the puts
+ *     0.16/0.26/0.39 -> 0.45/0.53/0.49 (medians 0.26 -> 0.49); the other
+ *     rows moved by noise (overwrites 0.26 -> 0.33, fresh puts 0.93 -> 0.72,
+ *     point get 0.61 -> 0.72, scan one version per key 0.54 -> 0.71). The
+ *     JS-thread CPU per scanned row after the puts stays 7-10 µs against
+ *     raw's 3-3.5: what is left is the versions themselves. The same A/B at
+ *     1,000,000 keys (load 23-37) was noise in every row (scan after the
+ *     puts 0.45 -> 0.42; 137 entries per 100 rows there).
+ *   - Compaction is not the scan gap: after compactRange of both stores
+ *     (100,000 keys, one run) the MVCC scan still read 328 entries per 100
+ *     rows and ran 0.20 of raw.
+ *   - The seek past long histories (mvcc.ts scanSeekVersions) skips what a
+ *     chunk has not read yet: a key with hundreds of versions costs one
+ *     chunk and a seek (test/storage/mvcc-scan-iteration: 600 versions, < 200
+ *     entries read). It does not help where hot keys are dense: with every
+ *     10th of 20,000 keys holding 100 versions, a 100-row scan read ~1,120
+ *     entries either way (the learned first chunk takes the versions in; 1
+ *     seek per scan), ~45 µs of process CPU per row both ways (load 35).
+ *     Versions interleaved with heads are read by whatever scans them; only
+ *     GC or a history kept apart from the heads would change that.
  */
 import { Level } from 'level';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

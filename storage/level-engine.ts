@@ -297,6 +297,7 @@ function levelIterOpts(opts: IterOptions): { gte?: Buffer; lt?: Buffer; reverse?
 
 class LevelIteratorAdapter implements EngineIterator {
   private done = false;
+  private closed = false;
   constructor(
     private readonly it: LevelIterator,
     private readonly opts: IterOptions,
@@ -304,6 +305,7 @@ class LevelIteratorAdapter implements EngineIterator {
 
   seek(key: Buffer): void {
     assert(this.opts.reverse !== true, 'storage: seek is for forward iterators');
+    if (this.closed) return;
     this.done = false;
     // classic-level ends the iterator on a target below gte; the contract (and MemoryEngine) start at gte.
     const gte = this.opts.gte;
@@ -324,6 +326,7 @@ class LevelIteratorAdapter implements EngineIterator {
 
   close(): Promise<void> {
     this.done = true;
+    this.closed = true;
     return this.it.close();
   }
 }

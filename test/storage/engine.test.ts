@@ -130,6 +130,8 @@ for (const mk of [levelHarness, memoryHarness]) {
         it.seek?.(b('e')); // after exhaustion: resumes
         expect((await it.nextBatch(5)).map((x) => x.key.toString())).toEqual(['e']);
         await it.close();
+        it.seek?.(b('b')); // after close: nothing
+        expect(await it.nextBatch(5)).toEqual([]);
         await e.delete(b('cc'));
       }
       await snap.close();
