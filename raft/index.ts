@@ -4,7 +4,7 @@
  * tracker/, quorum/, confchange/) stay importable for tests, but callers
  * should need only this.
  */
-export { RawNode, type BasicStatus, type ProgressStatus, type Status } from './raw-node.js';
+export { RawNode, splitAppendForDurability, type BasicStatus, type ProgressStatus, type Status } from './raw-node.js';
 export { MemoryStorage } from './storage.js';
 export { encodeConfChange, decodeConfChange, confChangesFromString, confChangesToString } from './conf-change-codec.js';
 export { InvalidConfChangeError } from './confchange/confchange.js';

@@ -303,6 +303,45 @@ export class RawNode {
     return out;
   }
 
+  /**
+   * The leader's MsgApps that carry entries, taken out of the pending
+   * messages while a Ready may be outstanding, for the owner to send at once
+   * instead of with the next Ready: an owner whose Ready write is in flight
+   * lets proposals made meanwhile reach the followers during that write, so
+   * they persist in parallel with the leader (Raft thesis §10.2.1: a leader
+   * may send entries before its own copy is durable). Only a leader whose
+   * term and vote are durable (`durable.term`/`durable.vote`, the owner's
+   * persisted hard state) gets anything: a message must never speak for a
+   * term or vote a crash could forget.
+   *
+   * `durable.lastIndex` is the owner's durable last index. The leader counts
+   * its own entries at append time, so its commit index may stand on a copy
+   * of its own that is not durable yet; each taken message announces at most
+   * `durable.lastIndex` (splitAppendForDurability), and for one whose commit
+   * was cut a commit-only MsgApp stays pending for the next Ready (whose
+   * owner sends it once its own log covers that commit). The other pending
+   * messages keep their order.
+   */
+  takeAppends(durable: { readonly lastIndex: number; readonly term: number; readonly vote: number }): Message[] {
+    const r = this.raft;
+    if (r.state !== StateType.Leader || r.term !== durable.term || r.vote !== durable.vote || r.msgs.length === 0) return [];
+    let taken: Message[] | null = null;
+    for (const m of r.msgs) {
+      if (m.type === MessageType.MsgApp && m.entries.length > 0) (taken ??= []).push(m);
+    }
+    if (taken === null) return [];
+    const keep: Message[] = [];
+    for (const m of r.msgs) if (m.type !== MessageType.MsgApp || m.entries.length === 0) keep.push(m);
+    const out = new Array<Message>(taken.length);
+    for (let k = 0; k < taken.length; k++) {
+      const s = splitAppendForDurability(taken[k] as Message, durable.lastIndex);
+      out[k] = s.now as Message;
+      if (s.later !== null) keep.push(s.later);
+    }
+    r.msgs = keep;
+    return out;
+  }
+
   /** Entries handed out by takeCommittedEntries were applied. */
   appliedEntries(ents: readonly Entry[]): void {
     if (ents.length === 0) return;
@@ -380,4 +419,33 @@ export class RawNode {
     }
     return { ...basic, config: describeTrackerConfig(r.trk.config), confState: r.trk.confState(), progress, quiescable };
   }
+}
+
+/**
+ * A leader's MsgApp `m` made fit to send before the leader's own log is
+ * durable past `durableIndex` (its commit index counts its own entries at
+ * append time, so a commit above its durable index may not yet stand on a
+ * quorum of durable copies, and a follower told it could apply an entry a
+ * crash of the leader then lets a new leader overwrite):
+ *
+ *   - commit ≤ durableIndex: `now` is m itself;
+ *   - no entries: `later` is m (all it says is the commit — send it once
+ *     the leader's log covers it);
+ *   - otherwise `now` is m announcing commit = durableIndex, and `later` a
+ *     commit-only MsgApp at m's last entry (index, logTerm) with m's commit.
+ *     The follower that appended m's entries accepts it and commits
+ *     min(commit, that index), what m would have committed; one that did
+ *     not rejects it as it would any append past its log.
+ *
+ * Pure; the returned messages are new objects (m is never mutated).
+ */
+export function splitAppendForDurability(m: Message, durableIndex: number): { now: Message | null; later: Message | null } {
+  assert(m.type === MessageType.MsgApp, 'raft: splitAppendForDurability of a message that is not MsgApp');
+  if (m.commit <= durableIndex) return { now: m, later: null };
+  if (m.entries.length === 0) return { now: null, later: m };
+  const last = m.entries[m.entries.length - 1] as Entry;
+  return {
+    now: { ...m, commit: durableIndex },
+    later: { ...m, index: last.index, logTerm: last.term, entries: [], commit: m.commit },
+  };
 }

@@ -33,6 +33,14 @@ export interface KvSettings {
   readonly applyDurableEarly: boolean;
   /** A leader sends its MsgApps before the round's synced write instead of after it (Store step 1c; Raft thesis §10.2.1). */
   readonly sendAppendsBeforeSync: boolean;
+  /**
+   * While a round's synced write is in flight, a leader proposes the commands
+   * evaluated meanwhile and sends their MsgApps at once, instead of at the
+   * next round (Store "Appends during the sync"; needs sendAppendsBeforeSync).
+   * Default on; CAIRN_KV_RAFT_APPENDS_DURING_SYNC=false (or 0) turns it off
+   * for a process (benchmarks' before/after runs).
+   */
+  readonly sendAppendsDuringSync: boolean;
   /** Bytes of engine key/values per snapshot chunk. */
   readonly snapshotChunkBytes: number;
   /**
@@ -68,6 +76,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   raftLogHardMaxEntries: 20_000,
   applyDurableEarly: true,
   sendAppendsBeforeSync: true,
+  sendAppendsDuringSync: envFlag('CAIRN_KV_RAFT_APPENDS_DURING_SYNC', true),
   snapshotChunkBytes: 1 << 20,
   elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
   lockPushDelayMs: 100,

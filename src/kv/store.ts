@@ -52,6 +52,23 @@
  * still to apply (step 3), and the next round starts after the pass's
  * write, so every replica applies in log order.
  *
+ * Appends during the sync (sendAppendsDuringSync): a command evaluated
+ * while a round's synced write is in flight does not wait for the next
+ * round to reach the followers. Each dirty leader flushes its proposal
+ * buffer into Raft right then and sends the MsgApps that carry the new
+ * entries (RawNode.takeAppends), so the followers persist them in parallel
+ * with the rest of the leader's sync, and the leader's own append of them
+ * goes into the next round as before. A write then waits for about one and
+ * a half fsyncs instead of two. Not for a replica of the round whose MsgApps
+ * step 1c held back (they must not be overtaken), nor for one whose term or
+ * vote is not durable yet. Since followers may now acknowledge entries the
+ * leader has not persisted, every MsgApp sent ahead of the leader's own
+ * sync announces no commit above the leader's durable last index
+ * (raft splitAppendForDurability): a commit that stands on the leader's
+ * non-durable copy reaches followers only after its sync (the commit-only
+ * remainder rides in the post-sync batch), and the leader applies only
+ * entries it holds durably (fast apply, step 3).
+ *
  * Inputs come from outside: tick() (the server's timer every
  * settings.tickIntervalMs, or a test's manual stepping — no timers here),
  * Raft message batches and snapshot chunks from src/rpc, batches from
@@ -129,6 +146,7 @@ import { clearReplicaData } from './replica-change.js';
 import { readRangeTombstone } from './range-tombstone.js';
 import { withObservedTimestamp } from './uncertainty.js';
 import { isSupersededInReady } from './redundant-raft-messages.js';
+import { splitAppendForDurability } from '../../raft/raw-node.js';
 
 export interface StoreOptions {
   readonly engine: Engine;
@@ -168,6 +186,8 @@ export interface StoreMetrics {
   snapshotsRefused: number;
   /** Fast apply passes: commits applied while a round's sync was in flight. */
   fastApplies: number;
+  /** MsgApps a leader sent while a round's sync was in flight (Store header, "Appends during the sync"). */
+  appendsDuringSync: number;
 }
 
 interface PendingSnapshot {
@@ -237,6 +257,7 @@ export class Store implements StoreContext {
     snapshotsApplied: 0,
     snapshotsRefused: 0,
     fastApplies: 0,
+    appendsDuringSync: 0,
   };
   private readonly replicas = new Map<number, Replica>();
   private readonly transport: RpcTransport;
@@ -275,6 +296,12 @@ export class Store implements StoreContext {
    * the replicas that may not take part (entries of the round still to apply).
    */
   private syncing: Set<Replica> | null = null;
+  /**
+   * While a round's synced write is in flight and leaders may send appends
+   * (sendAppendsDuringSync): the round's replicas whose MsgApps wait for
+   * the sync (step 1c passed them over) — a later append must not overtake them.
+   */
+  private appendsHeld: Set<Replica> | null = null;
   /** The current round's early applies, finished before any fast pass finishes its own (log order). */
   private earlyDone: Promise<void> | null = null;
   private fastApply: Promise<void> | null = null;
@@ -332,10 +359,11 @@ export class Store implements StoreContext {
 
   enqueueReady(r: Replica): void {
     this.dirty.add(r);
-    if (this.syncing !== null && !this.fastScheduled && this.fastApply === null) {
+    if (this.syncing !== null && !this.fastScheduled && (this.fastApply === null || this.appendsHeld !== null)) {
       this.fastScheduled = true;
       this.schedule(() => {
         this.fastScheduled = false;
+        this.sendAppendsDuringSync();
         this.startFastApply();
       });
     }
@@ -733,16 +761,39 @@ export class Store implements StoreContext {
     // said). The leader counts its own entries at append time, but a commit
     // the followers' acks produce leaves only in a later round, which starts
     // after this round's sync — nothing is acknowledged on a non-durable copy.
+    //
+    // Every MsgApp sent before the leader's own copy is durable announces no
+    // commit above its durable last index (splitAppendForDurability; the
+    // commit-only remainder goes after the sync): with appends sent during
+    // the sync, followers may acknowledge entries this very round persists,
+    // and a commit standing on the leader's non-durable copy must not reach
+    // a follower that would apply it.
     let rest: Map<Replica, Message[]> | undefined;
+    let held: Set<Replica> | null = null;
     if (this.settings.sendAppendsBeforeSync) {
       const early = new Map<number, RaftMessageRequest[]>();
+      held = new Set();
       for (const { r, rd } of rounds) {
-        if (descKeys.has(r) || (rd.snapshot !== null && !isEmptySnap(rd.snapshot))) continue;
-        const hs = rd.hardState;
-        if (hs !== null && (hs.term !== r.storage.hardState.term || hs.vote !== r.storage.hardState.vote)) continue;
         if (!rd.messages.some((m) => m.type === MessageType.MsgApp)) continue;
-        this.route(r, rd.messages.filter((m) => m.type === MessageType.MsgApp), false, early);
-        (rest ??= new Map()).set(r, rd.messages.filter((m) => m.type !== MessageType.MsgApp));
+        const hs = rd.hardState;
+        if (descKeys.has(r) || (rd.snapshot !== null && !isEmptySnap(rd.snapshot)) || (hs !== null && (hs.term !== r.storage.hardState.term || hs.vote !== r.storage.hardState.vote))) {
+          held.add(r);
+          continue;
+        }
+        const durable = r.storage.lastIndex();
+        const now: Message[] = [];
+        const after: Message[] = [];
+        for (const m of rd.messages) {
+          if (m.type !== MessageType.MsgApp) {
+            after.push(m);
+            continue;
+          }
+          const s = splitAppendForDurability(m, durable);
+          if (s.now !== null) now.push(s.now);
+          if (s.later !== null) after.push(s.later);
+        }
+        this.route(r, now, false, early);
+        (rest ??= new Map()).set(r, after);
       }
       this.flush(early);
     }
@@ -763,7 +814,11 @@ export class Store implements StoreContext {
     if (persisted !== null && earlyOk && sync) {
       this.syncing = new Set(late.map((l) => l.r));
       this.earlyDone = earlyDone;
-      if (this.dirty.size > 0) this.startFastApply();
+      if (held !== null && this.settings.sendAppendsDuringSync) this.appendsHeld = held;
+      if (this.dirty.size > 0) {
+        this.sendAppendsDuringSync();
+        this.startFastApply();
+      }
     }
     try {
       await earlyDone;
@@ -773,6 +828,7 @@ export class Store implements StoreContext {
       }
     } finally {
       this.syncing = null;
+      this.appendsHeld = null;
       this.earlyDone = null;
     }
     for (const { r, rd } of rounds) {
@@ -806,6 +862,27 @@ export class Store implements StoreContext {
       if (rd.softState !== null && !r.stopped) r.onLeaderChange();
       if (r.raw.hasReady()) this.dirty.add(r);
     }
+  }
+
+  /**
+   * Appends during the sync (see the header): each dirty leader proposes the
+   * commands buffered since the round began and sends the MsgApps that carry
+   * them (RawNode.takeAppends) now, not after the round's sync. Synchronous.
+   */
+  private sendAppendsDuringSync(): void {
+    const held = this.appendsHeld;
+    if (held === null || this.stopped) return;
+    let byNode: Map<number, RaftMessageRequest[]> | null = null;
+    for (const r of this.dirty) {
+      if (r.stopped || !r.initialized || held.has(r) || !r.isLeader()) continue;
+      r.flushProposals();
+      const hs = r.storage.hardState;
+      const msgs = r.raw.takeAppends({ lastIndex: r.storage.lastIndex(), term: hs.term, vote: hs.vote });
+      if (msgs.length === 0) continue;
+      this.metrics.appendsDuringSync += msgs.length;
+      this.route(r, msgs, false, (byNode ??= new Map()));
+    }
+    if (byNode !== null) this.flush(byNode);
   }
 
   /**

@@ -48,8 +48,13 @@ function partition(c: TestCluster, i: number, on: boolean): void {
 }
 
 /** A 3-node cluster, ticking, whose r1 has its lease on its Raft leader; `lh` is that node. 10 s leases outlast a held round. */
+/**
+ * sendAppendsDuringSync off: these tests hold commands in the buffer for the
+ * round after the held one; with it on, a leader proposes them during the
+ * held sync (test/kv/appends-during-sync.test.ts covers that).
+ */
 async function steadyCluster(electionTicks: number): Promise<{ c: TestCluster; lh: number }> {
-  const c = await startCluster({ nodes: 3, settings: { electionTicks, leaseDurationMicros: 10_000_000 } });
+  const c = await startCluster({ nodes: 3, settings: { electionTicks, leaseDurationMicros: 10_000_000, sendAppendsDuringSync: false } });
   c.startTicker();
   await c.client(0).put(key('warm'), Buffer.from('w'));
   await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');

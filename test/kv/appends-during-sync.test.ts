@@ -1,0 +1,164 @@
+/**
+ * Appends during the sync (store.ts header; issue 4, replicated put
+ * latency) on a 3-node in-process cluster whose engines write like LevelDB
+ * (test/support/sync-gate.ts): a command the leaseholder evaluates while its
+ * Store's round is held in its synced write reaches the followers during
+ * that sync, not at the next round — and nothing is committed on the
+ * strength of the leader's own non-durable copy:
+ *
+ *   - with the leader's sync held, puts evaluated meanwhile are in both
+ *     followers' durable logs before the leader's round ends (with
+ *     sendAppendsDuringSync off they are not: the control);
+ *   - they are not answered before the leader's copy is durable, and no
+ *     follower learns a commit index above the leader's durable last index
+ *     (raft splitAppendForDurability; Raft §5.3/§5.4: a follower that applied
+ *     an entry held durably only by itself could see a new leader overwrite
+ *     it after the leader crashed) — checked with one follower's sync held
+ *     too, so the commit the leader computes stands on one durable copy;
+ *   - once the gates open every put is answered, readable, and applied the
+ *     same on every replica.
+ *
+ * Elections take 300 ticks and leases 10 s: while a loop is held no
+ * heartbeat answer reaches the leader (as in ack-at-commit.test.ts).
+ */
+import { describe, it, expect } from 'vitest';
+import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
+import { gateSyncs, type SyncGate } from '../support/sync-gate.js';
+import type { KvSettings } from '../../src/kv/settings.js';
+
+const startCluster = autoCloseClusters();
+const key = (s: string): Buffer => Buffer.from(`\x90ads-${s}`, 'latin1');
+
+function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error: unknown } {
+  const t = { promise: p, settled: false, error: undefined as unknown };
+  p.then(
+    () => void (t.settled = true),
+    (e: unknown) => {
+      t.settled = true;
+      t.error = e;
+    },
+  );
+  return t;
+}
+
+async function steadyCluster(over: Partial<KvSettings> = {}): Promise<{ c: TestCluster; lh: number; followers: number[]; gates: SyncGate[] }> {
+  const c = await startCluster({ nodes: 3, settings: { electionTicks: 300, leaseDurationMicros: 10_000_000, ...over } });
+  c.startTicker();
+  await c.client(0).put(key('warm'), Buffer.from('w'));
+  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
+  const lh = c.leaseholder();
+  const followers = [0, 1, 2].filter((i) => i !== lh);
+  const gates = [0, 1, 2].map((i) => gateSyncs(c.node(i).engine));
+  return { c, lh, followers, gates };
+}
+
+/**
+ * Holds the leader's round (a put's sync), runs `whileHeld`, and evaluates
+ * `n` more puts meanwhile; returns once they are pending on the leader.
+ */
+async function putsDuringHeldRound(c: TestCluster, lh: number, gate: SyncGate, n: number, whileHeld?: (durable: number) => Promise<void>) {
+  const leader = () => c.store(lh).replica(1)!;
+  const kv = c.client(lh);
+  gate.close();
+  const first = track(kv.put(key('first'), Buffer.from('f')));
+  await c.waitFor(() => gate.holding, 10_000, "the leader's sync held");
+  const durable = leader().storage.lastIndex();
+  await whileHeld?.(durable);
+  const base = leader().pendingProposals;
+  const puts = Array.from({ length: n }, (_, i) => track(kv.put(key(`p${i}`), Buffer.from(`v${i}`))));
+  await c.waitFor(() => leader().pendingProposals >= base + n, 10_000, 'the puts evaluated and pending');
+  return { leader, kv, first, puts, durable };
+}
+
+async function expectAllApplied(c: TestCluster, lh: number, kv: ReturnType<TestCluster['client']>, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) expect((await kv.get(key(`p${i}`)))?.toString()).toBe(`v${i}`);
+  const applied = c.store(lh).replica(1)!.applied.raftAppliedIndex;
+  await c.waitFor(() => [0, 1, 2].every((i) => c.store(i).replica(1)!.applied.raftAppliedIndex >= applied), 10_000, 'every replica applied');
+  const lai = [0, 1, 2].map((i) => c.store(i).replica(1)!.applied.leaseAppliedIndex);
+  expect(new Set(lai).size).toBe(1);
+}
+
+describe('appends during the sync', () => {
+  it("puts evaluated while the leader's round syncs reach both followers' durable logs during that sync; answered once the leader's copy is durable", async () => {
+    const { c, lh, followers, gates } = await steadyCluster();
+    const gate = gates[lh]!;
+    try {
+      const n = 8;
+      const { leader, kv, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
+      const last = leader().raw.raft.raftLog.lastIndex();
+      expect(last).toBeGreaterThan(durable);
+      // The puts' entries are durable on both followers while the leader's round is still held.
+      await c.waitFor(() => followers.every((f) => c.store(f).replica(1)!.storage.lastIndex() >= last), 10_000, "the puts in the followers' durable logs");
+      expect(gate.holding).toBe(true);
+      expect(c.store(lh).metrics.appendsDuringSync).toBeGreaterThan(0);
+      // A quorum of followers acknowledged them, yet nothing is answered on the leader's non-durable copy,
+      // and no follower was told a commit above the leader's durable log.
+      await c.waitFor(() => leader().raw.raft.raftLog.committed >= last, 10_000, 'the puts committed on the leader');
+      expect(first.settled).toBe(false);
+      expect(puts.filter((p) => p.settled)).toEqual([]);
+      for (const f of followers) expect(c.store(f).replica(1)!.raw.raft.raftLog.committed).toBeLessThanOrEqual(durable);
+      gate.open();
+      await first.promise;
+      for (const p of puts) await p.promise;
+      await expectAllApplied(c, lh, kv, n);
+    } finally {
+      for (const g of gates) g.open();
+    }
+  });
+
+  it('with sendAppendsDuringSync off, the puts wait for the next round (control)', async () => {
+    const { c, lh, followers, gates } = await steadyCluster({ sendAppendsDuringSync: false });
+    const gate = gates[lh]!;
+    try {
+      const n = 4;
+      const { leader, kv, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
+      // `first` reaches the followers (its MsgApp left before the held sync); the puts stay in the proposal
+      // buffer until the next round: not in the leader's Raft log, so nowhere else either.
+      await c.waitFor(() => followers.every((f) => c.store(f).replica(1)!.storage.lastIndex() > durable), 10_000, "`first` in the followers' logs");
+      expect(gate.holding).toBe(true);
+      expect(leader().raw.raft.raftLog.lastIndex()).toBe(durable + 1);
+      for (const f of followers) expect(c.store(f).replica(1)!.storage.lastIndex()).toBe(durable + 1);
+      expect(c.store(lh).metrics.appendsDuringSync).toBe(0);
+      gate.open();
+      await first.promise;
+      for (const p of puts) await p.promise;
+      await expectAllApplied(c, lh, kv, n);
+    } finally {
+      for (const g of gates) g.open();
+    }
+  });
+
+  it("never tells a follower a commit above the leader's durable log: one follower durable, the other and the leader held", async () => {
+    const { c, lh, followers, gates } = await steadyCluster();
+    const [f1, f2] = followers as [number, number];
+    try {
+      gates[f2]!.close();
+      const n = 4;
+      // The leader counts its own (non-durable) copy: with f1's acknowledgement of `first` it computes it
+      // committed before the puts are evaluated, so the MsgApps carrying the puts are made while the leader's
+      // commit index is above its durable log.
+      const { leader, kv, first, puts, durable } = await putsDuringHeldRound(c, lh, gates[lh]!, n, (d) =>
+        c.waitFor(() => c.store(lh).replica(1)!.raw.raft.raftLog.committed > d, 10_000, '`first` committed on the leader'),
+      );
+      const last = leader().raw.raft.raftLog.lastIndex();
+      // f1 has stepped those MsgApps once it holds their entries.
+      await c.waitFor(() => c.store(f1).replica(1)!.storage.lastIndex() >= last, 10_000, "the puts in f1's durable log");
+      await c.waitFor(() => leader().raw.raft.raftLog.committed >= last, 10_000, 'the puts committed on the leader');
+      // Only f1 holds them durably: f1 must not learn that commit, nor apply them; nobody is answered.
+      const r1 = c.store(f1).replica(1)!;
+      expect(r1.raw.raft.raftLog.committed).toBeLessThanOrEqual(durable);
+      expect(r1.applied.raftAppliedIndex).toBeLessThanOrEqual(durable);
+      expect(first.settled).toBe(false);
+      expect(puts.filter((p) => p.settled)).toEqual([]);
+      // The leader's copy durable: answered; f1 learns the commit after the leader's sync.
+      gates[lh]!.open();
+      await first.promise;
+      for (const p of puts) await p.promise;
+      await c.waitFor(() => r1.applied.raftAppliedIndex >= last, 10_000, 'f1 applied the puts');
+      gates[f2]!.open();
+      await expectAllApplied(c, lh, kv, n);
+    } finally {
+      for (const g of gates) g.open();
+    }
+  });
+});
