@@ -27,39 +27,17 @@
  * 1 s lease lapse before the held phase ended.
  */
 import { describe, it, expect } from 'vitest';
-import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
-import { gateSyncs, type SyncGate } from '../support/sync-gate.js';
+import { autoCloseClusters } from '../support/test-cluster.js';
+import { gatedCluster } from '../support/sync-gate.js';
+import { track } from '../support/track.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90ack-${s}`, 'latin1');
 
-/** A promise whose outcome can be looked at without awaiting it. */
-function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error: unknown } {
-  const t = { promise: p, settled: false, error: undefined as unknown };
-  p.then(
-    () => void (t.settled = true),
-    (e: unknown) => {
-      t.settled = true;
-      t.error = e;
-    },
-  );
-  return t;
-}
-
-async function steadyCluster(): Promise<{ c: TestCluster; lh: number; followers: number[]; gates: SyncGate[] }> {
-  const c = await startCluster({ nodes: 3, settings: { electionTicks: 300, leaseDurationMicros: 10_000_000 } });
-  c.startTicker();
-  await c.client(0).put(key('warm'), Buffer.from('w'));
-  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
-  const lh = c.leaseholder();
-  const followers = [0, 1, 2].filter((i) => i !== lh);
-  const gates = [0, 1, 2].map((i) => gateSyncs(c.node(i).engine));
-  return { c, lh, followers, gates };
-}
 
 describe('replicated write acknowledgement', () => {
   it('answers a put once a quorum holds it durably, while the leader is still syncing its next round', async () => {
-    const { c, lh, followers, gates } = await steadyCluster();
+    const { c, lh, followers, gates } = await gatedCluster(startCluster);
     const leader = () => c.store(lh).replica(1)!;
     const kv = c.client(lh);
     try {
@@ -95,7 +73,7 @@ describe('replicated write acknowledgement', () => {
   });
 
   it("applies a command committed before a round without waiting for that round's fsync", async () => {
-    const { c, lh, followers, gates } = await steadyCluster();
+    const { c, lh, followers, gates } = await gatedCluster(startCluster);
     const leader = () => c.store(lh).replica(1)!;
     const kv = c.client(lh);
     try {
@@ -130,7 +108,7 @@ describe('replicated write acknowledgement', () => {
   });
 
   it('answers nothing while only the leader holds a write durably, and answers once one follower does', async () => {
-    const { c, lh, followers, gates } = await steadyCluster();
+    const { c, lh, followers, gates } = await gatedCluster(startCluster);
     const kv = c.client(lh);
     try {
       for (const f of followers) gates[f]!.close();

@@ -23,34 +23,12 @@
  */
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
-import { gateSyncs, type SyncGate } from '../support/sync-gate.js';
-import type { KvSettings } from '../../src/kv/settings.js';
+import { gatedCluster, type SyncGate } from '../support/sync-gate.js';
+import { track, type Tracked } from '../support/track.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90ads-${s}`, 'latin1');
 
-function track<T>(p: Promise<T>): { promise: Promise<T>; settled: boolean; error: unknown } {
-  const t = { promise: p, settled: false, error: undefined as unknown };
-  p.then(
-    () => void (t.settled = true),
-    (e: unknown) => {
-      t.settled = true;
-      t.error = e;
-    },
-  );
-  return t;
-}
-
-async function steadyCluster(over: Partial<KvSettings> = {}): Promise<{ c: TestCluster; lh: number; followers: number[]; gates: SyncGate[] }> {
-  const c = await startCluster({ nodes: 3, settings: { electionTicks: 300, leaseDurationMicros: 10_000_000, ...over } });
-  c.startTicker();
-  await c.client(0).put(key('warm'), Buffer.from('w'));
-  await c.waitFor(() => c.leader() >= 0 && c.leader() === c.leaseholder(), 20_000, 'leader and leaseholder together');
-  const lh = c.leaseholder();
-  const followers = [0, 1, 2].filter((i) => i !== lh);
-  const gates = [0, 1, 2].map((i) => gateSyncs(c.node(i).engine));
-  return { c, lh, followers, gates };
-}
 
 /**
  * Holds the leader's round (a put's sync), runs `whileHeld`, and evaluates
@@ -70,6 +48,14 @@ async function putsDuringHeldRound(c: TestCluster, lh: number, gate: SyncGate, n
   return { leader, kv, first, puts, durable };
 }
 
+/** Opens `gate`; every put is answered, readable, and applied the same on every replica. */
+async function releaseAndCheck(c: TestCluster, lh: number, gate: SyncGate, first: Tracked<void>, puts: readonly Tracked<void>[]): Promise<void> {
+  gate.open();
+  await first.promise;
+  for (const p of puts) await p.promise;
+  await expectAllApplied(c, lh, c.client(lh), puts.length);
+}
+
 async function expectAllApplied(c: TestCluster, lh: number, kv: ReturnType<TestCluster['client']>, n: number): Promise<void> {
   for (let i = 0; i < n; i++) expect((await kv.get(key(`p${i}`)))?.toString()).toBe(`v${i}`);
   const applied = c.store(lh).replica(1)!.applied.raftAppliedIndex;
@@ -80,11 +66,11 @@ async function expectAllApplied(c: TestCluster, lh: number, kv: ReturnType<TestC
 
 describe('appends during the sync', () => {
   it("puts evaluated while the leader's round syncs reach both followers' durable logs during that sync; answered once the leader's copy is durable", async () => {
-    const { c, lh, followers, gates } = await steadyCluster();
+    const { c, lh, followers, gates } = await gatedCluster(startCluster);
     const gate = gates[lh]!;
     try {
       const n = 8;
-      const { leader, kv, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
+      const { leader, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
       const last = leader().raw.raft.raftLog.lastIndex();
       expect(last).toBeGreaterThan(durable);
       // The puts' entries are durable on both followers while the leader's round is still held.
@@ -97,21 +83,18 @@ describe('appends during the sync', () => {
       expect(first.settled).toBe(false);
       expect(puts.filter((p) => p.settled)).toEqual([]);
       for (const f of followers) expect(c.store(f).replica(1)!.raw.raft.raftLog.committed).toBeLessThanOrEqual(durable);
-      gate.open();
-      await first.promise;
-      for (const p of puts) await p.promise;
-      await expectAllApplied(c, lh, kv, n);
+      await releaseAndCheck(c, lh, gate, first, puts);
     } finally {
       for (const g of gates) g.open();
     }
   });
 
   it('with sendAppendsDuringSync off, the puts wait for the next round (control)', async () => {
-    const { c, lh, followers, gates } = await steadyCluster({ sendAppendsDuringSync: false });
+    const { c, lh, followers, gates } = await gatedCluster(startCluster, { sendAppendsDuringSync: false });
     const gate = gates[lh]!;
     try {
       const n = 4;
-      const { leader, kv, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
+      const { leader, first, puts, durable } = await putsDuringHeldRound(c, lh, gate, n);
       // `first` reaches the followers (its MsgApp left before the held sync); the puts stay in the proposal
       // buffer until the next round: not in the leader's Raft log, so nowhere else either.
       await c.waitFor(() => followers.every((f) => c.store(f).replica(1)!.storage.lastIndex() > durable), 10_000, "`first` in the followers' logs");
@@ -119,17 +102,14 @@ describe('appends during the sync', () => {
       expect(leader().raw.raft.raftLog.lastIndex()).toBe(durable + 1);
       for (const f of followers) expect(c.store(f).replica(1)!.storage.lastIndex()).toBe(durable + 1);
       expect(c.store(lh).metrics.appendsDuringSync).toBe(0);
-      gate.open();
-      await first.promise;
-      for (const p of puts) await p.promise;
-      await expectAllApplied(c, lh, kv, n);
+      await releaseAndCheck(c, lh, gate, first, puts);
     } finally {
       for (const g of gates) g.open();
     }
   });
 
   it("never tells a follower a commit above the leader's durable log: one follower durable, the other and the leader held", async () => {
-    const { c, lh, followers, gates } = await steadyCluster();
+    const { c, lh, followers, gates } = await gatedCluster(startCluster);
     const [f1, f2] = followers as [number, number];
     try {
       gates[f2]!.close();
