@@ -86,6 +86,31 @@ describe('RowCodec', () => {
     );
   });
 
+  it('text values are written as UTF-8 straight into the row (multi-byte text, values across the writer slab) and round-trip (property)', () => {
+    // encodeValue writes a string's UTF-8 in place (KeyWriter.appendUtf8): its byte length, not its character count,
+    // sizes the field, and a value may straddle or outgrow the writer's 4 KiB slab.
+    const text = table([col(1, 'k', T.int8, false), col(2, 'a', T.text), col(3, 'b', varchar(5000)), col(4, 'c', T.text)], [1]);
+    const tc = new RowCodec(text);
+    const piece = fc.constantFrom('a', 'é', '€', '😀', 'ﬀ', '\u0000', 'z'.repeat(100), 'ü'.repeat(700));
+    const long = fc.array(piece, { maxLength: 40 }).map((ps) => ps.join(''));
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 40n }), fc.option(long), fc.option(fc.string({ unit: 'grapheme', maxLength: 30 })), fc.option(long), (k, a, b, c) => {
+        const row: Datum[] = [k, a, b, c];
+        const value = tc.encodeValue(row);
+        const out: Datum[] = [null, 'junk', 'junk', 'junk'];
+        tc.decodeValue(value, out);
+        expect(out.slice(1)).toEqual([a, b, c]);
+      }),
+      { numRuns: 200, seed: 8 },
+    );
+    for (const n of [4094, 4095, 4096, 4097, 12_000]) {
+      const s = '€'.repeat(Math.ceil(n / 3)).slice(0, Math.ceil(n / 3));
+      const out: Datum[] = [null, null, null, null];
+      tc.decodeValue(tc.encodeValue([1n, s, 'x', s]), out);
+      expect(out.slice(1)).toEqual([s, 'x', s]);
+    }
+  });
+
   it('decodes only the columns asked for', () => {
     const row: Datum[] = [1n, 'k', 7, 1.5, true, Decimal.parse('1.50') as Decimal, 'v', Buffer.from([1]), 5, 9n];
     const out: Datum[] = new Array(row.length).fill(null);
