@@ -63,6 +63,14 @@ describe('plan reuse for unnamed statements', () => {
     expect((await run(a, 'SELECT id, z FROM r2 WHERE id >= $1 ORDER BY id', [1])).rows.map((r: { z: string }) => r.z)).toEqual(['d', 'd', 'd', 'd']);
   });
 
+  it('a reused plan evaluates volatile functions and parameters at each execution', async () => {
+    const text = 'SELECT gen_random_uuid()::STRING AS u, $1::INT8 * 2 AS p';
+    const rows = [];
+    for (let i = 1; i <= 3; i++) rows.push((await run(a, text, [i])).rows[0] as { u: string; p: string });
+    expect(rows.map((r) => r.p)).toEqual(['2', '4', '6']);
+    expect(new Set(rows.map((r) => r.u)).size).toBe(3);
+  });
+
   it('the same text in another database reaches that database’s table', async () => {
     await a.query('CREATE DATABASE other');
     await a.query('CREATE TABLE r3 (id INT8 PRIMARY KEY, v TEXT)');
