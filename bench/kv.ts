@@ -183,7 +183,7 @@ async function splitKeyspace(c: CairnCluster, keys: number, n: number): Promise<
 }
 
 /** The node counters printed per operation of a Cairn phase (support/node-metrics.ts). */
-const PHASE_COUNTERS: readonly Counter[] = ['distsender_rpcs', 'distsender_not_lease_holder', 'distsender_retries', 'raft_proposals', 'raft_reproposals', 'raft_syncs', 'raft_messages_sent', 'raft_message_batches_sent', 'raft_ready_rounds', 'raft_leader_changes', 'rpc_messages_sent', 'rpc_frames_sent'];
+const PHASE_COUNTERS: readonly Counter[] = ['distsender_rpcs', 'distsender_not_lease_holder', 'distsender_retries', 'raft_proposals', 'raft_reproposals', 'raft_syncs', 'raft_messages_sent', 'raft_message_batches_sent', 'raft_appends_during_sync', 'raft_ready_rounds', 'raft_leader_changes', 'rpc_messages_sent', 'rpc_frames_sent'];
 
 function countsLine(before: Counters, after: Counters, ops: number): string {
   const p = perOp(before, after, ops);

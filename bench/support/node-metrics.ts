@@ -24,6 +24,7 @@ export const COUNTERS = [
   'raft_syncs',
   'raft_messages_sent',
   'raft_message_batches_sent',
+  'raft_appends_during_sync',
   'raft_ready_rounds',
   'raft_leader_changes',
   'rpc_messages_sent',

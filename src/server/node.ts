@@ -1241,6 +1241,7 @@ export class Node {
     m.counterFunc('cairn_raft_ready_rounds_total', 'Ready rounds of the store loop', () => sm('readyRounds'));
     m.counterFunc('cairn_raft_syncs_total', 'Synced engine writes (group commits)', () => sm('syncs'));
     m.counterFunc('cairn_raft_messages_sent_total', 'Raft messages sent', () => sm('raftMessagesSent'));
+    m.counterFunc('cairn_raft_appends_during_sync_total', 'MsgApps a leader sent while its store\'s round was syncing (store.ts "Appends during the sync")', () => sm('appendsDuringSync'));
     m.counterFunc('cairn_raft_message_batches_sent_total', 'Raft message batches sent (one per destination store per send; all ranges\' messages ride in it)', () => sm('raftBatchesSent'));
     m.counterFunc('cairn_raft_snapshots_sent_total', 'Raft snapshots sent', () => sm('snapshotsSent'));
     m.counterFunc('cairn_raft_snapshots_applied_total', 'Raft snapshots applied', () => sm('snapshotsApplied'));
