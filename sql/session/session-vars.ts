@@ -143,8 +143,16 @@ export class SessionVars {
     return def.reportAs;
   }
 
-  /** statement_timeout in ms (0 = none). */
+  /** statement_timeout in ms (0 = none), parsed once per value (every statement asks). */
   statementTimeoutMs(): number {
-    return timeoutMs(this.get('statement_timeout'));
+    const v = this.get('statement_timeout');
+    if (v !== this.timeoutText) {
+      this.timeoutMsValue = timeoutMs(v);
+      this.timeoutText = v;
+    }
+    return this.timeoutMsValue;
   }
+
+  private timeoutText: string | undefined;
+  private timeoutMsValue = 0;
 }

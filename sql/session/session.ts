@@ -354,8 +354,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       const emitter: RowEmitter = {
         begin: (cols) => sink.rowDescription(describeColumns(cols, [0]) as ColumnDescriptor[]),
         rows: async (rows, cols) => {
+          const ctx = this.textContext(); // once per batch: no statement of this session runs between its rows
           for (const row of rows) {
-            const p = sink.row(encodeRow(row, cols, [0], this.textContext()));
+            const p = sink.row(encodeRow(row, cols, [0], ctx));
             if (p !== undefined) await p;
           }
         },
@@ -364,8 +365,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
         const r = await this.runOne(ps, undefined, [], sink, emitter);
         if (r.columns !== undefined && r.streamed !== true) {
           sink.rowDescription(describeColumns(r.columns, [0]) as ColumnDescriptor[]);
+          const ctx = this.textContext();
           for (const row of r.rows) {
-            const p = sink.row(encodeRow(row, r.columns, [0], this.textContext()));
+            const p = sink.row(encodeRow(row, r.columns, [0], ctx));
             if (p !== undefined) await p;
           }
         }
@@ -486,8 +488,9 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
           ? {
               begin: () => {},
               rows: async (rows, cols) => {
+                const ctx = this.textContext(); // once per batch (see simpleQuery's emitter)
                 for (const row of rows) {
-                  const p = sink.row(encodeRow(row, cols, portal.formats, this.textContext()));
+                  const p = sink.row(encodeRow(row, cols, portal.formats, ctx));
                   if (p !== undefined) await p;
                 }
               },
@@ -1065,7 +1068,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       const b = await it.next();
       if (b === null) break;
       let text = '';
-      for (const r of b) text += copyLine(encodeRow(r, cols, [0], this.textContext()), o);
+      const tctx = this.textContext();
+      for (const r of b) text += copyLine(encodeRow(r, cols, [0], tctx), o);
       count += b.length;
       if (text !== '') await sink.copyData(Buffer.from(text, 'utf8'));
     }
