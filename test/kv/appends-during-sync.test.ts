@@ -16,7 +16,11 @@
  *     it after the leader crashed) — checked with one follower's sync held
  *     too, so the commit the leader computes stands on one durable copy;
  *   - once the gates open every put is answered, readable, and applied the
- *     same on every replica.
+ *     same on every replica;
+ *   - under a seeded random schedule of held syncs (any subset of the three
+ *     nodes, puts in flight), no follower's commit index and no replica's
+ *     applied index ever exceeds what a quorum holds durably (the second
+ *     highest durable last index of the three), sampled at every poll.
  *
  * Elections take 300 ticks and leases 10 s: while a loop is held no
  * heartbeat answer reaches the leader (as in ack-at-commit.test.ts).
@@ -25,6 +29,7 @@ import { describe, it, expect } from 'vitest';
 import { autoCloseClusters, type TestCluster } from '../support/test-cluster.js';
 import { gatedCluster, type SyncGate } from '../support/sync-gate.js';
 import { track, type Tracked } from '../support/track.js';
+import { Prng } from '../../src/util/prng.js';
 
 const startCluster = autoCloseClusters();
 const key = (s: string): Buffer => Buffer.from(`\x90ads-${s}`, 'latin1');
@@ -137,6 +142,55 @@ describe('appends during the sync', () => {
       await c.waitFor(() => r1.applied.raftAppliedIndex >= last, 10_000, 'f1 applied the puts');
       gates[f2]!.open();
       await expectAllApplied(c, lh, kv, n);
+    } finally {
+      for (const g of gates) g.open();
+    }
+  });
+
+  it('under a seeded random schedule of held syncs, nothing is committed at a follower or applied beyond a durable quorum', async () => {
+    const { c, lh, gates } = await gatedCluster(startCluster);
+    const prng = new Prng(Number(process.env.APPENDS_DURING_SYNC_SEED ?? 4242));
+    const replicas = () => [0, 1, 2].map((i) => c.store(i).replica(1)!);
+    const violations: string[] = [];
+    // The invariant, checked at every poll of every wait below.
+    const check = (): void => {
+      const rs = replicas();
+      const quorum = rs.map((r) => r.storage.lastIndex()).sort((a, b) => b - a)[1] as number;
+      rs.forEach((r, i) => {
+        if (i !== lh && r.raw.raft.raftLog.committed > quorum) violations.push(`n${i + 1} commit ${r.raw.raft.raftLog.committed} > durable quorum ${quorum}`);
+        if (r.applied.raftAppliedIndex > quorum) violations.push(`n${i + 1} applied ${r.applied.raftAppliedIndex} > durable quorum ${quorum}`);
+      });
+    };
+    const kv = c.client(lh);
+    const all: Tracked<void>[] = [];
+    let k = 0;
+    try {
+      for (let step = 0; step < 20; step++) {
+        const closed = [0, 1, 2].filter(() => prng.bool(0.5));
+        for (const i of closed) gates[i]!.close();
+        const puts = Array.from({ length: 1 + prng.intn(6) }, () => track(kv.put(key(`r${k}`), Buffer.from(`v${k++}`))));
+        all.push(...puts);
+        // Until every closed gate holds a sync (or, with a quorum open, the puts are answered).
+        await c.waitFor(() => (check(), closed.every((i) => gates[i]!.holding) || puts.every((p) => p.settled)), 10_000, `step ${step}: gates ${closed.join(',')} holding`);
+        // A second wave evaluated while those syncs are held (a held leader sends it during its sync).
+        const base = c.store(lh).replica(1)!.pendingProposals;
+        const more = Array.from({ length: prng.intn(4) }, () => track(kv.put(key(`r${k}`), Buffer.from(`v${k++}`))));
+        all.push(...more);
+        await c.waitFor(() => (check(), c.store(lh).replica(1)!.pendingProposals >= base + more.length || more.every((p) => p.settled)), 10_000, `step ${step}: second wave evaluated`);
+        check();
+        // Opened, the step's writes go on: every put of the step answered before the next step closes any gate
+        // (closing again at once would hold the same write step after step and starve the range of a quorum).
+        for (const i of closed) gates[i]!.open();
+        await c.waitFor(() => (check(), puts.every((p) => p.settled) && more.every((p) => p.settled)), 10_000, `step ${step}: its puts answered`);
+      }
+      await c.waitFor(() => (check(), all.every((p) => p.settled)), 10_000, 'every put answered');
+      for (const p of all) expect(p.error).toBeUndefined();
+      expect(violations).toEqual([]);
+      for (let i = 0; i < k; i++) expect((await kv.get(key(`r${i}`)))?.toString()).toBe(`v${i}`);
+      const applied = c.store(lh).replica(1)!.applied.raftAppliedIndex;
+      await c.waitFor(() => (check(), replicas().every((r) => r.applied.raftAppliedIndex >= applied)), 10_000, 'every replica applied');
+      expect(violations).toEqual([]);
+      console.log(`appends during the sync, random holds: ${k} puts, ${c.store(lh).metrics.appendsDuringSync} MsgApps sent during a sync`);
     } finally {
       for (const g of gates) g.open();
     }
