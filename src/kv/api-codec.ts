@@ -52,10 +52,19 @@
  *   snapshot   = data:bytes index:uv term:uv confState
  *   confState  = voters learners votersOutgoing learnersNext (each n:uv id:uv×n) autoLeave:bool
  *
- *   RaftCommand = cmdId:uv leaseSeq:uv maxLeaseIndex:uv flags:u8 opt(prevLease)
+ *   RaftCommand = cmdId:uv leaseSeq:uv maxLeaseIndex:uv flags:u8 opt(prevLease) [priorReadSummary:ts]
  *                 repr:bytes stats opt(newLease) opt(truncIndex:uv truncTerm:uv) opt(checksumId:uv)
  *                 opt(trigger:bytes) [gcThreshold:ts]
- *                 (flags bit0: a lease request, checked against prevLease instead of leaseSeq/MLI)
+ *                 (flags bit0: a lease request, checked against prevLease instead of leaseSeq/MLI;
+ *                  bit1: priorReadSummary present)
+ *
+ *   Design note (session 8, lease transfers): a TransferLease command carries the
+ *   outgoing holder's read summary — the highest timestamp it served a read at,
+ *   taken under a latch over the whole range — and the new holder's timestamp
+ *   cache starts there instead of 2 max offsets ahead of its clock (every write
+ *   after a transfer used to be pushed ~1 s into the future and, outside a
+ *   transaction, wait for the clock). Flag bit 1 marks it, so commands written
+ *   before it (flags 0 or 1) decode unchanged.
  *
  *   Design note (session 7, MVCC GC): a command that raises the range's GC threshold
  *   (GCRequest, a merge absorbing a range with a higher one) carries the new threshold
@@ -966,6 +975,8 @@ export interface ReplicatedSideEffects {
   readonly trigger?: Buffer;
   /** GC (batcheval/cmd-gc.ts) or a merge raised the range's GC threshold to this; every replica adopts it on apply. */
   readonly gcThreshold?: Timestamp;
+  /** With newLease from a transfer: what the outgoing holder served (see the header's design note). */
+  readonly priorReadSummary?: Timestamp;
 }
 
 /** A proposal's payload: what every replica applies (proposer-evaluated). */
@@ -989,11 +1000,12 @@ export function encodeRaftCommand(c: RaftCommand): Buffer {
   w.uvarint(c.cmdId);
   w.uvarint(c.leaseSeq);
   w.uvarint(c.maxLeaseIndex);
-  w.u8(c.isLeaseRequest ? 1 : 0);
+  const se = c.sideEffects;
+  w.u8((c.isLeaseRequest ? 1 : 0) | (se.priorReadSummary !== undefined ? 2 : 0));
   writeOpt(w, c.prevLease, writeLease);
+  if (se.priorReadSummary !== undefined) w.timestamp(se.priorReadSummary);
   w.bytes(c.repr);
   writeStats(w, c.stats);
-  const se = c.sideEffects;
   writeOpt(w, se.newLease, writeLease);
   writeOpt(w, se.truncatedState, (x, t) => {
     x.uvarint(t.index);
@@ -1012,8 +1024,9 @@ export function decodeRaftCommand(buf: Uint8Array): RaftCommand {
   const leaseSeq = r.uvarint();
   const maxLeaseIndex = r.uvarint();
   const flags = r.u8();
-  if (flags > 1) bad(`unknown raft command flags ${flags}`);
+  if (flags > 3) bad(`unknown raft command flags ${flags}`);
   const prevLease = readOpt(r, readLease);
+  const priorReadSummary = (flags & 2) !== 0 ? r.timestamp() : null;
   const repr = r.bytes();
   const stats = readStats(r);
   const newLease = readOpt(r, readLease);
@@ -1028,7 +1041,8 @@ export function decodeRaftCommand(buf: Uint8Array): RaftCommand {
   if (checksumId !== null) sideEffects.checksumId = checksumId;
   if (trigger !== null) sideEffects.trigger = trigger;
   if (gcThreshold !== null) sideEffects.gcThreshold = gcThreshold;
-  return { cmdId, leaseSeq, maxLeaseIndex, isLeaseRequest: flags === 1, prevLease, repr, stats, sideEffects };
+  if (priorReadSummary !== null) sideEffects.priorReadSummary = priorReadSummary;
+  return { cmdId, leaseSeq, maxLeaseIndex, isLeaseRequest: (flags & 1) === 1, prevLease, repr, stats, sideEffects };
 }
 
 // ---- snapshot chunks ----------------------------------------------------------------

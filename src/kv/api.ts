@@ -223,6 +223,12 @@ export interface TransferLeaseRequest {
   readonly kind: 'transferLease';
   readonly lease: Lease;
   readonly prevLease: Lease | null;
+  /**
+   * The highest timestamp the outgoing holder served a read at (set by
+   * Replica.proposeLease under the transfer's latches; never sent over RPC —
+   * lease requests are proposed by replicas, not clients).
+   */
+  readonly priorReadSummary?: Timestamp;
 }
 export interface LeaseInfoRequest {
   readonly kind: 'leaseInfo';

@@ -52,7 +52,9 @@
  * Its low-water mark is raised to the lease start whenever a new lease
  * (new sequence) applies — unless it is the same replica's lapsed lease
  * taken again (onLeaseApplied) — (DESIGN.md §6) — and further, to a horizon above
- * any read another holder can have served (see horizon()) — and to that
+ * any read another holder can have served (see horizon()); a lease handed to
+ * this replica by a transfer carries the outgoing holder's read summary
+ * instead, and the cache starts over there — and to that
  * horizon when the replica is created (a restart or a split forgets the
  * reads served before it) or its descriptor widens (a merge brings in reads
  * the right-hand range served).
@@ -233,8 +235,8 @@ export class ReplicaConcurrency {
   }
 
   /** Latches alone, for the replica's own commands (lease requests), which never wait for locks. */
-  acquireLatches(spans: readonly DeclaredSpan[]): Promise<LatchGuard> {
-    return this.manager.latches.acquire(spans.map(latchSpan));
+  acquireLatches(spans: readonly DeclaredSpan[], signal?: AbortSignal): Promise<LatchGuard> {
+    return this.manager.latches.acquire(spans.map(latchSpan), signal);
   }
 
   /**
@@ -401,9 +403,16 @@ export class ReplicaConcurrency {
    * A new lease applied: the cache starts above the lease start and above
    * what the previous holder may have served. Transactional timestamps run
    * ahead of clocks (pushes, refreshes), so the lease start alone would let a
-   * write slip under a future-timestamp read the previous holder served;
-   * without read summaries travelling with the lease (CockroachDB's), the
-   * horizon stands in for them (writes right after a lease change are pushed).
+   * write slip under a future-timestamp read the previous holder served.
+   * A transfer carries the previous holder's read summary (`priorReadSummary`,
+   * its maxRead() taken under a latch over the whole range, so no read of its
+   * lease can come after it — Replica.proposeLease): the new holder's cache
+   * starts over there (the replica passes it only for its own lease).
+   * Any other change of hands (an expired lease taken over, a lease installed
+   * by a snapshot) knows nothing of what was served: the horizon stands in
+   * (writes right after it are pushed up to 2 max offsets ahead, and a
+   * non-transactional one waits for the clock to pass it — about 1 s at the
+   * default max offset, which a drain or rebalancing transfer must not cost).
    *
    * Not when the lease stays with its replica: the holder's own lapsed lease
    * re-acquired (sequence prev+1, same replica — no other lease can lie
@@ -416,12 +425,24 @@ export class ReplicaConcurrency {
    * 500 ms max offset) — on every active range whose lease lapsed while it
    * was quiescent between bursts of requests (bench:kv with 6 ranges).
    */
-  onLeaseApplied(lease: Lease, prev: Lease | null): void {
+  onLeaseApplied(lease: Lease, prev: Lease | null, priorReadSummary?: Timestamp): void {
     if (prev !== null && prev.sequence === lease.sequence) return;
     if (prev !== null && lease.sequence === prev.sequence + 1 && lease.replica.replicaId === prev.replica.replicaId) return;
     this.clearLocks();
+    if (priorReadSummary !== undefined) {
+      // The summary covers every read served on the range (each holder's cache starts above its predecessors'):
+      // whatever this cache was raised to while others held the lease (a horizon at a lease it applied while
+      // catching up, at its creation) is subsumed.
+      this.tscache.reset(tsMax(priorReadSummary, lease.start));
+      return;
+    }
     this.tscache.setLowWater(lease.start);
     this.tscache.setLowWater(this.horizon());
+  }
+
+  /** What this holder has served, for a lease transfer (see onLeaseApplied): call only under the transfer's latches. */
+  readSummary(): Timestamp {
+    return this.tscache.maxRead();
   }
 
   /** The range's bounds changed: a merge absorbed reads served elsewhere; locks of either side are rediscovered. */

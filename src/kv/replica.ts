@@ -115,7 +115,7 @@ import { MAX_TIMESTAMP, ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsM
 import type { Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
-import { addressOf, isLocal, rangeAppliedStateKey, rangeGCThresholdKey, rangeLeaseKey, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
+import { addressOf, isLocal, rangeAppliedStateKey, rangeGCThresholdKey, rangeLeaseKey, KEY_MAX, KEY_MIN, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { WriteIntentError, mvccGetSync, mvccPrefetch } from '../../storage/mvcc.js';
 import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
@@ -142,14 +142,17 @@ import {
   type RangeDescriptor,
   type ReplicaDescriptor,
   type Request,
+  type RequestLeaseRequest,
   type Response,
   type StoreIdent,
+  type TransferLeaseRequest,
   type TruncatedState,
 } from './api.js';
 import { decodeAppliedState, decodeLease, decodeRaftCommand, decodeTimestamp, encodeAppliedState, encodeRaftCommand, type RaftCommand } from './api-codec.js';
 import { lookupCommand, type DeclaredSpan, type EvalContext, type EvalHeader, type SideEffectsBuilder } from './batcheval/index.js';
 import { readOptions } from './batcheval/command-util.js';
 import { ReplicaConcurrency } from './concurrency-manager.js';
+import { LatchWaitCancelledError } from './concurrency/latch-manager.js';
 import { nextLease, ownsValidLease, leaseState, shouldRenew, transferredLease } from './replica-lease.js';
 import { ReplicaRaftStorage } from './raft-storage.js';
 import { computeRangeChecksum } from './replica-consistency.js';
@@ -240,6 +243,12 @@ export function confStateOf(desc: RangeDescriptor): ConfState {
 }
 
 const UNSUPPORTED_FROM_CLIENT = new Set(['requestLease', 'transferLease']);
+
+/**
+ * How long a lease transfer waits for the requests in flight under the
+ * outgoing lease before it goes without a read summary (flushForTransfer).
+ */
+const TRANSFER_FLUSH_MS = 1_000;
 
 /** A command whose application changes nothing but the engine and the stats (no lease, truncation, checksum, trigger). */
 function noSideEffects(se: SideEffectsBuilder): boolean {
@@ -370,6 +379,8 @@ export class Replica {
    */
   private leaseApplying: { lease: Lease; promise: Promise<void>; resolve: () => void; waiters: number } | null = null;
   private ticksHoldingWithoutLeadership = 0;
+  /** Drain callers waiting for this replica to stop being the Raft leader (transferLeadership). */
+  private leadershipWaiters: Array<() => void> = [];
   private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
   stopped = false;
   /**
@@ -942,13 +953,41 @@ export class Replica {
     const next = transferredLease(prev, target, now, this.ctx.settings.leaseDurationMicros);
     this.transferring = next;
     try {
-      await this.proposeLease({ kind: 'transferLease', lease: next, prevLease: prev });
+      const priorReadSummary = await this.flushForTransfer();
+      await this.proposeLease({ kind: 'transferLease', lease: next, prevLease: prev, ...(priorReadSummary === undefined ? {} : { priorReadSummary }) });
     } finally {
       this.transferring = null;
     }
   }
 
-  private async proposeLease(q: { kind: 'requestLease' | 'transferLease'; lease: Lease; prevLease: Lease | null }): Promise<void> {
+  /**
+   * The read summary a transfer hands over (CockroachDB's prior read summary,
+   * one timestamp): `transferring` already turns every new request away (the
+   * fast path and evaluateSequenced check the lease), so once a latch over
+   * the whole keyspace is granted, every request served under the outgoing
+   * lease has finished and recorded its reads, and none can follow. Released
+   * at once: whatever latches after it is refused. The wait is bounded
+   * (TRANSFER_FLUSH_MS): a command stuck in flight (it may be waiting for
+   * this very lease to move, to be refused) must not hold the transfer up —
+   * then no summary goes, and the new holder starts at the horizon, as for
+   * an expired lease (ReplicaConcurrency.onLeaseApplied).
+   */
+  private async flushForTransfer(): Promise<Timestamp | undefined> {
+    const guard = await this.concurrency
+      .acquireLatches([{ key: KEY_MIN, endKey: KEY_MAX, write: true }], AbortSignal.timeout(TRANSFER_FLUSH_MS))
+      .catch((e: unknown) => {
+        if (e instanceof LatchWaitCancelledError) return null;
+        throw e;
+      });
+    if (guard === null) return undefined;
+    try {
+      return this.concurrency.readSummary();
+    } finally {
+      guard.release();
+    }
+  }
+
+  private async proposeLease(q: RequestLeaseRequest | TransferLeaseRequest): Promise<void> {
     const h: EvalHeader = { rangeId: this.rangeId, timestamp: q.lease.start };
     const spans: DeclaredSpan[] = [];
     lookupCommand(q.kind).declareKeys(h, q, this.desc, spans);
@@ -1073,6 +1112,30 @@ export class Replica {
   /** The Raft leader changed: re-propose everything pending (the old leader may have lost it). */
   onLeaderChange(): void {
     for (const p of this.proposals.values()) this.repropose(p);
+    if (!this.isLeader() && this.raw.raft.lead !== 0) this.settleLeadershipWaiters();
+  }
+
+  /**
+   * Drain: asks Raft to hand this replica's leadership to the voter
+   * `targetReplicaId` (etcd's leader transfer: catch it up, then MsgTimeoutNow)
+   * and resolves once another replica leads — it has won the election and
+   * appended to us — or at once if this replica does not lead. Without it a stopped leader leaves its followers an election
+   * timeout of silence before the range can commit again, lease or not.
+   * Never rejects; the caller bounds the wait (a transfer Raft abandons
+   * leaves the promise pending until the replica stops).
+   */
+  transferLeadership(targetReplicaId: number): Promise<void> {
+    if (!this.isLeader() || this.stopped) return Promise.resolve();
+    this.wake();
+    this.raw.transferLeader(targetReplicaId);
+    this.ctx.enqueueReady(this);
+    return new Promise((resolve) => this.leadershipWaiters.push(resolve));
+  }
+
+  private settleLeadershipWaiters(): void {
+    const waiters = this.leadershipWaiters;
+    this.leadershipWaiters = [];
+    for (const w of waiters) w();
   }
 
   // ---- apply --------------------------------------------------------------------------
@@ -1142,7 +1205,7 @@ export class Replica {
     addStats(applied.stats, cmd.stats);
     if (!cmd.isLeaseRequest) applied.leaseAppliedIndex = cmd.maxLeaseIndex;
     const se = cmd.sideEffects;
-    if (se.newLease !== undefined) this.installLease(se.newLease, fx);
+    if (se.newLease !== undefined) this.installLease(se.newLease, fx, se.priorReadSummary);
     if (se.truncatedState !== undefined && se.truncatedState.index > (fx.truncation?.index ?? this.storage.truncated.index)) {
       this.storage.stageTruncation(batch, se.truncatedState);
       fx.truncation = se.truncatedState;
@@ -1162,12 +1225,12 @@ export class Replica {
     }
   }
 
-  private installLease(lease: Lease, fx: ApplyEffects): void {
+  private installLease(lease: Lease, fx: ApplyEffects, priorReadSummary: Timestamp | undefined): void {
     const prev = this.lease;
     this.lease = lease;
     // The timestamp cache moves with the lease, now: Replica.send sees this.lease from here on, while
     // finishApply runs only after the apply batch is written (an await away).
-    this.concurrency.onLeaseApplied(lease, prev);
+    this.concurrency.onLeaseApplied(lease, prev, lease.replica.replicaId === this.replicaId ? priorReadSummary : undefined);
     // A lease newly ours serves nothing until this batch is written: the previous holder's commands staged before
     // it are not in the engine yet (leaseApplying). Batches are written in order: the newest lease's batch covers older ones.
     if (lease.replica.replicaId === this.replicaId && prev?.replica.replicaId !== this.replicaId) {
@@ -1289,6 +1352,7 @@ export class Replica {
   /** Stops the replica: every pending command answers ambiguous. */
   stop(): void {
     this.stopped = true;
+    this.settleLeadershipWaiters();
     this.leaseAppliedDone();
     this.concurrency.clearLocks();
     for (const p of this.proposals.values()) p.reject(new AmbiguousResultError(`r${this.rangeId}: replica stopped with the command in flight`));

@@ -86,6 +86,7 @@ import { newGcQueue } from '../kv/gc-queue.js';
 import { NodeStorePool } from './store-pool.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
+import type { Replica } from '../kv/replica.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
 import { ClockMonitor } from './clock-monitor.js';
 import { NodeLiveness, isLive, type LivenessRecord } from './liveness.js';
@@ -1360,25 +1361,40 @@ export class Node {
 
   /**
    * Drain (CockroachDB's node drain, reduced): hands every lease this node
-   * holds to a replica on a live node, so that a clean shutdown does not make
-   * its ranges wait out a lease expiration. Bounded by `timeoutMs`; a lease
-   * that cannot move in time simply expires.
+   * holds to a replica on a live node, then the Raft leadership of every range
+   * it leads (to the leaseholder, else a live voter), so that a clean shutdown
+   * makes its ranges wait out neither a lease expiration nor an election
+   * timeout. Bounded by `timeoutMs` in all; a lease that cannot move in time
+   * simply expires, and a leadership that cannot, goes to an election.
    */
   async drainLeases(timeoutMs: number): Promise<number> {
     const s = this.store;
     if (s === null) return 0;
+    const deadline = Date.now() + timeoutMs;
     const now = this.clock.now();
     const nowMicros = this.clock.physicalNow();
+    const liveVoterElsewhere = (r: Replica): ReplicaDescriptor | undefined =>
+      r.desc.replicas.find((x) => x.nodeId !== this.rpc.nodeId && x.type === 0 && this.livenessOf(x.nodeId, nowMicros) === true);
     const moves: Promise<void>[] = [];
     for (const r of s.allReplicas()) {
       if (!r.ownsValidLease(now)) continue;
-      const target = r.desc.replicas.find((x) => x.nodeId !== this.rpc.nodeId && x.type === 0 && this.livenessOf(x.nodeId, nowMicros) === true);
+      const target = liveVoterElsewhere(r);
       if (target === undefined) continue;
       moves.push(s.transferLease(r.rangeId, target.replicaId));
     }
     const settled = await withTimeout(Promise.allSettled(moves), timeoutMs, 'server: drain').catch(() => []);
     const moved = settled.filter((x) => x.status === 'fulfilled').length;
-    this.log.info({ moved, of: moves.length }, 'server: drained leases');
+    const leasesMs = timeoutMs - (deadline - Date.now());
+    const leading = s.allReplicas().filter((r) => r.isLeader());
+    const handoffs: Promise<void>[] = [];
+    for (const r of leading) {
+      const holder = r.lease?.replica;
+      const target = holder !== undefined && holder.nodeId !== this.rpc.nodeId && holder.type === 0 ? holder : liveVoterElsewhere(r);
+      if (target !== undefined) handoffs.push(r.transferLeadership(target.replicaId));
+    }
+    await withTimeout(Promise.all(handoffs), Math.max(0, deadline - Date.now()), 'server: drain leadership').catch(() => undefined);
+    const handedOff = leading.filter((r) => !r.isLeader() && r.leaderHint() !== null).length;
+    this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, ms: timeoutMs - (deadline - Date.now()) }, 'server: drained leases and Raft leadership');
     return moved;
   }
 }

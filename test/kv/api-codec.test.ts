@@ -170,7 +170,7 @@ describe('api-codec', () => {
     const stats = fc.record({ liveBytes: fc.integer({ min: -1e6, max: 1e6 }), liveCount: fc.integer(), keyBytes: fc.integer(), keyCount: fc.integer(), valBytes: fc.integer(), valCount: fc.integer(), intentBytes: fc.integer(), intentCount: fc.integer() });
     fc.assert(
       fc.property(
-        fc.record({ cmdId: id, leaseSeq: fc.nat(), maxLeaseIndex: fc.nat(), isLeaseRequest: fc.boolean(), prevLease: fc.option(lease), repr: buf, stats, sideEffects: fc.record({ newLease: lease, truncatedState: fc.record({ index: fc.nat(), term: fc.nat() }), checksumId: fc.nat() }, { requiredKeys: [] }) }),
+        fc.record({ cmdId: id, leaseSeq: fc.nat(), maxLeaseIndex: fc.nat(), isLeaseRequest: fc.boolean(), prevLease: fc.option(lease), repr: buf, stats, sideEffects: fc.record({ newLease: lease, truncatedState: fc.record({ index: fc.nat(), term: fc.nat() }), checksumId: fc.nat(), priorReadSummary: ts }, { requiredKeys: [] }) }),
         (c) => {
           const enc = codec.encodeRaftCommand(c);
           expect(codec.decodeRaftCommand(enc)).toEqual(c);

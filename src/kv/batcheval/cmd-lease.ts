@@ -4,7 +4,8 @@
  * apply if the lease it holds then still equals `prevLease` (the command is
  * otherwise rejected — two concurrent lease requests cannot both win).
  * The lease itself is built and checked by replica-lease.ts before proposing.
- * Spans: the lease key, write.
+ * Spans: the lease key, write. A transfer carries the outgoing holder's read
+ * summary as a side effect (see api-codec.ts; Replica.transferLease takes it).
  */
 import { encodeMvccKey } from '../../../storage/mvcc-key.js';
 import { rangeLeaseKey } from '../../../storage/keys.js';
@@ -22,6 +23,7 @@ for (const kind of ['requestLease', 'transferLease'] as const) {
     evaluate(ctx, rw, _h, req) {
       rw.put(encodeMvccKey(rangeLeaseKey(ctx.rangeId)), encodeLease(req.lease));
       ctx.sideEffects.newLease = req.lease;
+      if (req.kind === 'transferLease' && req.priorReadSummary !== undefined) ctx.sideEffects.priorReadSummary = req.priorReadSummary;
       return { kind };
     },
   });

@@ -49,6 +49,8 @@ export interface SideEffectsBuilder {
   trigger?: Buffer;
   /** The range's new GC threshold (cmd-gc.ts, cmd-admin-merge.ts), written in the batch too. */
   gcThreshold?: Timestamp;
+  /** A lease transfer's read summary (cmd-lease.ts), applied with newLease. */
+  priorReadSummary?: Timestamp;
 }
 
 export interface EvalContext {

@@ -99,6 +99,8 @@ function isPointSegment(s: Segment, k: KeyString): boolean {
 export class TimestampCache {
   private readonly index: SegmentIndex<Segment>;
   private low: Timestamp;
+  /** The highest timestamp ever added or set as the low-water mark (see maxRead). */
+  private high: Timestamp;
   private bytes = 0;
   private evictions = 0;
   private readonly maxBytes: number;
@@ -107,6 +109,7 @@ export class TimestampCache {
     this.maxBytes = opts.maxBytes ?? 64 << 20;
     this.index = new SegmentIndex(opts.chunkSize);
     this.low = opts.lowWater ?? ZERO_TIMESTAMP;
+    this.high = this.low;
     assert(this.maxBytes > 0, 'timestamp-cache: budget must be positive');
   }
 
@@ -117,6 +120,7 @@ export class TimestampCache {
   /** Records that `span` was read at `ts` (by `txnId`, when transactional). */
   add(span: Span, ts: Timestamp, txnId?: TxnId): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
+    if (compareTimestamps(ts, this.high) > 0) this.high = ts;
     const start = span.key.toString('latin1');
     const spanEnd = span.endKey == null ? null : span.endKey.toString('latin1');
     const pos: SegmentPos = this.index.seek(start);
@@ -183,10 +187,34 @@ export class TimestampCache {
     return id !== undefined ? { ts: best, txnId: id } : { ts: best };
   }
 
+  /**
+   * The highest timestamp at which anything has been read here, over every
+   * key (at least the low-water mark): what a leaseholder hands over with its
+   * lease (CockroachDB's prior read summary, reduced to one timestamp).
+   */
+  maxRead(): Timestamp {
+    return this.high;
+  }
+
+  /**
+   * Forgets every read and sets the low-water mark to `ts`, lower than before
+   * if need be. Only for a replica handed the lease with a read summary that
+   * covers every read ever served on the range (a lease transfer): what this
+   * cache held from earlier stints, or from a horizon it was raised to while
+   * others held the lease, is covered by that summary.
+   */
+  reset(ts: Timestamp): void {
+    this.index.filter(() => false);
+    this.bytes = 0;
+    this.low = ts;
+    this.high = ts;
+  }
+
   /** Raises the low-water mark (never lowers it) and forgets the reads at or below it. */
   setLowWater(ts: Timestamp): void {
     if (compareTimestamps(ts, this.low) <= 0) return;
     this.low = ts;
+    if (compareTimestamps(ts, this.high) > 0) this.high = ts;
     this.index.filter((s) => {
       if (compareTimestamps(s.ts, ts) > 0) return true;
       this.bytes -= sizeOf(s);
