@@ -342,6 +342,13 @@ export interface ReplicaTestingKnobs {
 }
 export const replicaTestingKnobs: ReplicaTestingKnobs = {};
 
+/**
+ * While campaignUntilLeader, an early campaign (pre-vote) that won nothing — lost to a
+ * peer not listening yet, or rejected — is repeated every this many ticks (a pre-vote
+ * moves no term, so repeating it disrupts nobody).
+ */
+const EARLY_CAMPAIGN_TICKS = 3;
+
 export class Replica {
   readonly rangeId: number;
   desc: RangeDescriptor;
@@ -381,6 +388,22 @@ export class Replica {
   private ticksHoldingWithoutLeadership = 0;
   /** Drain callers waiting for this replica to stop being the Raft leader (transferLeadership). */
   private leadershipWaiters: Array<() => void> = [];
+  /**
+   * Set when the replica is loaded (a restart) holding the range's last
+   * lease: until a leader is known, a follower without one campaigns at once
+   * (pre-vote first) instead of after a randomized election timeout. After a
+   * full-cluster restart every replica starts leaderless; the last holder
+   * has the longest log in the common case, and as leader it re-takes an
+   * unexpired lease of its own at once (an extension, nextLease) where any
+   * other leader must wait out the expiration — CockroachDB campaigns the
+   * leaseholder's replica on wake for the same reasons. Only one replica per
+   * range campaigns early (the holder), so early campaigns do not split
+   * votes; once a leader is seen, normal Raft timing rules. Safety is
+   * untouched: this only starts elections earlier, and the lease rules
+   * (replica-lease.ts) decide who serves.
+   */
+  private campaignUntilLeader = false;
+  private ticksSinceCampaign = 0;
   private readonly checksums = new Map<number, { promise: Promise<string>; resolve: (s: string) => void; reject: (e: Error) => void }>();
   stopped = false;
   /**
@@ -452,6 +475,7 @@ export class Replica {
     storage.appliedTerm = applied.raftAppliedTerm;
     const r = new Replica(ctx, desc, storage, { ...applied, stats: { ...applied.stats } }, lease);
     r.gcThreshold = Replica.loadGCThreshold(e, desc.rangeId);
+    r.campaignUntilLeader = lease !== null && lease.replica.replicaId === r.replicaId;
     return r;
   }
 
@@ -1010,6 +1034,7 @@ export class Replica {
     const ignore = (): void => undefined;
     if (!this.ctx.clockHealthy()) return;
     if (this.isLeader()) {
+      this.campaignUntilLeader = false;
       if (this.leaseRequest !== null || this.transferring !== null) return;
       const st = leaseState(lease, now, this.ctx.clock.maxOffsetMicros);
       if ((!mine && (st === 'expired' || st === 'none')) || (mine && (st !== 'valid' || shouldRenew(lease, now, dur)))) {
@@ -1021,6 +1046,8 @@ export class Replica {
     // admin lease transfer sticks); if that has not worked within an
     // election timeout, it hands the lease to the leader.
     const leader = this.leaderHint();
+    if (leader !== null) this.campaignUntilLeader = false;
+    else if (this.campaignUntilLeader && mine && (this.raw.raft.state === StateType.Follower || this.raw.raft.state === StateType.PreCandidate) && this.ticksSinceCampaign++ % EARLY_CAMPAIGN_TICKS === 0) this.raw.campaign();
     if (!mine || leader === null || leader.type !== 0 || !this.ownsValidLease(now)) {
       this.ticksHoldingWithoutLeadership = 0;
       return;

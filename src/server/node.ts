@@ -1025,6 +1025,7 @@ export class Node {
         } else if (!started) {
           await l.start();
           started = true;
+          this.log.info('server: node live (liveness record written)');
         } else {
           await l.heartbeat();
         }
