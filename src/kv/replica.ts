@@ -1047,7 +1047,10 @@ export class Replica {
     // election timeout, it hands the lease to the leader.
     const leader = this.leaderHint();
     if (leader !== null) this.campaignUntilLeader = false;
-    else if (this.campaignUntilLeader && mine && (this.raw.raft.state === StateType.Follower || this.raw.raft.state === StateType.PreCandidate) && this.ticksSinceCampaign++ % EARLY_CAMPAIGN_TICKS === 0) this.raw.campaign();
+    else if (this.campaignUntilLeader && mine && (this.raw.raft.state === StateType.Follower || this.raw.raft.state === StateType.PreCandidate) && this.ticksSinceCampaign++ % EARLY_CAMPAIGN_TICKS === 0) {
+      this.ctx.log.debug({ rangeId: this.rangeId, leaseSequence: lease.sequence }, 'kv: holder of the last lease campaigns (no leader known)');
+      this.raw.campaign();
+    }
     if (!mine || leader === null || leader.type !== 0 || !this.ownsValidLease(now)) {
       this.ticksHoldingWithoutLeadership = 0;
       return;
@@ -1255,6 +1258,7 @@ export class Replica {
   private installLease(lease: Lease, fx: ApplyEffects, priorReadSummary: Timestamp | undefined): void {
     const prev = this.lease;
     this.lease = lease;
+    if (lease.replica.replicaId === this.replicaId) this.ctx.log.debug({ rangeId: this.rangeId, sequence: lease.sequence, extension: prev?.sequence === lease.sequence }, 'kv: lease applied on its holder');
     // The timestamp cache moves with the lease, now: Replica.send sees this.lease from here on, while
     // finishApply runs only after the apply batch is written (an await away).
     this.concurrency.onLeaseApplied(lease, prev, lease.replica.replicaId === this.replicaId ? priorReadSummary : undefined);
