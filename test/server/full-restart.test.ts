@@ -22,7 +22,9 @@
  * mounted SQL less than one election timeout after the FIRST node served,
  * measured in the nodes' own log timestamps (pino `time`), so a slow process
  * start (load) does not count against it; and that every node then serves a
- * SQL write and a read of the data written before the kill.
+ * SQL write, a read of the data written before the kill, and every row whose
+ * INSERT was acknowledged by any node before the kill (writers on all three
+ * nodes run into it).
  */
 import { describe, it, expect, afterAll } from 'vitest';
 import pg from 'pg';
@@ -86,7 +88,33 @@ describe('full-cluster restart', () => {
     await a.query("INSERT INTO t VALUES (1, 'one')");
     await a.end();
 
+    // Writers on every node up to the kill: each acknowledged row must survive it.
+    const acked = new Map<number, string>();
+    let writing = true;
+    const writers = [0, 1, 2].map(async (i) => {
+      const w = new pg.Client({ host: '127.0.0.1', port: cl.node(i).spec.sqlPort, user: 'root', database: 'defaultdb' });
+      w.on('error', () => undefined);
+      await w.connect();
+      for (let n = 0; writing; n++) {
+        const k = 1000 * (i + 1) + n;
+        try {
+          await w.query('INSERT INTO t VALUES ($1, $2)', [k, `w${k}`]);
+        } catch {
+          return; // the kill: this one's outcome is unknown, and it is not counted
+        }
+        acked.set(k, `w${k}`);
+      }
+      await w.end().catch(() => undefined);
+    });
+    const ackedBefore = async (count: number): Promise<void> => {
+      const deadline = Date.now() + 30_000;
+      while (acked.size < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    };
+    await ackedBefore(30);
     await Promise.all([0, 1, 2].map((i) => cl.kill(i)));
+    writing = false;
+    await Promise.all(writers);
+    expect(acked.size).toBeGreaterThanOrEqual(30);
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs)); // wall time for the leases to lapse, not a stand-in for a condition
     await Promise.all([0, 1, 2].map((i) => cl.restart(i, false)));
     const up = Date.now();
@@ -101,9 +129,19 @@ describe('full-cluster restart', () => {
     const live = since('server: node live (liveness record written)');
     const mounted = since('server: SQL mounted');
     console.log(
-      `full restart: node live ${live.join(', ')} ms, SQL mounted ${mounted.join(', ')} ms after the first node served (node serving spread ${Math.max(...(serving as number[])) - firstServing} ms); ` +
+      `full restart (${acked.size} acknowledged rows before the kill): node live ${live.join(', ')} ms, SQL mounted ${mounted.join(', ')} ms after the first node served (node serving spread ${Math.max(...(serving as number[])) - firstServing} ms); ` +
         `first SQL write+read ${sqlAt.map((t) => t - up).join(', ')} ms and all /health?ready=1 ${readyAt - up} ms after the processes were up`,
     );
+    // Nothing acknowledged before the kill is lost, read through every node.
+    const want = [...acked.entries()].sort((x, y) => x[0] - y[0]);
+    for (const i of [0, 1, 2]) {
+      const r = new pg.Client({ host: '127.0.0.1', port: cl.node(i).spec.sqlPort, user: 'root', database: 'defaultdb' });
+      await r.connect();
+      const rows = (await r.query('SELECT k, v FROM t WHERE k >= 1000 ORDER BY k')).rows as { k: number; v: string }[];
+      await r.end();
+      const got = new Map(rows.map((x) => [Number(x.k), x.v]));
+      expect(want.filter(([k, v]) => got.get(k) !== v)).toEqual([]);
+    }
     for (const d of [...live, ...mounted]) {
       expect(d).toBeGreaterThanOrEqual(0);
       expect(d).toBeLessThan(ELECTION_TIMEOUT_MS);
