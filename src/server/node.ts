@@ -56,7 +56,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CairnError } from '../util/errors.js';
-import { Clock, MAX_TIMESTAMP, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
+import { Clock, MAX_TIMESTAMP, compareTimestamps, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import { Prng } from '../util/prng.js';
 import type { Engine } from '../../storage/engine.js';
@@ -118,6 +118,15 @@ const INIT_WAIT_MS = 10_000;
 const CHECKSUM_WAIT_MS = 10_000;
 /** How long a clean shutdown spends handing its leases away. */
 const DRAIN_TIMEOUT_MS = 3_000;
+/**
+ * How long a drain waits for its Raft leadership handoffs. A handoff Raft
+ * abandons (etcd aborts a transfer after an election timeout) leaves the
+ * leader refusing proposals meanwhile — the new leaseholder's lease
+ * extension among them — so waiting longer costs more than exiting and
+ * letting the followers elect: seen at load ~15, a 3 s wait let the
+ * transferred 2 s lease lapse.
+ */
+const DRAIN_LEADERSHIP_WAIT_MS = 1_000;
 
 export type NodeState = 'waiting-for-init' | 'joining' | 'serving' | 'stopping' | 'stopped';
 
@@ -1362,7 +1371,8 @@ export class Node {
 
   /**
    * Drain (CockroachDB's node drain, reduced): hands every lease this node
-   * holds to a replica on a live node, then the Raft leadership of every range
+   * holds to a replica on a live node (extending first one that is in its
+   * last max offset, which cannot be transferred as it is), then the Raft leadership of every range
    * it leads (to the leaseholder, else a live voter), so that a clean shutdown
    * makes its ranges wait out neither a lease expiration nor an election
    * timeout. Bounded by `timeoutMs` in all; a lease that cannot move in time
@@ -1378,10 +1388,14 @@ export class Node {
       r.desc.replicas.find((x) => x.nodeId !== this.rpc.nodeId && x.type === 0 && this.livenessOf(x.nodeId, nowMicros) === true);
     const moves: Promise<void>[] = [];
     for (const r of s.allReplicas()) {
-      if (!r.ownsValidLease(now)) continue;
+      const lease = r.lease;
+      // Ours and not expired: a lease in its last max offset (stasis — a range quiescent since its last renewal)
+      // cannot be transferred as it is, but survivors would have to wait out its expiration: extend it first.
+      if (lease === null || lease.replica.nodeId !== this.rpc.nodeId || compareTimestamps(now, lease.expiration) >= 0) continue;
       const target = liveVoterElsewhere(r);
       if (target === undefined) continue;
-      moves.push(s.transferLease(r.rangeId, target.replicaId));
+      const valid = r.ownsValidLease(now) ? Promise.resolve() : r.acquireLease();
+      moves.push(valid.then(() => s.transferLease(r.rangeId, target.replicaId)));
     }
     const settled = await withTimeout(Promise.allSettled(moves), timeoutMs, 'server: drain').catch(() => []);
     const moved = settled.filter((x) => x.status === 'fulfilled').length;
@@ -1393,7 +1407,7 @@ export class Node {
       const target = holder !== undefined && holder.nodeId !== this.rpc.nodeId && holder.type === 0 ? holder : liveVoterElsewhere(r);
       if (target !== undefined) handoffs.push(r.transferLeadership(target.replicaId));
     }
-    await withTimeout(Promise.all(handoffs), Math.max(0, deadline - Date.now()), 'server: drain leadership').catch(() => undefined);
+    await withTimeout(Promise.all(handoffs), Math.max(0, Math.min(DRAIN_LEADERSHIP_WAIT_MS, deadline - Date.now())), 'server: drain leadership').catch(() => undefined);
     const handedOff = leading.filter((r) => !r.isLeader() && r.leaderHint() !== null).length;
     this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, ms: timeoutMs - (deadline - Date.now()) }, 'server: drained leases and Raft leadership');
     return moved;
