@@ -225,11 +225,23 @@ describe('DistSender meta2 lookups on a cluster', () => {
 
     // Healthy followers (of a known leader) are checked once per HEALTHY_RECHECK_SCANS scans, suspect ones every scan:
     // the scans in between look up only the suspects (before: one meta2 scan per followed range per scan).
+    // A replica that is suspect only for a moment inside a scan (a follower between leaders while a lease holder asks
+    // for leadership: lead 0) is checked although it is not suspect before or after: seen once in a clean-clone CI
+    // ('expected 1 to be ≤ 0'). The ticker is stopped for these scans, so no election or leadership request starts,
+    // and a replica whose Raft state, term or leader changed across a scan is allowed for.
     const suspects = (): number => c.store(0).allReplicas().filter((r) => !r.isLeader() && !r.ownsValidLease() && isSuspectReplica(r)).length;
-    for (let scan = 1; scan < HEALTHY_RECHECK_SCANS; scan++) {
-      const before = suspects();
-      const n = await gc.runOnce();
-      expect(n).toBeLessThanOrEqual(Math.max(before, suspects()));
+    const raftStates = (): Map<number, string> => new Map(c.store(0).allReplicas().map((r) => [r.rangeId, `${r.raw.raft.state}/${r.raw.raft.term}/${r.raw.raft.lead}`]));
+    c.stopTicker();
+    try {
+      for (let scan = 1; scan < HEALTHY_RECHECK_SCANS; scan++) {
+        const before = suspects();
+        const statesBefore = raftStates();
+        const n = await gc.runOnce();
+        const changed = [...raftStates()].filter(([id, st]) => statesBefore.get(id) !== st).length;
+        expect(n).toBeLessThanOrEqual(Math.max(before, suspects()) + changed);
+      }
+    } finally {
+      c.startTicker();
     }
     // The HEALTHY_RECHECK_SCANS-th scan after the first checks the healthy followers again.
     expect(await gc.runOnce()).toBeGreaterThan(0);
