@@ -56,7 +56,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CairnError } from '../util/errors.js';
-import { Clock, MAX_TIMESTAMP, compareTimestamps, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
+import { Clock, MAX_TIMESTAMP, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import { Prng } from '../util/prng.js';
 import type { Engine } from '../../storage/engine.js';
@@ -87,6 +87,7 @@ import { NodeStorePool } from './store-pool.js';
 import { DEFAULT_KV_SETTINGS, type KvSettings } from '../kv/settings.js';
 import { Store } from '../kv/store.js';
 import type { Replica } from '../kv/replica.js';
+import { leaseState } from '../kv/replica-lease.js';
 import { ServerError, formatHostPort, type HostPort, type NodeConfig } from './config.js';
 import { ClockMonitor } from './clock-monitor.js';
 import { NodeLiveness, isLive, type LivenessRecord } from './liveness.js';
@@ -1381,7 +1382,8 @@ export class Node {
   async drainLeases(timeoutMs: number): Promise<number> {
     const s = this.store;
     if (s === null) return 0;
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
     const now = this.clock.now();
     const nowMicros = this.clock.physicalNow();
     const liveVoterElsewhere = (r: Replica): ReplicaDescriptor | undefined =>
@@ -1391,7 +1393,7 @@ export class Node {
       const lease = r.lease;
       // Ours and not expired: a lease in its last max offset (stasis — a range quiescent since its last renewal)
       // cannot be transferred as it is, but survivors would have to wait out its expiration: extend it first.
-      if (lease === null || lease.replica.nodeId !== this.rpc.nodeId || compareTimestamps(now, lease.expiration) >= 0) continue;
+      if (lease === null || lease.replica.nodeId !== this.rpc.nodeId || leaseState(lease, now, this.clock.maxOffsetMicros) === 'expired') continue;
       const target = liveVoterElsewhere(r);
       if (target === undefined) continue;
       const valid = r.ownsValidLease(now) ? Promise.resolve() : r.acquireLease();
@@ -1399,7 +1401,7 @@ export class Node {
     }
     const settled = await withTimeout(Promise.allSettled(moves), timeoutMs, 'server: drain').catch(() => []);
     const moved = settled.filter((x) => x.status === 'fulfilled').length;
-    const leasesMs = timeoutMs - (deadline - Date.now());
+    const leasesMs = Date.now() - started;
     const leading = s.allReplicas().filter((r) => r.isLeader());
     const handoffs: Promise<void>[] = [];
     for (const r of leading) {
@@ -1409,7 +1411,7 @@ export class Node {
     }
     await withTimeout(Promise.all(handoffs), Math.max(0, Math.min(DRAIN_LEADERSHIP_WAIT_MS, deadline - Date.now())), 'server: drain leadership').catch(() => undefined);
     const handedOff = leading.filter((r) => !r.isLeader() && r.leaderHint() !== null).length;
-    this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, ms: timeoutMs - (deadline - Date.now()) }, 'server: drained leases and Raft leadership');
+    this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, ms: Date.now() - started }, 'server: drained leases and Raft leadership');
     return moved;
   }
 }
