@@ -50,9 +50,9 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP } from '../util/hlc.js';
-import { KEY_MAX, META2_MAX, meta2LookupKey } from '../../storage/keys.js';
+import { KEY_MAX, META2_MAX, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
-import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request, ScanResponse } from './api.js';
+import type { GetResponse, LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request, ScanResponse } from './api.js';
 import { decodeRangeDescriptor } from './api-codec.js';
 import type { DistSender } from './dist-sender.js';
 import { FROZEN_REPLICA_ID } from './merge-trigger.js';
@@ -176,9 +176,13 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
         // serves nothing until merged — unless it is merged already.
         const right: RangeDescriptor = frozen;
         const cur = await freshLookup(ds, right.startKey);
-        if (cur.rangeId !== right.rangeId) {
+        // meta2 may still name R after the merge applied: its driver (an earlier
+        // attempt whose answer was lost) fixes meta2 after the merge. Ask L.
+        const absorbed = cur.rangeId === right.rangeId ? await absorberOf(ds, right) : cur;
+        if (absorbed !== null) {
           frozen = null;
-          if (holdsLeftKey(cur)) return cur;
+          if (absorbed !== cur) await fixMeta2(ds, absorbed);
+          if (holdsLeftKey(absorbed)) return absorbed;
         } else {
           const cached = await ds.cache.lookup(right.startKey, true);
           ds.cache.evict(cached);
@@ -195,6 +199,26 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
       ambiguous = e.ambiguous;
       await sleep(Math.min(500, 50 * attempt));
     }
+  }
+}
+
+/**
+ * The range that absorbed the frozen `right`, from its left neighbour's own
+ * replicas: the descriptor that range holds now, if it covers right's start;
+ * null when it does not (not merged yet) or cannot be told. meta2 cannot
+ * answer this: a merge whose answer was lost leaves meta2 naming R (only the
+ * driver fixes it, after the merge), and R's replicas are gone.
+ */
+async function absorberOf(ds: DistSender, right: RangeDescriptor): Promise<RangeDescriptor | null> {
+  try {
+    const left = await ds.cache.lookup(right.startKey, true);
+    const res = await ds.send({ header: { rangeId: left.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(left.startKey) }] });
+    const raw = (res.responses[0] as GetResponse).value;
+    const d = raw === null ? null : decodeRangeDescriptor(raw);
+    return d !== null && d.rangeId === left.rangeId && compareBytes(d.endKey, right.startKey) > 0 ? d : null;
+  } catch (e) {
+    if (e instanceof CairnError) return null; // the left moved on too: completeMerge's own checks decide
+    throw e;
   }
 }
 
@@ -215,14 +239,18 @@ async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHo
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const deadline = Date.now() + (hooks.freezeWaitMs ?? 10_000);
   for (const rep of right.replicas) {
+    let last = 'no answer';
     for (;;) {
       try {
         const res = await ds.sendToNode(rep.nodeId, { header: { rangeId: right.rangeId, replicaId: rep.replicaId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] });
-        if ((res.responses[0] as LeaseInfoResponse).lease?.replica.replicaId === FROZEN_REPLICA_ID) break;
+        const lease = (res.responses[0] as LeaseInfoResponse).lease;
+        if (lease?.replica.replicaId === FROZEN_REPLICA_ID) break;
+        last = lease === null || lease === undefined ? 'no lease' : `lease ${lease.sequence} of replica ${lease.replica.replicaId}`;
       } catch (e) {
         if (!(e instanceof CairnError)) throw e; // not there yet (RangeNotFound, node down): poll again
+        last = `${e.code}: ${e.message}`;
       }
-      if (Date.now() > deadline) throw new CairnError('kv.merge_timeout', `kv: replica ${rep.replicaId} of r${right.rangeId} on n${rep.nodeId} has not applied the merge freeze`, { retryable: true });
+      if (Date.now() > deadline) throw new CairnError('kv.merge_timeout', `kv: replica ${rep.replicaId} of r${right.rangeId} on n${rep.nodeId} has not applied the merge freeze (last answer: ${last})`, { retryable: true });
       await sleep(10);
     }
   }

@@ -340,3 +340,27 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
   });
   return res;
 }
+
+/**
+ * adminSplit for callers that should never see a transient failure
+ * (/_admin/split, SPLIT AT): the whole split is asked again, bounded, after
+ * an answer that is ambiguous (an RPC the DistSender's breaker abandoned on
+ * a live but slow node — rpc.canceled after sending; a read of the id
+ * generator or of the new half lost that way) or retryable. Asking again
+ * settles it: splitting is idempotent by key — if the earlier attempt
+ * applied, the retry finds the boundary there and answers null (meta2, if
+ * that attempt did not fix it, is the split queue's: fixMeta2 from its scan);
+ * if it did not, the retry splits. An id the earlier attempt allocated is
+ * never used again (see allocateRangeId).
+ */
+export async function adminSplitWithRetry(db: Sender, key: Buffer, hooks: SplitHooks = {}, maxAttempts = 5): Promise<AdminSplitResponse | null> {
+  const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await adminSplit(db, key, hooks);
+    } catch (e) {
+      if (!(e instanceof CairnError && (e.ambiguous || e.retryable)) || attempt >= maxAttempts) throw e;
+      await sleep(transientBackoffMs(attempt));
+    }
+  }
+}

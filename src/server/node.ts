@@ -73,7 +73,7 @@ import { decodeRangeDescriptor } from '../kv/api-codec.js';
 import { bootstrapCluster, readStoreIdent, writeStoreIdent } from '../kv/bootstrap.js';
 import { DistSender } from '../kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../kv/kv-client.js';
-import { adminSplit } from '../kv/split.js';
+import { adminSplitWithRetry } from '../kv/split.js';
 import { TxnDB } from '../kv/client/txn-db.js';
 import type { ReplicaConcurrency } from '../kv/concurrency-manager.js';
 import { DEFAULT_RANGE_QUEUE_SETTINGS, type RangeQueueSettings, type ReplicaQueue } from '../kv/queue.js';
@@ -758,12 +758,13 @@ export class Node {
    * Admin: splits the range holding `key` at `key` (null: a range already
    * starts there). A manual split: the boundary is sticky — the merge queue
    * leaves it alone — until `expiration` (default forever; CockroachDB's
-   * SPLIT AT … WITH EXPIRATION). Transient routing errors are retried
-   * (split.ts), so callers see only real failures.
+   * SPLIT AT … WITH EXPIRATION). Transient routing errors and ambiguous
+   * answers are retried (split.ts adminSplitWithRetry), so callers see only
+   * real failures.
    */
   async adminSplit(key: Buffer, expiration: Timestamp = MAX_TIMESTAMP): Promise<{ left: RangeDescriptor; right: RangeDescriptor } | null> {
     this.requireKv();
-    const res = await adminSplit(this.distSender as DistSender, key, { expiration });
+    const res = await adminSplitWithRetry(this.distSender as DistSender, key, { expiration });
     return res === null ? null : { left: res.left, right: res.right };
   }
 

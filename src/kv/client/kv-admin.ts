@@ -2,7 +2,7 @@
  * KVClusterAdmin: sql/kv.ts's KVAdmin (ALTER TABLE … SPLIT AT, SHOW RANGES,
  * ALTER TABLE … SCATTER) over a node's Sender (its DistSender).
  *
- *   adminSplit(key)        split.ts adminSplit — allocate a range id, AdminSplit
+ *   adminSplit(key)        split.ts adminSplitWithRetry — allocate a range id, AdminSplit
  *                          to the range holding key, fix meta2; it retries the
  *                          transient answers of a moving range itself. A
  *                          manual split is sticky (RangeDescriptor.stickyBit):
@@ -48,7 +48,7 @@ import { META2_MAX, meta2LookupKey, rangeDescriptorKey } from '../../../storage/
 import { ReplicaType, type LeaseInfoResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from '../api.js';
 import { decodeRangeDescriptor } from '../api-codec.js';
 import type { Sender } from '../kv-client.js';
-import { TRANSIENT_RANGE_ERRORS, adminSplit } from '../split.js';
+import { TRANSIENT_RANGE_ERRORS, adminSplitWithRetry } from '../split.js';
 
 /** One range as SHOW RANGES reports it (sql/kv.ts KVRangeInfo). */
 export interface KVRangeInfo {
@@ -125,7 +125,7 @@ export class KVClusterAdmin {
    * starts there. The boundary is sticky until `expiration` (default forever).
    */
   async adminSplit(key: Buffer, opts: { readonly expiration?: Timestamp } = {}): Promise<void> {
-    await adminSplit(this.opts.sender, key, { expiration: opts.expiration ?? MAX_TIMESTAMP });
+    await adminSplitWithRetry(this.opts.sender, key, { expiration: opts.expiration ?? MAX_TIMESTAMP });
   }
 
   /** The ranges overlapping [key, endKey), in key order, with their replicas and leaseholders. */

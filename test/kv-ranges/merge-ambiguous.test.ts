@@ -1,0 +1,81 @@
+/**
+ * An AdminMerge whose answer is lost after it applied — the mechanism of the
+ * failure that refused session 8's submission (official CI, test/kv-ranges-
+ * multiproc/split-merge: `/_admin/merge … 503 kv.merge_timeout … replica 1
+ * of r59 on n1 has not applied the merge freeze`, under load, where the
+ * DistSender's breaker abandons calls to live but slow nodes: rpc.canceled
+ * after sending, ambiguous).
+ *
+ * The driver (merge.ts adminMergeWithRetry) froze R and sent AdminMerge to L;
+ * the merge applied (R's replicas are gone from every store) but the answer
+ * was lost, so the driver never fixed meta2 — for any L but the first range
+ * only it was going to. Its retry asked meta2 whether R was still there:
+ * meta2 still named R, so it waited for R's (deleted) replicas to show the
+ * freeze, 10 s per attempt, until it gave up with kv.merge_timeout naming
+ * R's first replica. Fixed: the retry asks L's own replicas for L's
+ * descriptor; if L now covers R's start, R is merged — meta2 is fixed and
+ * the merged range returned.
+ */
+import { describe, it, expect, afterEach } from 'vitest';
+import { TestCluster } from '../support/test-cluster.js';
+import { adminSplit } from '../../src/kv/split.js';
+import { adminMergeWithRetry } from '../../src/kv/merge.js';
+import { DistSender } from '../../src/kv/dist-sender.js';
+import { KvClient, RpcNodeDialer } from '../../src/kv/kv-client.js';
+import type { BatchRequest } from '../../src/kv/api.js';
+import { RpcError } from '../../src/rpc/errors.js';
+import { descriptors, distSender, getNow, key, metaMatches, putAt, val } from './support.js';
+
+let cluster: TestCluster | null = null;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = null;
+});
+
+describe('an AdminMerge whose answer is lost', () => {
+  it('is found applied by the retry from L itself (meta2 still names R), which fixes meta2: no wait for the gone replicas', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    // A dialer that loses the answer to the next AdminMerge after it applied (the breaker abandoning the call).
+    const real = new RpcNodeDialer(c.node(0).rpc!, 10_000);
+    let loseNext = false;
+    let lost = false;
+    let rightId = -1;
+    let pollsAfterLoss = 0;
+    const dialer = {
+      send: async (n: number, ba: BatchRequest) => {
+        if (lost && ba.header.rangeId === rightId && ba.requests[0]?.kind === 'leaseInfo') pollsAfterLoss++;
+        const res = await real.send(n, ba);
+        if (loseNext && ba.requests[0]?.kind === 'adminMerge') {
+          loseNext = false;
+          lost = true;
+          throw new RpcError('rpc.canceled', 'rpc: call of method 100 canceled after the request was sent (outcome unknown)', { ambiguous: true, retryable: false, sqlState: '40003' });
+        }
+        return res;
+      },
+    };
+    await putAt(distSender(c), key(5), val(5));
+    const ds = new DistSender(dialer, { nodes: () => [1, 2, 3], now: () => c.node(0).clock.now(), sleep: async () => undefined });
+    // r1 | L [key(10), key(50)) | R [key(50), key(100)) | [key(100), ..): L is not r1, so meta2 is the driver's to fix.
+    for (const k of [10, 50, 100]) await adminSplit(ds, key(k));
+    await putAt(ds, key(20), val(20));
+    await putAt(ds, key(60), val(60));
+    const left = descriptors(c).find((d) => d.startKey.equals(key(10)))!;
+    const right = descriptors(c).find((d) => d.startKey.equals(key(50)))!;
+    rightId = right.rangeId;
+    loseNext = true;
+    const merged = await adminMergeWithRetry(ds, key(20));
+    expect(loseNext).toBe(false); // the answer was lost
+    expect(merged?.rangeId).toBe(left.rangeId);
+    expect(merged?.startKey).toEqual(key(10));
+    expect(merged?.endKey).toEqual(key(100));
+    // Found from L, not by polling R's replicas (gone) for the freeze.
+    expect(pollsAfterLoss).toBe(0);
+    expect(descriptors(c).some((d) => d.rangeId === right.rangeId)).toBe(false);
+    // meta2 is right at once (no merge or split queue runs here), so a fresh router finds the merged range.
+    expect(await metaMatches(c, new KvClient(distSender(c, 1)))).toBe(true);
+    const fresh = distSender(c, 2);
+    expect(await getNow(fresh, key(60))).toEqual(val(60));
+    expect(await getNow(fresh, key(20))).toEqual(val(20));
+  }, 60_000);
+});
