@@ -117,7 +117,7 @@ import type { Prng } from '../util/prng.js';
 import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
 import { addressOf, isLocal, rangeAppliedStateKey, rangeGCThresholdKey, rangeLeaseKey, KEY_MAX, KEY_MIN, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
-import { WriteIntentError, mvccGetSync, mvccPrefetch } from '../../storage/mvcc.js';
+import { WriteIntentError, mvccGetSync } from '../../storage/mvcc.js';
 import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
 import { hasPrefix, compareBytes } from '../../storage/encoding/bytes.js';
 import { RawNode } from '../../raft/raw-node.js';
@@ -159,6 +159,7 @@ import { computeRangeChecksum } from './replica-consistency.js';
 import { canary } from './canary.js';
 import { UncertaintyGuard, localUncertaintyLimit, observedTimestampOf } from './uncertainty.js';
 import type { KvSettings } from './settings.js';
+import { evaluateWriteBatch } from './one-phase-commit.js';
 
 /** What a replica needs from its store. */
 export interface StoreContext {
@@ -772,14 +773,13 @@ export class Replica {
     async?: (applying: Promise<BatchResponse>) => void,
     onCommit?: (applying: Promise<BatchResponse>) => void,
   ): Promise<BatchResponse> {
-    const batch = this.ctx.engine.newBatch();
-    const stats = emptyStats();
     const se: SideEffectsBuilder = {};
-    const ec = this.evalContext(stats, se);
-    const responses: Response[] = [];
-    const heads = pointWriteKeys(reqs);
-    if (heads !== null) await mvccPrefetch(batch, heads);
-    for (const q of reqs) responses.push(await lookupCommand(q.kind).evaluate(ec, batch as never, h, q));
+    const { batch, stats, responses } = await evaluateWriteBatch(
+      { newBatch: () => this.ctx.engine.newBatch(), evalContext: (st) => this.evalContext(st, se), withoutIntents: this.ctx.settings.onePhaseCommitWithoutIntents },
+      h,
+      reqs,
+      pointWriteKeys(reqs),
+    );
     const isLeaseRequest = prevLease !== undefined;
     const cmd: RaftCommand = {
       cmdId: this.ctx.nextCmdId(),

@@ -59,6 +59,12 @@ export interface KvSettings {
    * in the queue only until then.
    */
   readonly lockPushDelayMs: number;
+  /**
+   * A batch that is a whole transaction on one range commits without writing
+   * intents (one-phase-commit.ts). Default on; CAIRN_KV_1PC_WITHOUT_INTENTS=
+   * false (or 0) turns it off for a process (benchmarks' before/after runs).
+   */
+  readonly onePhaseCommitWithoutIntents: boolean;
 }
 
 export const DEFAULT_KV_SETTINGS: KvSettings = {
@@ -80,6 +86,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   snapshotChunkBytes: 1 << 20,
   elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
   lockPushDelayMs: 100,
+  onePhaseCommitWithoutIntents: envFlag('CAIRN_KV_1PC_WITHOUT_INTENTS', true),
 };
 
 /** Short timings for in-process tests: tick 10 ms, election 100 ms, lease 1 s. */

@@ -8,11 +8,12 @@
  */
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { transactionKey } from '../../storage/keys.js';
-import { mvccResolveIntent, mvccResolveIntentRange, type LockUpdate, type MvccStats, type TxnMeta } from '../../storage/mvcc.js';
+import { mvccResolveIntent, mvccResolveIntentRange, type LockUpdate, type MvccStats, type Txn, type TxnMeta } from '../../storage/mvcc.js';
 import type { ReadWriter } from '../../storage/engine.js';
 import type { RangeDescriptor } from './api.js';
 import type { DeclaredSpan } from './batcheval/command.js';
-import type { LockSpan, TxnRecord } from './txn-api.js';
+import type { Timestamp } from '../util/hlc.js';
+import type { EndTxnRequest, LockSpan, TxnRecord } from './txn-api.js';
 
 export function declareRecord(anchor: Buffer, id: Buffer, write: boolean, out: DeclaredSpan[]): void {
   out.push({ key: transactionKey(anchor, id), endKey: null, write });
@@ -20,6 +21,27 @@ export function declareRecord(anchor: Buffer, id: Buffer, write: boolean, out: D
 
 function inRange(desc: RangeDescriptor, k: Buffer): boolean {
   return compareBytes(k, desc.startKey) >= 0 && compareBytes(k, desc.endKey) < 0;
+}
+
+/**
+ * The PENDING record an EndTxn of `txn` starts from (its status, in-flight
+ * writes and lock spans then set by the outcome); `record` is the one stored
+ * (null: none), `now` the batch timestamp.
+ */
+export function recordBase(txn: Txn, req: EndTxnRequest, record: TxnRecord | null, now: Timestamp): TxnRecord {
+  return {
+    id: txn.id,
+    key: req.key,
+    epoch: txn.epoch,
+    status: 'pending',
+    writeTimestamp: txn.writeTimestamp,
+    minTimestamp: record?.minTimestamp ?? txn.minTimestamp ?? txn.writeTimestamp,
+    priority: txn.priority ?? 0,
+    lastHeartbeat: record?.lastHeartbeat ?? now,
+    inFlightWrites: [],
+    lockSpans: req.lockSpans,
+    ignoredSeqNums: txn.ignoredSeqNums ?? [],
+  };
 }
 
 /** The record's metadata as resolution needs it. */

@@ -23,10 +23,10 @@
  */
 import { assert } from '../../util/assert.js';
 import { formatTimestamp, tsLess } from '../../util/hlc.js';
-import type { EndTxnRequest, TxnRecord } from '../txn-api.js';
+import type { EndTxnRequest } from '../txn-api.js';
 import { TransactionAbortedError, TransactionStatusError, TxnRetryError, recordResponse } from '../txn-api.js';
 import { loadTxnRecord, storeTxnRecord } from '../txn-record.js';
-import { declareRecord, recordMeta, resolveLocal } from '../txn-eval.js';
+import { declareRecord, recordBase, recordMeta, resolveLocal } from '../txn-eval.js';
 import { registerCommand } from './command.js';
 
 registerCommand<EndTxnRequest>({
@@ -52,19 +52,7 @@ registerCommand<EndTxnRequest>({
       }
       if (record.epoch > txn.epoch) throw new TransactionStatusError(txn.id, record.status, `epoch ${txn.epoch} ended below the record's epoch ${record.epoch}`);
     }
-    const base: TxnRecord = {
-      id: txn.id,
-      key: req.key,
-      epoch: txn.epoch,
-      status: 'pending',
-      writeTimestamp: txn.writeTimestamp,
-      minTimestamp: record?.minTimestamp ?? txn.minTimestamp ?? txn.writeTimestamp,
-      priority: txn.priority ?? 0,
-      lastHeartbeat: record?.lastHeartbeat ?? h.timestamp,
-      inFlightWrites: [],
-      lockSpans: req.lockSpans,
-      ignoredSeqNums: txn.ignoredSeqNums ?? [],
-    };
+    const base = recordBase(txn, req, record, h.timestamp);
     if (!req.commit) {
       const rest = await resolveLocal(rw, ctx.desc, req.lockSpans, { txn: recordMeta(base), status: 'aborted' }, ctx.stats);
       const rec = { ...base, status: 'aborted' as const, lockSpans: rest };
