@@ -179,6 +179,12 @@ export interface SplitHooks {
   readonly expiration?: Timestamp;
   /** Backoff between attempts after a transient routing error (default: 50 ms × attempt, capped at 1 s). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * The range id an earlier attempt at this split allocated, whose outcome is
+   * unknown (adminSplitWithRetry): used again, and its split looked for as
+   * after an ambiguous answer (findOwnSplit) — a fresh id could not find it.
+   */
+  readonly retryOf?: number;
 }
 
 /**
@@ -290,13 +296,13 @@ async function findOwnSplit(db: Sender, key: Buffer, newRangeId: number, e: unkn
  * test/kv-ranges/split-ambiguous.test.ts).
  */
 export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}): Promise<AdminSplitResponse | null> {
-  const newRangeId = await allocateRangeId(db);
-  await hooks.afterAllocate?.(newRangeId);
+  const newRangeId = hooks.retryOf ?? (await allocateRangeId(db));
+  if (hooks.retryOf === undefined) await hooks.afterAllocate?.(newRangeId);
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const req: AdminSplitRequest = hooks.expiration === undefined ? { kind: 'adminSplit', key, newRangeId } : { kind: 'adminSplit', key, newRangeId, expiration: hooks.expiration };
   let res: AdminSplitResponse;
   let recovered = false;
-  for (let ambiguous = 0, transient = 0, looked = false; ; ) {
+  for (let ambiguous = hooks.retryOf === undefined ? 0 : 1, transient = 0, looked = false; ; ) {
     try {
       [res] = (await send(db, [req])) as [AdminSplitResponse];
       break;
@@ -347,17 +353,25 @@ export async function adminSplit(db: Sender, key: Buffer, hooks: SplitHooks = {}
  * an answer that is ambiguous (an RPC the DistSender's breaker abandoned on
  * a live but slow node — rpc.canceled after sending; a read of the id
  * generator or of the new half lost that way) or retryable. Asking again
- * settles it: splitting is idempotent by key — if the earlier attempt
- * applied, the retry finds the boundary there and answers null (meta2, if
- * that attempt did not fix it, is the split queue's: fixMeta2 from its scan);
- * if it did not, the retry splits. An id the earlier attempt allocated is
- * never used again (see allocateRangeId).
+ * settles it: the retry uses the range id the failed attempt allocated
+ * (SplitHooks.retryOf) and so finds that attempt's split if it applied
+ * (findOwnSplit: both halves answered, meta2 fixed here), or splits. A fresh
+ * id could not: the retry would be routed by the unfixed meta2 into
+ * RangeKeyMismatch until the split queue repaired it (see adminSplit).
  */
 export async function adminSplitWithRetry(db: Sender, key: Buffer, hooks: SplitHooks = {}, maxAttempts = 5): Promise<AdminSplitResponse | null> {
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let id: number | undefined;
+  const recording: SplitHooks = {
+    ...hooks,
+    afterAllocate: async (rangeId) => {
+      id = rangeId;
+      await hooks.afterAllocate?.(rangeId);
+    },
+  };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await adminSplit(db, key, hooks);
+      return await adminSplit(db, key, id === undefined ? recording : { ...recording, retryOf: id });
     } catch (e) {
       if (!(e instanceof CairnError && (e.ambiguous || e.retryable)) || attempt >= maxAttempts) throw e;
       await sleep(transientBackoffMs(attempt));

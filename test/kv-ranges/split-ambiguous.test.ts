@@ -17,7 +17,8 @@
  */
 import { describe, it, expect, afterEach } from 'vitest';
 import { TestCluster } from '../support/test-cluster.js';
-import { adminSplit } from '../../src/kv/split.js';
+import { adminSplit, adminSplitWithRetry } from '../../src/kv/split.js';
+import { RANGE_ID_GENERATOR_KEY } from '../../storage/keys.js';
 import { DistSender } from '../../src/kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../../src/kv/kv-client.js';
 import type { BatchRequest } from '../../src/kv/api.js';
@@ -70,5 +71,47 @@ describe('an AdminSplit whose answer is lost', () => {
     expect(await getNow(fresh, key(60))).toEqual(val(60));
     await putAt(fresh, key(20), val(20));
     expect(await getNow(fresh, key(20))).toEqual(val(20));
+  }, 60_000);
+
+  it('adminSplitWithRetry (/_admin/split, SPLIT AT): a split whose answer is lost more often than adminSplit retries is found by the next attempt, meta2 fixed', async () => {
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    // Session 8, load ~30: /_admin/split answered 500 rpc.canceled ('canceled after the request was sent') —
+    // the DistSender's breaker abandoned calls to a live but slow node. Here a burst of AdminSplit answers is lost.
+    const real = new RpcNodeDialer(c.node(0).rpc!, 10_000);
+    let lose = 0;
+    const dialer = {
+      send: async (n: number, ba: BatchRequest) => {
+        const res = real.send(n, ba);
+        if (lose > 0 && ba.requests[0]?.kind === 'adminSplit') {
+          await res.catch(() => undefined); // whatever the answer — applied, or RangeKeyMismatch for a retry — it is lost
+          lose--;
+          throw new RpcError('rpc.canceled', 'rpc: call of method 100 canceled after the request was sent (outcome unknown)', { ambiguous: true, retryable: false, sqlState: '40003' });
+        }
+        return res;
+      },
+    };
+    await putAt(distSender(c), key(5), val(5));
+    const ds = new DistSender(dialer, { nodes: () => [1, 2, 3], now: () => c.node(0).clock.now(), sleep: async () => undefined });
+    // r1 | [key(10), ..): the split below is of a range whose meta2 record lives in r1 (only the driver fixes it).
+    await adminSplit(ds, key(10));
+    await putAt(ds, key(60), val(60));
+    const parent = descriptors(c).find((d) => d.startKey.equals(key(10)))!;
+    lose = 4; // adminSplit alone gives up after its 4th ambiguous answer (below)
+    let backoffs = 0;
+    const res = await adminSplitWithRetry(ds, key(50), { sleep: async (ms) => void (ms >= 50 && backoffs++) });
+    expect(lose).toBe(0);
+    expect(backoffs).toBe(1); // one whole retry, which found its own split
+    expect(res?.left.rangeId).toBe(parent.rangeId);
+    expect(res?.right.startKey).toEqual(key(50));
+    // meta2 is right at once (no split queue runs here), so a fresh router finds the halves.
+    expect(await metaMatches(c, new KvClient(distSender(c, 1)))).toBe(true);
+    expect(await getNow(distSender(c, 2), key(60))).toEqual(val(60));
+    // Asked again for a split that is there: null, as /_admin/split answers {split: null}.
+    expect(await adminSplitWithRetry(ds, key(50))).toBeNull();
+    // Without the retry the caller sees the ambiguity.
+    lose = 4;
+    await expect(adminSplit(ds, key(30))).rejects.toMatchObject({ code: 'rpc.canceled', ambiguous: true });
+    expect(lose).toBe(0);
   }, 60_000);
 });
