@@ -268,6 +268,11 @@ export class LevelEngine implements Engine {
 export const GETMANY_SPLIT_MIN = 32;
 const GETMANY_PARTS = 4;
 
+/** How many libuv pool jobs (classic-level getMany calls) a getMany of `n` keys runs as. */
+export function getManyJobs(n: number): number {
+  return n < GETMANY_SPLIT_MIN ? 1 : Math.ceil(n / Math.ceil(n / GETMANY_PARTS));
+}
+
 /**
  * Many point reads as up to GETMANY_PARTS getMany calls at once (see the
  * header's cost model): classic-level runs one getMany as one libuv job that
@@ -280,6 +285,7 @@ async function getManySplit(keys: readonly Buffer[], read: (keys: Buffer[]) => P
   const per = Math.ceil(n / GETMANY_PARTS);
   const parts: Promise<(Buffer | undefined)[]>[] = [];
   for (let i = 0; i < n; i += per) parts.push(read(keys.slice(i, i + per)));
+  assert(parts.length === getManyJobs(n), 'storage: getManyJobs disagrees with the split');
   const got = await Promise.all(parts);
   const out = new Array<Buffer | undefined>(n);
   let o = 0;
