@@ -68,6 +68,8 @@ export interface MergeHooks {
   /** How long to wait for the right range's replicas to apply the freeze (default 10 s). */
   readonly freezeWaitMs?: number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** adminMergeWithRetry is about to try again after `e` (Node.adminMerge logs it: where a slow merge spent its time). */
+  readonly onRetry?: (attempt: number, e: CairnError) => void;
 }
 
 async function sendOne(ds: DistSender, q: Request): Promise<RangeDescriptorResponse> {
@@ -196,6 +198,7 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
     } catch (e) {
       const retry = e instanceof CairnError && (e.ambiguous || e.retryable || MERGE_RETRY.has(e.code));
       if (!retry || attempt >= maxAttempts) throw e;
+      hooks.onRetry?.(attempt, e);
       ambiguous = e.ambiguous;
       await sleep(Math.min(500, 50 * attempt));
     }

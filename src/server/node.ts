@@ -777,7 +777,7 @@ export class Node {
    */
   async adminMerge(key: Buffer): Promise<RangeDescriptor | null> {
     this.requireKv();
-    return adminMergeWithRetry(this.distSender as DistSender, key);
+    return adminMergeWithRetry(this.distSender as DistSender, key, { onRetry: (attempt, e) => this.log.info({ key: key.toString('hex'), attempt, code: e.code, err: e.message }, 'kv: admin merge retried') });
   }
 
   /** Admin: moves one voter of a range (admin-relocate.ts); answers the new descriptor. */
