@@ -5,7 +5,8 @@ import { compareBytes } from '../../storage/encoding/bytes.js';
 import { RpcNodeDialer, KvClient } from '../../src/kv/kv-client.js';
 import { DistSender } from '../../src/kv/dist-sender.js';
 import { decodeRangeDescriptor, encodeRangeDescriptor } from '../../src/kv/api-codec.js';
-import type { AdminSplitResponse, RangeDescriptor } from '../../src/kv/api.js';
+import type { AdminSplitResponse, BatchRequest, RangeDescriptor } from '../../src/kv/api.js';
+import { RpcError } from '../../src/rpc/errors.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { ZERO_TIMESTAMP, type Timestamp } from '../../src/util/hlc.js';
 import type { TestCluster } from '../support/test-cluster.js';
@@ -31,6 +32,25 @@ export function distSender(c: TestCluster, i = 0, timeoutMs = 10_000): DistSende
     nodes: () => Array.from({ length: c.size }, (_, j) => j).filter((j) => c.isRunning(j)).map((j) => j + 1),
     now: () => c.node(i).clock.now(),
   });
+}
+
+/**
+ * A DistSender through node 1 (no backoff) whose dialer loses the answer to
+ * every batch `lose` picks — applied or refused, the caller sees rpc.canceled
+ * after sending (ambiguous), as when the DistSender's breaker abandons a call
+ * to a live but slow node.
+ */
+export function lossyDistSender(c: TestCluster, lose: (ba: BatchRequest) => boolean): DistSender {
+  const real = new RpcNodeDialer(c.node(0).rpc!, 10_000);
+  const dialer = {
+    send: async (n: number, ba: BatchRequest) => {
+      const res = real.send(n, ba);
+      if (!lose(ba)) return res;
+      await res.catch(() => undefined);
+      throw new RpcError('rpc.canceled', `rpc: call of method 100 to n${n} canceled after the request was sent (outcome unknown)`, { ambiguous: true, retryable: false, sqlState: '40003' });
+    },
+  };
+  return new DistSender(dialer, { nodes: () => [1, 2, 3], now: () => c.node(0).clock.now(), sleep: async () => undefined });
 }
 
 export function client(c: TestCluster, i = 0): KvClient {
