@@ -249,7 +249,7 @@ export function encodeHead(metaKey: Buffer, h: Head): Buffer {
   pos = 4;
   encodeHeadBody(h);
   scratch = EMPTY;
-  out.writeUInt32LE(checksum(metaKey, out.subarray(4, pos)), 0);
+  out.writeUInt32LE(checksum(metaKey, new Uint8Array(out.buffer, out.byteOffset + 4, pos - 4)), 0);
   return out.subarray(0, pos);
 }
 
@@ -304,7 +304,7 @@ export function encodeVersion(versionKey: Buffer, value: Buffer | null): Buffer 
   const out = Buffer.allocUnsafe(5 + (value?.length ?? 0));
   out[4] = value === null ? 0 : 1;
   if (value !== null) value.copy(out, 5);
-  out.writeUInt32LE(checksum(versionKey, out.subarray(4)), 0);
+  out.writeUInt32LE(checksum(versionKey, new Uint8Array(out.buffer, out.byteOffset + 4, out.length - 4)), 0);
   return out;
 }
 
