@@ -243,7 +243,9 @@ async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHo
   const deadline = Date.now() + (hooks.freezeWaitMs ?? 10_000);
   for (const rep of right.replicas) {
     let last = 'no answer';
-    for (;;) {
+    // Polls back off 10 ms → 160 ms: a follower that is slow to apply (a loaded machine) is not
+    // also asked 100 times a second by every merge waiting for it.
+    for (let poll = 0; ; poll++) {
       try {
         const res = await ds.sendToNode(rep.nodeId, { header: { rangeId: right.rangeId, replicaId: rep.replicaId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] });
         const lease = (res.responses[0] as LeaseInfoResponse).lease;
@@ -254,7 +256,7 @@ async function waitFrozen(ds: DistSender, right: RangeDescriptor, hooks: MergeHo
         last = `${e.code}: ${e.message}`;
       }
       if (Date.now() > deadline) throw new CairnError('kv.merge_timeout', `kv: replica ${rep.replicaId} of r${right.rangeId} on n${rep.nodeId} has not applied the merge freeze (last answer: ${last})`, { retryable: true });
-      await sleep(10);
+      await sleep(10 * 2 ** Math.min(poll, 4));
     }
   }
 }

@@ -46,7 +46,9 @@ describe('splits', () => {
     expect(queues.reduce((n, q) => n + q.metrics.failures, 0), queues.map((q) => q.metrics.lastFailure).join('; ')).toBe(0);
     await expectAllKeys(new KvClient(distSender(c, 2)), N, bigVal);
     await checkConsistency(c, kv, 100);
-  }, 120_000);
+    // Timed out at 120 s once at load ~38 (with the other kv-ranges files and two multi-process tests running);
+    // the rounds above are bounded, so this is only a backstop.
+  }, 300_000);
 
   it('a node stopped at each step of a split: after restart everything is consistent', async () => {
     const c = (cluster = await TestCluster.start({ nodes: 3, engine: 'level' }));
