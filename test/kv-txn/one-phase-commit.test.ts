@@ -17,7 +17,12 @@
 // are a property of the generated set.
 import { describe, it, expect } from 'vitest';
 import { autoCloseClusters } from '../support/test-cluster.js';
-import { startTxnCluster, tkey, batch, str, type TxnEnv } from './support.js';
+import { startTxnCluster, tkey, batch, str, TSPAN_START, TSPAN_END, type TxnEnv } from './support.js';
+import { statsMismatches } from './nemesis-support.js';
+import { mvccScan } from '../../storage/mvcc.js';
+import { MAX_TIMESTAMP } from '../../src/util/hlc.js';
+import { CairnError } from '../../src/util/errors.js';
+import type { TxnDB } from '../../src/kv/client/txn-db.js';
 import fc from 'fast-check';
 import { MemoryEngine } from '../../storage/memory-engine.js';
 import type { WriteBatch } from '../../storage/engine.js';
@@ -199,7 +204,8 @@ describe('one-phase commit without intents in a cluster', () => {
       b.put(tkey(1), Buffer.from('a'));
       b.put(tkey(2), Buffer.from('b'));
     }));
-    expect(onePhaseCommitCounters.withoutIntents - c0.withoutIntents).toBe(1);
+    // (At least: a command whose proposal is refused — a lease index overtaken under load — is evaluated again.)
+    expect(onePhaseCommitCounters.withoutIntents - c0.withoutIntents).toBeGreaterThanOrEqual(1);
     expect(db.metrics.onePhaseCommits - onePhase0).toBe(1);
     expect([await get(env, tkey(1)), await get(env, tkey(2))]).toEqual(['a', 'b']);
 
@@ -211,7 +217,7 @@ describe('one-phase commit without intents in a cluster', () => {
     await late.commitInBatch(batch((b) => b.put(tkey(3), Buffer.from('late'))));
     expect(await get(env, tkey(3))).toBe('late');
     expect(onePhaseCommitCounters.fallbacks - c1.fallbacks).toBeGreaterThanOrEqual(1);
-    expect(onePhaseCommitCounters.withoutIntents - c1.withoutIntents).toBe(2);
+    expect(onePhaseCommitCounters.withoutIntents - c1.withoutIntents).toBeGreaterThanOrEqual(2);
 
     // 3. Another transaction's intent: the commit batch waits for it in the lock table (known there, it is met before
     // evaluation; an intent the lock table did not know is met by the non-transactional evaluation, which falls back —
@@ -230,5 +236,52 @@ describe('one-phase commit without intents in a cluster', () => {
     const err = await db.newTxn().commitInBatch(batch((b) => b.cput(tkey(4), Buffer.from('x'), Buffer.from('not-this')))).then(() => null, (e: unknown) => e);
     expect((err as { code?: string }).code).toBe('kv.condition_failed');
     expect(await get(env, tkey(4))).toBe('waiter');
+  });
+});
+
+describe('one-phase commit without intents under contention', () => {
+  it('read-modify-write increments on 3 nodes lose no update, leave no intent, and keep every replica\'s MVCC stats equal to a recount', async () => {
+    const env = await startTxnCluster(start, { nodes: 3 });
+    const c0 = { ...onePhaseCommitCounters };
+    const HOT = 3;
+    const dec = (b: Buffer | null | undefined): number => (b == null ? 0 : Number(b.toString()));
+    let committed = 0;
+    let ambiguous = 0;
+    // 6 workers on the three nodes' coordinators, 15 increments each of one of 3 hot counters (a locking read, then the
+    // write and the commit in one batch: the implicit UPDATE's shape), plus a log key of the worker's own in the same batch.
+    const worker = async (w: number): Promise<void> => {
+      const db = env.dbs[w % 3] as TxnDB;
+      for (let i = 0; i < 15; i++) {
+        const counter = tkey(900 + ((w + i) % HOT)); // every counter gets increments from every worker
+        try {
+          await db.runTxn(async (t) => {
+            const r = await t.run(batch((b) => b.get(counter, 'exclusive')));
+            const n = dec((r[0] as { value: Buffer | null }).value);
+            await t.commitInBatch(batch((b) => {
+              b.put(counter, Buffer.from(String(n + 1)));
+              b.put(tkey(100 + w), Buffer.from(String(i)));
+            }));
+          });
+          committed++;
+        } catch (e) {
+          if (e instanceof CairnError && e.ambiguous) ambiguous++;
+          else throw e;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, (_, w) => worker(w)));
+    let total = 0;
+    for (let h = 0; h < HOT; h++) total += Number((await get(env, tkey(900 + h))) ?? 0);
+    // No lost update: every committed increment is counted (an ambiguous one may or may not be).
+    expect(total).toBeGreaterThanOrEqual(committed);
+    expect(total).toBeLessThanOrEqual(committed + ambiguous);
+    expect(committed).toBeGreaterThan(0);
+    expect(onePhaseCommitCounters.withoutIntents - c0.withoutIntents).toBeGreaterThan(0);
+    // Every write of these transactions went in its commit batch: none ever left an intent, on any replica (at
+    // whatever index each has applied).
+    for (let i = 0; i < env.c.size; i++) {
+      expect((await mvccScan(env.c.node(i).engine, TSPAN_START, TSPAN_END, MAX_TIMESTAMP, { inconsistent: true })).intents.filter((x) => x !== null)).toEqual([]);
+    }
+    expect(await statsMismatches(env.c)).toEqual([]);
   });
 });
