@@ -11,8 +11,8 @@
  * over random batches.
  *
  * When it applies (onePhaseCandidate, checked without reading anything):
- *   - the header's transaction is at epoch-independent, savepoint-free state:
- *     no ignored sequence numbers (a write of this batch might be rolled back);
+ *   - the transaction has no ignored sequence numbers (rolled-back
+ *     savepoints: the intent path would drop a write of this batch at one);
  *   - the header timestamp equals the transaction's write timestamp (the
  *     intents would be written at the one, committed at the other);
  *   - the requests are put / cput / delete, then ONE EndTxn(commit) last,
