@@ -35,6 +35,18 @@
  *
  * Hot path: called per message; looks ahead only from an empty MsgApp or an
  * accepting MsgAppResp, over the few messages one replica's Ready holds.
+ *
+ * Deferred commit-only appends (Store, settings.deferCommitOnlyAppends): a
+ * leader's empty MsgApps leave after its round's sync instead of before it,
+ * and one is left out when an append with entries to the same replica in the
+ * same term, at or past its index and with a commit at least as high, was
+ * sent in the same round (before the sync or during it) or follows it in the
+ * post-sync batch (isEmptyAppendSuperseded). Accepted, that append commits
+ * min(commit, its last index) ≥ min(commit, index) of the empty one and is
+ * acknowledged at a higher index; rejected (the follower's log does not reach
+ * its position), the empty one is lost as the network may lose it — the
+ * leader probes from the rejection and the commit reaches the follower with
+ * the next append or heartbeat.
  */
 import { MessageType, type Message } from '../../raft/types.js';
 
@@ -57,4 +69,24 @@ export function isSupersededInReady(msgs: readonly Message[], i: number): boolea
     }
   }
   return false;
+}
+
+/**
+ * Whether the empty MsgApp `m` is made redundant by the MsgApp `n` to the
+ * same replica (sent before it or after it in the same round): same term, n
+ * at or past m's log position, a commit at least as high (see the header,
+ * "Deferred commit-only appends").
+ */
+export function isEmptyAppendSuperseded(m: Message, n: Message): boolean {
+  return (
+    m.type === MessageType.MsgApp &&
+    m.entries.length === 0 &&
+    m.snapshot === null &&
+    n.type === MessageType.MsgApp &&
+    n.snapshot === null &&
+    n.to === m.to &&
+    n.term === m.term &&
+    n.index >= m.index &&
+    n.commit >= m.commit
+  );
 }

@@ -41,6 +41,15 @@ export interface KvSettings {
    * for a process (benchmarks' before/after runs).
    */
   readonly sendAppendsDuringSync: boolean;
+  /**
+   * A leader's commit-only (empty) MsgApps leave after the round's sync, not
+   * before it, and are left out when an append sent in the same round already
+   * carries their commit (Store "Deferred commit-only appends",
+   * redundant-raft-messages.ts). Default on;
+   * CAIRN_KV_RAFT_DEFER_COMMIT_APPENDS=false (or 0) turns it off for a
+   * process (benchmarks' before/after runs).
+   */
+  readonly deferCommitOnlyAppends: boolean;
   /** Bytes of engine key/values per snapshot chunk. */
   readonly snapshotChunkBytes: number;
   /**
@@ -83,6 +92,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   applyDurableEarly: true,
   sendAppendsBeforeSync: true,
   sendAppendsDuringSync: envFlag('CAIRN_KV_RAFT_APPENDS_DURING_SYNC', true),
+  deferCommitOnlyAppends: envFlag('CAIRN_KV_RAFT_DEFER_COMMIT_APPENDS', true),
   snapshotChunkBytes: 1 << 20,
   elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
   lockPushDelayMs: 100,

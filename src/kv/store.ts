@@ -69,6 +69,19 @@
  * remainder rides in the post-sync batch), and the leader applies only
  * entries it holds durably (fast apply, step 3).
  *
+ * Deferred commit-only appends (deferCommitOnlyAppends): the empty MsgApps a
+ * leader's Ready holds (Raft broadcasts one to every follower whenever its
+ * commit index advances) leave with the round's post-sync batch, not before
+ * the sync, and are left out when an append with entries sent to the same
+ * replica in the same round — before the sync or during it — or following
+ * it in the post-sync batch already carries their commit
+ * (redundant-raft-messages.ts isEmptyAppendSuperseded). With the load spread
+ * over several ranges each round carries few commands per range, and these
+ * broadcasts and their acknowledgements were about half the Raft messages
+ * per write. A follower may learn a commit one leader sync later; the
+ * leader's clients are not waiting for that (they are answered when the
+ * leader applies).
+ *
  * Inputs come from outside: tick() (the server's timer every
  * settings.tickIntervalMs, or a test's manual stepping — no timers here),
  * Raft message batches and snapshot chunks from src/rpc, batches from
@@ -145,7 +158,7 @@ import { finishRangeTrigger, stageRangeTrigger } from './split-trigger.js';
 import { clearReplicaData } from './replica-change.js';
 import { readRangeTombstone } from './range-tombstone.js';
 import { withObservedTimestamp } from './uncertainty.js';
-import { isSupersededInReady } from './redundant-raft-messages.js';
+import { isEmptyAppendSuperseded, isSupersededInReady } from './redundant-raft-messages.js';
 import { splitAppendForDurability } from '../../raft/raw-node.js';
 
 export interface StoreOptions {
@@ -234,6 +247,15 @@ export class SnapshotOverlapError extends CairnError {
   }
 }
 
+/** Whether the empty MsgApp msgs[i] is made redundant by an append of `sent` or a later message of `msgs` (Store.route). */
+function deferredAppendSuperseded(msgs: readonly Message[], i: number, sent: readonly Message[]): boolean {
+  const m = msgs[i] as Message;
+  if (m.type !== MessageType.MsgApp || m.entries.length > 0) return false;
+  for (const n of sent) if (isEmptyAppendSuperseded(m, n)) return true;
+  for (let j = i + 1; j < msgs.length; j++) if (isEmptyAppendSuperseded(m, msgs[j] as Message)) return true;
+  return false;
+}
+
 export class Store implements StoreContext {
   readonly ident: StoreIdent;
   readonly engine: Engine;
@@ -306,6 +328,12 @@ export class Store implements StoreContext {
   private earlyDone: Promise<void> | null = null;
   private fastApply: Promise<void> | null = null;
   private fastScheduled = false;
+  /**
+   * From a round's first send until its post-sync batch (deferCommitOnlyAppends):
+   * the appends with entries each leader sent in the round, which make its
+   * deferred commit-only appends redundant (see the header).
+   */
+  private roundAppends: Map<Replica, Message[]> | null = null;
 
   private constructor(opts: StoreOptions, ident: StoreIdent) {
     this.ident = ident;
@@ -772,6 +800,8 @@ export class Store implements StoreContext {
     let held: Set<Replica> | null = null;
     if (this.settings.sendAppendsBeforeSync) {
       const early = new Map<number, RaftMessageRequest[]>();
+      const defer = this.settings.deferCommitOnlyAppends;
+      if (defer) this.roundAppends = new Map();
       held = new Set();
       for (const { r, rd } of rounds) {
         if (!rd.messages.some((m) => m.type === MessageType.MsgApp)) continue;
@@ -784,7 +814,7 @@ export class Store implements StoreContext {
         const now: Message[] = [];
         const after: Message[] = [];
         for (const m of rd.messages) {
-          if (m.type !== MessageType.MsgApp) {
+          if (m.type !== MessageType.MsgApp || (defer && m.entries.length === 0 && m.snapshot === null)) {
             after.push(m);
             continue;
           }
@@ -793,6 +823,7 @@ export class Store implements StoreContext {
           if (s.later !== null) after.push(s.later);
         }
         this.route(r, now, false, early);
+        if (defer) this.noteRoundAppends(r, now);
         (rest ??= new Map()).set(r, after);
       }
       this.flush(early);
@@ -844,7 +875,9 @@ export class Store implements StoreContext {
     }
     // 2. Send, coalesced per destination node.
     const byNode = new Map<number, RaftMessageRequest[]>();
-    for (const { r, rd } of rounds) this.route(r, rest?.get(r) ?? rd.messages, false, byNode);
+    const sent = this.roundAppends;
+    this.roundAppends = null;
+    for (const { r, rd } of rounds) this.route(r, rest?.get(r) ?? rd.messages, false, byNode, sent === null ? null : (sent.get(r) ?? []));
     this.flush(byNode);
     // 3. Apply the rest: one batch for every replica's remaining committed commands.
     let ab = this.engine.newBatch();
@@ -881,6 +914,7 @@ export class Store implements StoreContext {
       if (msgs.length === 0) continue;
       this.metrics.appendsDuringSync += msgs.length;
       this.route(r, msgs, false, (byNode ??= new Map()));
+      this.noteRoundAppends(r, msgs);
     }
     if (byNode !== null) this.flush(byNode);
   }
@@ -948,11 +982,31 @@ export class Store implements StoreContext {
     }
   }
 
-  /** Groups messages by destination node; MsgSnap goes to the snapshot sender. */
-  private route(r: Replica, msgs: readonly Message[], quiesce: boolean, byNode: Map<number, RaftMessageRequest[]>): void {
+  /** Records the appends with entries `r` sent in the current round (deferCommitOnlyAppends; no-op outside a round). */
+  private noteRoundAppends(r: Replica, msgs: readonly Message[]): void {
+    const round = this.roundAppends;
+    if (round === null) return;
+    for (const m of msgs) {
+      if (m.type !== MessageType.MsgApp || m.entries.length === 0) continue;
+      let list = round.get(r);
+      if (list === undefined) {
+        list = [];
+        round.set(r, list);
+      }
+      list.push(m);
+    }
+  }
+
+  /**
+   * Groups messages by destination node; MsgSnap goes to the snapshot sender.
+   * `sent` (a post-sync batch with deferred commit-only appends): the appends
+   * `r` sent earlier in the round — an empty MsgApp one of them or a later
+   * message of `msgs` makes redundant is left out (see the header).
+   */
+  private route(r: Replica, msgs: readonly Message[], quiesce: boolean, byNode: Map<number, RaftMessageRequest[]>, sent: readonly Message[] | null = null): void {
     for (let i = 0; i < msgs.length; i++) {
       const m = msgs[i] as Message;
-      if (this.settings.elideRedundantRaftMessages && isSupersededInReady(msgs, i)) {
+      if (this.settings.elideRedundantRaftMessages && (isSupersededInReady(msgs, i) || (sent !== null && deferredAppendSuperseded(msgs, i, sent)))) {
         this.metrics.raftMessagesElided++;
         continue;
       }

@@ -13,8 +13,8 @@
  * applies every write either way (how many it elides depends on timing: printed, not asserted).
  */
 import { describe, it, expect } from 'vitest';
-import { isSupersededInReady } from '../../src/kv/redundant-raft-messages.js';
-import { MessageType, type Message } from '../../raft/types.js';
+import { isEmptyAppendSuperseded, isSupersededInReady } from '../../src/kv/redundant-raft-messages.js';
+import { EMPTY_SNAPSHOT, MessageType, type Message } from '../../raft/types.js';
 import { runSimulation } from '../../raft/rafttest/sim-schedule.js';
 import { Prng } from '../../src/util/prng.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
@@ -78,6 +78,39 @@ describe('redundant Raft messages: the rules', () => {
   });
 });
 
+/** The deferred rule on one list (Store.route's post-sync batch without appends sent earlier): an empty MsgApp a later one supersedes is left out. */
+function keptDeferred(msgs: readonly Message[]): Message[] {
+  return msgs.filter((m, i) => !msgs.some((n, j) => j > i && isEmptyAppendSuperseded(m, n)));
+}
+
+describe('deferred commit-only appends: the rule', () => {
+  it('an empty MsgApp is redundant given an append to the same replica at or past its position with a commit at least as high', () => {
+    const empty = msg(MessageType.MsgApp, { index: 10, commit: 9 });
+    // Sent before it during the round (appends during the sync) or after it: the same position, a later one.
+    for (const n of [
+      msg(MessageType.MsgApp, { index: 10, commit: 9, entries: [ent(11)] }),
+      msg(MessageType.MsgApp, { index: 12, logTerm: 5, commit: 11, entries: [ent(13)] }),
+      // A commit-only remainder past it (splitAppendForDurability's `later`).
+      msg(MessageType.MsgApp, { index: 13, commit: 13 }),
+    ]) {
+      expect(isEmptyAppendSuperseded(empty, n)).toBe(true);
+    }
+    for (const n of [
+      msg(MessageType.MsgApp, { index: 9, commit: 9, entries: [ent(10)] }), // an earlier position
+      msg(MessageType.MsgApp, { index: 12, commit: 8, entries: [ent(13)] }), // a lower commit (capped at the leader's durable log)
+      msg(MessageType.MsgApp, { index: 12, term: 6, commit: 11, entries: [ent(13)] }), // another term
+      msg(MessageType.MsgApp, { index: 12, to: 3, commit: 11, entries: [ent(13)] }), // another replica
+      msg(MessageType.MsgHeartbeat, { commit: 11 }),
+      msg(MessageType.MsgApp, { index: 12, commit: 11, snapshot: { ...EMPTY_SNAPSHOT, metadata: { ...EMPTY_SNAPSHOT.metadata, index: 12, term: 5 } } }),
+    ]) {
+      expect(isEmptyAppendSuperseded(empty, n)).toBe(false);
+    }
+    // Only empty appends are ever left out.
+    expect(isEmptyAppendSuperseded(msg(MessageType.MsgApp, { entries: [ent(11)] }), msg(MessageType.MsgApp, { index: 12, commit: 11, entries: [ent(13)] }))).toBe(false);
+    expect(isEmptyAppendSuperseded(msg(MessageType.MsgAppResp), msg(MessageType.MsgApp, { index: 12, commit: 11, entries: [ent(13)] }))).toBe(false);
+  });
+});
+
 describe('redundant Raft messages: Raft under the fault simulation with the rule', () => {
   for (const nodes of [3, 5]) {
     it(`${nodes} nodes: safety after every step and liveness after healing, with each Ready filtered`, () => {
@@ -101,6 +134,24 @@ describe('redundant Raft messages: Raft under the fault simulation with the rule
       expect(seen).toBeGreaterThan(left);
     }, 300_000);
   }
+});
+
+describe('deferred commit-only appends: Raft under the fault simulation with the rule', () => {
+  it('3 nodes: safety after every step and liveness after healing, with each Ready filtered by both rules', () => {
+    const p = new Prng(20261201);
+    let left = 0;
+    const readyMessages = (msgs: readonly Message[]): readonly Message[] => {
+      const out = keptDeferred(kept(msgs));
+      left += msgs.length - out.length;
+      return out;
+    };
+    for (let i = 0; i < 50; i++) {
+      const o = { seed: 1 + (p.nextUint32() & 0x7ffffffe), nodes: 3, steps: 300 + (p.nextUint32() % 500), readyMessages };
+      const r = runSimulation(o);
+      expect(r.failure, `replay: runSimulation(${JSON.stringify({ ...o, readyMessages: 'keptDeferred(kept)' })}) — ${r.failure}`).toBeNull();
+    }
+    expect(left).toBeGreaterThan(0);
+  }, 300_000);
 });
 
 describe('redundant Raft messages: the store', () => {
