@@ -15,6 +15,9 @@
  *   insert-10col  10-column INSERT of a fresh key           (named)
  *   load-batch    the YCSB loader's statement: an UNNAMED 100-row INSERT into
  *                 usertable with 1,100 parameters (figures per row)
+ *   ycsb-read     YCSB's read, SELECT * FROM usertable WHERE ycsb_key = $1 (named,
+ *                 2,000 rows of 10 × 100-byte fields; the range's lease on node 1,
+ *                 so the KV read is a node's call to itself)
  *
  * Per run: KiB allocated per statement (per row for load-batch) in total and
  * for the layers that allocate most (directory of the allocating function;
@@ -56,6 +59,8 @@ interface Figures {
 
 const FIELD = 'x'.repeat(100);
 const LOAD_ROWS = 100;
+/** Rows loaded for ycsb-read. */
+const READ_ROWS = 2000;
 
 /** "sql/exec" for .../dist/sql/exec/mutation.js; undefined for code not ours. */
 function layerOf(url: string): string | undefined {
@@ -136,11 +141,19 @@ async function main(o: Opts): Promise<void> {
         run: (c) => c.query({ name: 'w-ins', text: 'INSERT INTO w_ins (id, c1, c2, c3, c4, c5, c6, c7, c8, c9) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', values: [fresh++, 1, 2, FIELD, FIELD, FIELD, 'a', 'b', 'c', 1.5] }),
       },
       'load-batch': { perStatement: LOAD_ROWS, run: (c) => c.query({ text: loadSql, values: loadValues() }) },
+      'ycsb-read': {
+        perStatement: 1,
+        run: (c) => c.query({ name: 'y-read', text: 'SELECT * FROM usertable WHERE ycsb_key = $1', values: [`user${String(rnd.intn(READ_ROWS)).padStart(12, '0')}`], rowMode: 'array' }),
+      },
     };
+    if (o.statements.split(',').includes('ycsb-read')) {
+      // The rows ycsb-read reads (user000000000000 …): the loader's statement, before anything is measured.
+      while (record < READ_ROWS) await admin.query({ text: loadSql, values: loadValues() });
+    }
 
     for (const name of o.statements.split(',')) {
       const kind = kinds[name];
-      if (kind === undefined) throw new Error(`unknown statement ${name} (update, insert-10col, load-batch)`);
+      if (kind === undefined) throw new Error(`unknown statement ${name} (update, insert-10col, load-batch, ycsb-read)`);
       const ops = name === 'load-batch' ? Math.max(1, Math.floor(o.ops / 20)) : o.ops;
       const loop = async (n: number): Promise<void> => {
         let next = 0;
@@ -177,7 +190,7 @@ async function main(o: Opts): Promise<void> {
 }
 
 const cmd = new Command()
-  .option('--statements <list>', 'update, insert-10col, load-batch', 'update,insert-10col,load-batch')
+  .option('--statements <list>', 'update, insert-10col, load-batch, ycsb-read', 'update,insert-10col,load-batch')
   .option('--ops <n>', 'statements per run (load-batch: a twentieth of it)', (v) => Number(v), 2000)
   .option('--runs <n>', 'measured runs per statement', (v) => Number(v), 3)
   .option('--conns <n>', 'pg clients', (v) => Number(v), 8)

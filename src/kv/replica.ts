@@ -575,14 +575,26 @@ export class Replica {
 
   // ---- request path -------------------------------------------------------------
 
-  /** Serves a batch addressed to this range (see the header). */
-  async send(ba: BatchRequest): Promise<BatchResponse> {
-    if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
+  /**
+   * The synchronous head of send(): a batch of point reads this leaseholder
+   * answers at once (serveReadsFast), or null when it needs the full path —
+   * then the caller calls send(ba, true), which starts after this. Lets the
+   * RPC handler answer a read without a promise per layer.
+   */
+  sendReadsFast(ba: BatchRequest): BatchResponse | null {
+    if (this.stopped || !this.initialized) return null;
     this.wake();
     const fast = this.serveReadsFast(ba);
-    if (fast !== null) {
-      this.extendLeaseIfDue(fast.now);
-      return fast;
+    if (fast !== null) this.extendLeaseIfDue(fast.now);
+    return fast;
+  }
+
+  /** Serves a batch addressed to this range (see the header); `fastTried`: sendReadsFast(ba) answered null just before. */
+  async send(ba: BatchRequest, fastTried = false): Promise<BatchResponse> {
+    if (this.stopped || !this.initialized) throw new RangeNotFoundError(this.rangeId, this.ctx.ident.storeId);
+    if (!fastTried) {
+      const fast = this.sendReadsFast(ba);
+      if (fast !== null) return fast;
     }
     const reqs = dropProvenInFlightWrites(this.concurrency.rewriteBatch(ba.requests), ba.header.txn);
     for (const q of reqs) {

@@ -124,7 +124,7 @@
  */
 import { assert } from '../util/assert.js';
 import { CairnError } from '../util/errors.js';
-import type { Clock } from '../util/hlc.js';
+import type { Clock, Timestamp } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import type { Engine, Snapshot as EngineSnapshot, WriteBatch } from '../../storage/engine.js';
@@ -210,6 +210,17 @@ interface PendingSnapshot {
 
 /** Election timeouts an uninitialized placeholder may stay silent before the store drops it. */
 const PLACEHOLDER_IDLE_ELECTIONS = 20;
+
+/** A transactional batch with this node's clock reading on arrival among its observed timestamps (uncertainty.ts). */
+function withObservedAt(ba: BatchRequest, nodeId: number, now: Timestamp): BatchRequest {
+  const observed = withObservedTimestamp(ba.header.observedTimestamps, nodeId, now);
+  return observed === ba.header.observedTimestamps ? ba : { header: { ...ba.header, observedTimestamps: observed }, requests: ba.requests };
+}
+
+/** The answer to such a batch, carrying that reading back to the coordinator. */
+function answeredAt(res: BatchResponse, nodeId: number, now: Timestamp): BatchResponse {
+  return { now: res.now, timestamp: res.timestamp, responses: res.responses, observedTimestamps: [{ nodeId, timestamp: now }] };
+}
 
 function newApplyEffects(): ApplyEffects {
   return { done: [], truncation: null, checksums: [], leases: [], triggers: [] };
@@ -367,13 +378,21 @@ export class Store implements StoreContext {
 
   private registerRpc(): void {
     const t = this.transport;
-    t.register(KvMethod.Batch, async (payload) => {
+    const failed = (e: unknown): Uint8Array => {
+      if (e instanceof CairnError) return encodeBatchResult({ ok: false, error: e });
+      throw e;
+    };
+    t.register(KvMethod.Batch, (payload) => {
+      // A batch of point reads the leaseholder serves at once is answered synchronously (no promise per layer).
+      let ba: BatchRequest;
       try {
-        return encodeBatchResult({ ok: true, response: await this.send(decodeBatchRequest(payload)) });
+        ba = decodeBatchRequest(payload);
+        const fast = this.sendReadsFast(ba);
+        if (fast !== null) return encodeBatchResult({ ok: true, response: fast });
       } catch (e) {
-        if (e instanceof CairnError) return encodeBatchResult({ ok: false, error: e });
-        throw e;
+        return failed(e);
       }
+      return this.send(ba, true).then((response) => encodeBatchResult({ ok: true, response }), failed);
     });
     t.register(KvMethod.RaftMessages, (payload) => {
       this.handleRaftMessages(decodeRaftMessageBatch(payload));
@@ -507,21 +526,38 @@ export class Store implements StoreContext {
     this.placeholderIdle.delete(rangeId);
   }
 
-  /** Serves a batch addressed to one of this store's ranges. */
-  send(ba: BatchRequest): Promise<BatchResponse> {
+  /**
+   * Serves a batch addressed to one of this store's ranges. `fastTried`:
+   * sendReadsFast(ba) answered null just before (its work is not repeated).
+   */
+  send(ba: BatchRequest, fastTried = false): Promise<BatchResponse> {
     if (this.stopped) return Promise.reject(new StoreStoppedError(this.ident.storeId));
     const r = this.replicas.get(ba.header.rangeId);
     if (r === undefined || (ba.header.replicaId !== undefined && ba.header.replicaId !== 0 && ba.header.replicaId !== r.replicaId)) {
       return Promise.reject(new RangeNotFoundError(ba.header.rangeId, this.ident.storeId));
     }
-    if (ba.header.txn === undefined) return r.send(ba);
+    if (ba.header.txn === undefined) return r.send(ba, fastTried);
     // Observed timestamp (uncertainty.ts): this node's reading on arrival, before evaluation, narrows this batch's
     // uncertainty limit here and goes back to the coordinator.
     const nodeId = this.ident.nodeId;
     const now = this.clock.now();
-    const observed = withObservedTimestamp(ba.header.observedTimestamps, nodeId, now);
-    const req = observed === ba.header.observedTimestamps ? ba : { header: { ...ba.header, observedTimestamps: observed }, requests: ba.requests };
-    return r.send(req).then((res) => ({ ...res, observedTimestamps: [{ nodeId, timestamp: now }] }));
+    return r.send(withObservedAt(ba, nodeId, now), fastTried).then((res) => answeredAt(res, nodeId, now));
+  }
+
+  /**
+   * The synchronous head of send(): a batch of point reads the range's
+   * leaseholder here answers at once (Replica.sendReadsFast), else null and
+   * nothing served — the caller goes on with send(ba, true).
+   */
+  sendReadsFast(ba: BatchRequest): BatchResponse | null {
+    if (this.stopped) return null;
+    const r = this.replicas.get(ba.header.rangeId);
+    if (r === undefined || (ba.header.replicaId !== undefined && ba.header.replicaId !== 0 && ba.header.replicaId !== r.replicaId)) return null;
+    if (ba.header.txn === undefined) return r.sendReadsFast(ba);
+    const nodeId = this.ident.nodeId;
+    const now = this.clock.now();
+    const res = r.sendReadsFast(withObservedAt(ba, nodeId, now));
+    return res === null ? null : answeredAt(res, nodeId, now);
   }
 
   /** Admin: moves the lease of rangeId (held here) to the replica targetReplicaId. */
