@@ -170,14 +170,14 @@ export class SessionSequences implements SequenceAccess {
   /** Runs a statement, doing the KV work its sequence calls need and re-running it. */
   async run<T>(stmt: () => Promise<T>, canRewind: () => boolean, rewind: () => void): Promise<T> {
     for (let round = 0; ; round++) {
-      // Values the attempt takes are handed out again if it must re-run.
-      const heads = new Map<Block, number>();
-      for (const b of this.blocks.values()) heads.set(b, b.head);
+      // Values the attempt takes are handed out again if it must re-run (no map for a session without sequence blocks).
+      const heads = this.blocks.size === 0 ? null : new Map<Block, number>();
+      if (heads !== null) for (const b of this.blocks.values()) heads.set(b, b.head);
       try {
         return await stmt();
       } catch (e) {
         if (!(e instanceof SequenceIoNeeded)) throw e;
-        for (const [b, h] of heads) b.head = h;
+        if (heads !== null) for (const [b, h] of heads) b.head = h;
         if (!canRewind()) throw new SqlError('sql.feature_not_supported', '0A000', `nextval: the cached values of sequence "${e.seqName}" ran out while rows were already sent`);
         if (round > 64) throw new Error('sequences: statement keeps needing sequence I/O');
         rewind();

@@ -846,7 +846,98 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     };
   }
 
-  private async execInTxn(
+  /**
+   * Runs one statement inside `txn`. Not async itself: it hands a query or DML
+   * statement (the per-statement hot path) to execPlanned and everything else
+   * to execOther, so a point read does not allocate the frame of the large
+   * async function that handles every other statement kind (V8 sizes an async
+   * function's suspended frame by all its locals).
+   */
+  private execInTxn(
+    ast: Statement,
+    prep: SessionStatement | undefined,
+    params: Datum[],
+    txn: SqlTxn,
+    implicit: boolean,
+    sink: RowSink,
+    emitter?: RowEmitter,
+  ): Promise<{ result: StmtResult; committed: boolean }> {
+    switch (ast.kind) {
+      case 'Select':
+      case 'Insert':
+      case 'Update':
+      case 'Delete':
+        return this.execPlanned(ast, prep, params, txn, implicit, sink, emitter);
+      default:
+        return this.execOther(ast, prep, params, txn, implicit, sink, emitter);
+    }
+  }
+
+  /** A SELECT, INSERT, UPDATE or DELETE: the statement's plan (the prepared one while the schema holds), run. */
+  private async execPlanned(
+    ast: Statement & { readonly kind: 'Select' | 'Insert' | 'Update' | 'Delete' },
+    prep: SessionStatement | undefined,
+    params: Datum[],
+    txn: SqlTxn,
+    implicit: boolean,
+    sink: RowSink,
+    emitter?: RowEmitter,
+  ): Promise<{ result: StmtResult; committed: boolean }> {
+    // The descriptor-leased snapshot of an implicit statement without awaiting snapshotFor (one promise less per statement).
+    let snap = txn.leased !== undefined && !txn.schemaDirty ? txn.leased : await this.snapshotFor(txn);
+    let plan = prep?.plan;
+    if (plan === undefined || plan.schemaVersion !== snap.version || txn.schemaDirty) {
+      const types = prep !== undefined ? prep.types.slice() : [];
+      try {
+        plan = this.plan(ast, snap, types);
+      } catch (e) {
+        // The node's cached snapshot may predate a schema change made on
+        // another node: verify before reporting a missing object.
+        if (!isSchemaMiss(e) || txn.schemaDirty || txn.isSchemaChecked()) throw e;
+        snap = await loadSnapshot(txn.kv);
+        txn.markSchemaChecked();
+        this.deps.catalog.offer(snap);
+        plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
+      }
+      // PostgreSQL's rule: a prepared statement's described result cannot change under its client.
+      if (prep?.resultColumns !== undefined && !sameResultShape(prep.resultColumns, plan.result)) {
+        throw new SqlError('sql.feature_not_supported', '0A000', 'cached plan must not change result type');
+      }
+      if (prep !== undefined && !txn.schemaDirty) prep.plan = plan;
+    }
+    const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
+    const root = plan.root;
+    // The plan's own result columns (OutColumn's shape; nothing mutates them): no copy per execution.
+    const cols: readonly OutColumn[] | undefined = plan.result;
+    if (root.kind === 'insert' || root.kind === 'update' || root.kind === 'delete') {
+      const run = root.kind === 'insert' ? runInsert : root.kind === 'update' ? runUpdate : runDelete;
+      const r = await run(root as never, ctx, implicit);
+      const tag = root.kind === 'insert' ? `INSERT 0 ${r.count}` : `${plan.tag} ${r.count}`;
+      return { result: { tag, columns: cols, rows: r.rows ?? [] }, committed: implicit };
+    }
+    const it = open(root, ctx);
+    if (emitter !== undefined && cols !== undefined) {
+      emitter.begin(cols);
+      let n = 0;
+      for (;;) {
+        const b = await it.next();
+        if (b === null) break;
+        n += b.length;
+        await emitter.rows(b, cols);
+      }
+      return { result: { tag: `SELECT ${n}`, columns: cols, rows: [], streamed: true }, committed: false };
+    }
+    const rows: Row[] = [];
+    for (;;) {
+      const b = await it.next();
+      if (b === null) break;
+      for (const r of b) rows.push(r);
+    }
+    return { result: { tag: `SELECT ${rows.length}`, columns: cols, rows }, committed: false };
+  }
+
+  /** Every other statement kind (utility statements, schema changes, EXPLAIN, COPY, SHOW …). */
+  private async execOther(
     ast: Statement,
     prep: SessionStatement | undefined,
     params: Datum[],
@@ -861,61 +952,6 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
       return { result: { tag: r.tag, columns: r.columns?.map((c) => ({ ...c, tableOid: 0, columnAttr: 0 })), rows: r.rows }, committed: false };
     };
     switch (ast.kind) {
-      case 'Select':
-      case 'Insert':
-      case 'Update':
-      case 'Delete': {
-        let snap = await this.snapshotFor(txn);
-        let plan = prep?.plan;
-        if (plan === undefined || plan.schemaVersion !== snap.version || txn.schemaDirty) {
-          const types = prep !== undefined ? prep.types.slice() : [];
-          try {
-            plan = this.plan(ast, snap, types);
-          } catch (e) {
-            // The node's cached snapshot may predate a schema change made on
-            // another node: verify before reporting a missing object.
-            if (!isSchemaMiss(e) || txn.schemaDirty || txn.isSchemaChecked()) throw e;
-            snap = await loadSnapshot(txn.kv);
-            txn.markSchemaChecked();
-            this.deps.catalog.offer(snap);
-            plan = this.plan(ast, snap, prep !== undefined ? prep.types.slice() : []);
-          }
-          // PostgreSQL's rule: a prepared statement's described result cannot change under its client.
-          if (prep?.resultColumns !== undefined && !sameResultShape(prep.resultColumns, plan.result)) {
-            throw new SqlError('sql.feature_not_supported', '0A000', 'cached plan must not change result type');
-          }
-          if (prep !== undefined && !txn.schemaDirty) prep.plan = plan;
-        }
-        const ctx: ExecCtx = { txn, env: this.env(txn, params), checkCancel: this.checkCancel };
-        const root = plan.root;
-        // The plan's own result columns (OutColumn's shape; nothing mutates them): no copy per execution.
-        const cols: readonly OutColumn[] | undefined = plan.result;
-        if (root.kind === 'insert' || root.kind === 'update' || root.kind === 'delete') {
-          const run = root.kind === 'insert' ? runInsert : root.kind === 'update' ? runUpdate : runDelete;
-          const r = await run(root as never, ctx, implicit);
-          const tag = root.kind === 'insert' ? `INSERT 0 ${r.count}` : `${plan.tag} ${r.count}`;
-          return { result: { tag, columns: cols, rows: r.rows ?? [] }, committed: implicit };
-        }
-        const it = open(root, ctx);
-        if (emitter !== undefined && cols !== undefined) {
-          emitter.begin(cols);
-          let n = 0;
-          for (;;) {
-            const b = await it.next();
-            if (b === null) break;
-            n += b.length;
-            await emitter.rows(b, cols);
-          }
-          return { result: { tag: `SELECT ${n}`, columns: cols, rows: [], streamed: true }, committed: false };
-        }
-        const rows: Row[] = [];
-        for (;;) {
-          const b = await it.next();
-          if (b === null) break;
-          for (const r of b) rows.push(r);
-        }
-        return { result: { tag: `SELECT ${rows.length}`, columns: cols, rows }, committed: false };
-      }
       case 'Explain': {
         const inner = ast.statement;
         if (ast.options.some((o) => o.name === 'analyze')) throw unimplemented('EXPLAIN ANALYZE');
