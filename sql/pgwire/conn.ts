@@ -309,7 +309,8 @@ export class PgConn {
     }
   }
 
-  private async handle(msg: FrontendMessage): Promise<void> {
+  /** Not async itself (one suspended frame less per message): each state's handler returns its own promise. */
+  private handle(msg: FrontendMessage): Promise<void> | undefined {
     switch (this.state) {
       case 'startup':
         return this.handleStartup(msg);
