@@ -12,11 +12,14 @@
  *    null and nothing is served (the write is not applied until send(ba, true));
  *  - the fast read is recorded in the timestamp cache: a later write below its
  *    timestamp is pushed above it (DESIGN.md §3, "Transactions"), and the read
- *    value is still what a read at that timestamp sees.
+ *    value is still what a read at that timestamp sees;
+ *  - through the node's Batch RPC handler, a point read comes back as bytes
+ *    (synchronously), a write as a promise.
  */
 import { describe, expect, it } from 'vitest';
 import { tsLess, tsLessEq, ZERO_TIMESTAMP } from '../../src/util/hlc.js';
-import type { BatchRequest, GetResponse } from '../../src/kv/api.js';
+import { KvMethod, type BatchRequest, type GetResponse } from '../../src/kv/api.js';
+import { decodeBatchResult, encodeBatchRequest } from '../../src/kv/api-codec.js';
 import type { Txn } from '../../storage/mvcc.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { autoCloseClusters } from '../support/test-cluster.js';
@@ -68,5 +71,17 @@ describe('Store.sendReadsFast (the Batch handler\'s synchronous reads)', () => {
     expect((again.responses[0] as GetResponse).value?.toString()).toBe('v1');
     const now = await c.store(lh).send({ header: { rangeId: d.rangeId, timestamp: c.node(lh).clock.now() }, requests: [{ kind: 'get', key: K }] });
     expect((now.responses[0] as GetResponse).value?.toString()).toBe('v2');
+
+    // Through the node's Batch RPC handler: the read is answered synchronously (bytes, not a promise), a write is not.
+    const handler = c.node(lh).rpc?.handler(KvMethod.Batch);
+    if (handler === undefined) throw new Error('no Batch handler');
+    const meta = { peerId: 1, method: KvMethod.Batch, ts: c.node(lh).clock.now() };
+    const answered = handler(encodeBatchRequest({ header: { rangeId: d.rangeId, timestamp: c.node(lh).clock.now() }, requests: [{ kind: 'get', key: K }] }), meta);
+    expect(answered instanceof Promise).toBe(false);
+    const decoded = decodeBatchResult(answered as Uint8Array);
+    expect(decoded.ok && (decoded.response.responses[0] as GetResponse).value?.toString()).toBe('v2');
+    const written = handler(encodeBatchRequest({ header: { rangeId: d.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'put', key: K2, value: Buffer.from('w') }] }), meta);
+    expect(written instanceof Promise).toBe(true);
+    expect(decodeBatchResult((await written) as Uint8Array).ok).toBe(true);
   });
 });
