@@ -154,6 +154,7 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
   const sleep = hooks.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   let frozen: RangeDescriptor | null = null;
   let ambiguous = false;
+  let uncertain = false; // some attempt of this call ended ambiguous: its merge may have happened
   const recording: MergeHooks = {
     ...hooks,
     afterFreeze: async (right) => {
@@ -164,6 +165,19 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
   const holdsLeftKey = (d: RangeDescriptor): boolean => compareBytes(d.startKey, leftKey) <= 0 && compareBytes(leftKey, d.endKey) < 0;
   for (let attempt = 1; ; attempt++) {
     try {
+      if (attempt > 1 && frozen === null) {
+        // meta2 may lag a merge of L — one of ours whose answer was lost, or the
+        // merge queue's roll-forward of a range we froze — and then sends every
+        // attempt's freeze into L itself (kv.merge_mismatch, 6 attempts in a
+        // loaded run of test/kv-ranges-multiproc/split-merge). Ask L, fix meta2.
+        const [l] = await freshPair(ds, leftKey);
+        const now = await currentDescriptor(ds, l);
+        if (now !== null && (now.generation !== l.generation || compareBytes(now.endKey, l.endKey) !== 0)) {
+          await fixMeta2(ds, now);
+          ds.cache.evict(l);
+          if (uncertain && compareBytes(now.endKey, l.endKey) > 0 && holdsLeftKey(now)) return now; // the boundary is gone
+        }
+      }
       if (ambiguous && frozen === null) {
         // The freeze may have applied: look before freezing anything again.
         const [, right] = await freshPair(ds, leftKey);
@@ -200,6 +214,7 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
       if (!retry || attempt >= maxAttempts) throw e;
       hooks.onRetry?.(attempt, e);
       ambiguous = e.ambiguous;
+      uncertain ||= e.ambiguous;
       await sleep(Math.min(500, 50 * attempt));
     }
   }
@@ -213,14 +228,23 @@ export async function adminMergeWithRetry(ds: DistSender, leftKey: Buffer, hooks
  * driver fixes it, after the merge), and R's replicas are gone.
  */
 async function absorberOf(ds: DistSender, right: RangeDescriptor): Promise<RangeDescriptor | null> {
+  const d = await currentDescriptor(ds, await ds.cache.lookup(right.startKey, true));
+  return d !== null && compareBytes(d.endKey, right.startKey) > 0 ? d : null;
+}
+
+/**
+ * The descriptor range `d` holds now, read from its own replicas (by range
+ * id, not through meta2); null when it cannot be told (the range is gone or
+ * moved on: the caller's own checks decide).
+ */
+async function currentDescriptor(ds: DistSender, d: RangeDescriptor): Promise<RangeDescriptor | null> {
   try {
-    const left = await ds.cache.lookup(right.startKey, true);
-    const res = await ds.send({ header: { rangeId: left.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(left.startKey) }] });
+    const res = await ds.send({ header: { rangeId: d.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(d.startKey) }] });
     const raw = (res.responses[0] as GetResponse).value;
-    const d = raw === null ? null : decodeRangeDescriptor(raw);
-    return d !== null && d.rangeId === left.rangeId && compareBytes(d.endKey, right.startKey) > 0 ? d : null;
+    const now = raw === null ? null : decodeRangeDescriptor(raw);
+    return now !== null && now.rangeId === d.rangeId ? now : null;
   } catch (e) {
-    if (e instanceof CairnError) return null; // the left moved on too: completeMerge's own checks decide
+    if (e instanceof CairnError) return null;
     throw e;
   }
 }

@@ -21,6 +21,8 @@ import { TestCluster } from '../support/test-cluster.js';
 import { adminSplit } from '../../src/kv/split.js';
 import { adminMergeWithRetry } from '../../src/kv/merge.js';
 import { KvClient } from '../../src/kv/kv-client.js';
+import { FROZEN_REPLICA_ID } from '../../src/kv/merge-trigger.js';
+import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
 import { descriptors, distSender, getNow, key, lossyDistSender, metaMatches, putAt, val } from './support.js';
 
 let cluster: TestCluster | null = null;
@@ -66,5 +68,45 @@ describe('an AdminMerge whose answer is lost', () => {
     const fresh = distSender(c, 2);
     expect(await getNow(fresh, key(60))).toEqual(val(60));
     expect(await getNow(fresh, key(20))).toEqual(val(20));
+  }, 60_000);
+
+  it('a freeze whose answer is lost, then rolled forward by someone else (the merge queue) who did not fix meta2: the retry asks L, fixes meta2, does not merge the next neighbour', async () => {
+    // A loaded run of test/kv-ranges-multiproc/split-merge (node log): /_admin/merge k650 — attempts 1 and 2
+    // rpc.canceled, attempts 3-8 'kv.merge_mismatch: r60 does not start at k660': meta2 still named L [k650, k660)
+    // and R, but L had absorbed R, so every freeze sent to k660 reached L. Before the fix this test failed the same way.
+    const c = (cluster = await TestCluster.start({ nodes: 3 }));
+    c.startTicker();
+    let loseNext = false;
+    await putAt(distSender(c), key(5), val(5));
+    const ds = lossyDistSender(c, (ba) => {
+      if (!loseNext || ba.requests[0]?.kind !== 'subsume') return false;
+      loseNext = false; // the next freeze's answer (it applies) is lost
+      return true;
+    });
+    for (const k of [10, 50, 100]) await adminSplit(ds, key(k));
+    await putAt(ds, key(60), val(60));
+    const left = descriptors(c).find((d) => d.startKey.equals(key(10)))!;
+    const right = descriptors(c).find((d) => d.startKey.equals(key(50)))!;
+    const next = descriptors(c).find((d) => d.startKey.equals(key(100)))!;
+    const other = distSender(c, 1);
+    let rolledForward = false;
+    loseNext = true;
+    const merged = await adminMergeWithRetry(ds, key(20), {
+      sleep: async (ms) => {
+        if (ms < 50 || rolledForward) return; // < 50: waitFrozen's polls
+        rolledForward = true;
+        // Between the driver's attempts: R is frozen on every replica; someone else's AdminMerge absorbs it,
+        // and meta2 is left as it was (that driver died, or its answer was lost too).
+        await c.waitFor(() => c.replicas(right.rangeId).length === 3 && c.replicas(right.rangeId).every(({ r }) => r.lease?.replica.replicaId === FROZEN_REPLICA_ID), 20_000, 'the freeze applied on every replica of R');
+        await other.send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'adminMerge', key: left.startKey, right }] });
+      },
+    });
+    expect(loseNext).toBe(false);
+    expect(rolledForward).toBe(true);
+    expect(merged?.rangeId).toBe(left.rangeId);
+    expect(merged?.endKey).toEqual(key(100)); // not past it: the next neighbour was not merged too
+    expect(descriptors(c).some((d) => d.rangeId === next.rangeId)).toBe(true);
+    expect(await metaMatches(c, new KvClient(distSender(c, 2)))).toBe(true);
+    expect(await getNow(distSender(c, 2), key(60))).toEqual(val(60));
   }, 60_000);
 });
