@@ -921,6 +921,22 @@ export class Raft {
         this.handleLeaderMessage(m);
         return;
       case MessageType.MsgTimeoutNow:
+        // NB: a pre-candidate is still at the term of the leader that sent
+        // this (only that leader sends MsgTimeoutNow at its term): the
+        // transfer is as valid as for a follower, so campaign for it. A
+        // follower whose election timeout ran out just before (a restarted
+        // replica of a quiesced range that has not heard its leader yet) is
+        // a pre-candidate whose pre-votes the others refuse for leader
+        // stickiness; ignoring the message left the transfer to be abandoned
+        // an election timeout later with the old leader still leading — the
+        // drain of a stopping leaseholder then stopped its node as leader.
+        // (etcd ignores it in both candidate states; a candidate's term is
+        // above the sender's, so the term check drops it before this.)
+        if (this.state === StateType.PreCandidate) {
+          this.logger.info(`${this.id} [term ${this.term}] received MsgTimeoutNow from ${m.from} as pre-candidate and starts an election to get leadership.`);
+          this.hup(CampaignType.Transfer);
+          return;
+        }
         if (this.debugOn) this.logger.debug(`${this.id} [term ${this.term} state ${STATE_TYPE_NAMES[this.state]}] ignored MsgTimeoutNow from ${m.from}`);
         return;
       case MessageType.MsgReadIndex:

@@ -122,7 +122,7 @@ import { addStats, emptyStats } from '../../storage/mvcc-stats.js';
 import { hasPrefix, compareBytes } from '../../storage/encoding/bytes.js';
 import { RawNode } from '../../raft/raw-node.js';
 import { decodeConfChange } from '../../raft/conf-change-codec.js';
-import { EntryType, MessageType, ProposalDroppedError, StateType, newMessage, type ConfState, type Entry, type Message } from '../../raft/types.js';
+import { EntryType, MessageType, NONE, ProposalDroppedError, StateType, newMessage, type ConfState, type Entry, type Message } from '../../raft/types.js';
 import {
   BatchTimestampBeforeGCError,
   ClockUnhealthyError,
@@ -389,6 +389,8 @@ export class Replica {
   private ticksHoldingWithoutLeadership = 0;
   /** Drain callers waiting for this replica to stop being the Raft leader (transferLeadership). */
   private leadershipWaiters: Array<() => void> = [];
+  /** The replica those callers hand leadership to; asked again each tick while this one leads without a transfer under way. */
+  private leadershipTarget = 0;
   /**
    * Set when the replica is loaded (a restart) holding the range's last
    * lease: until a leader is known, a follower without one campaigns at once
@@ -1081,6 +1083,9 @@ export class Replica {
       return;
     }
     this.raw.tick();
+    // A drain's handoff that Raft abandoned (the target not caught up within an election timeout on a loaded
+    // machine), or this replica leading again after the target's campaign failed: ask again.
+    if (this.leadershipWaiters.length > 0 && this.isLeader() && this.raw.raft.leadTransferee === NONE) this.raw.transferLeader(this.leadershipTarget);
     const s = this.ctx.settings;
     for (const p of this.proposals.values()) {
       p.ticks++;
@@ -1136,7 +1141,7 @@ export class Replica {
   }
 
   private maybeQuiesce(): void {
-    if (!this.isLeader() || this.proposals.size > 0 || this.leaseRequest !== null || this.transferring !== null || this.concurrency.activeRequests > 0) return;
+    if (!this.isLeader() || this.proposals.size > 0 || this.leaseRequest !== null || this.transferring !== null || this.leadershipWaiters.length > 0 || this.concurrency.activeRequests > 0) return;
     if (this.raw.hasReady()) return;
     const st = this.raw.status();
     if (!st.quiescable) return;
@@ -1163,11 +1168,15 @@ export class Replica {
    * and resolves once another replica leads — it has won the election and
    * appended to us — or at once if this replica does not lead. Without it a stopped leader leaves its followers an election
    * timeout of silence before the range can commit again, lease or not.
-   * Never rejects; the caller bounds the wait (a transfer Raft abandons
-   * leaves the promise pending until the replica stops).
+   * Never rejects; the caller bounds the wait. While it waits, a transfer
+   * Raft abandons (an election timeout without the target caught up) is
+   * asked for again on every tick this replica leads without one, and the
+   * range does not quiesce; the promise stays pending until the replica
+   * stops if leadership never moves.
    */
   transferLeadership(targetReplicaId: number): Promise<void> {
     if (!this.isLeader() || this.stopped) return Promise.resolve();
+    this.leadershipTarget = targetReplicaId;
     this.wake();
     this.raw.transferLeader(targetReplicaId);
     this.ctx.enqueueReady(this);

@@ -120,12 +120,13 @@ const CHECKSUM_WAIT_MS = 10_000;
 /** How long a clean shutdown spends handing its leases away. */
 const DRAIN_TIMEOUT_MS = 3_000;
 /**
- * How long a drain waits for its Raft leadership handoffs. A handoff Raft
- * abandons (etcd aborts a transfer after an election timeout) leaves the
- * leader refusing proposals meanwhile — the new leaseholder's lease
- * extension among them — so waiting longer costs more than exiting and
- * letting the followers elect: seen at load ~15, a 3 s wait let the
- * transferred 2 s lease lapse.
+ * How long a drain waits for its Raft leadership handoffs. While a transfer
+ * catches its target up, the leader refuses proposals — the new
+ * leaseholder's lease extension among them — so waiting longer costs more
+ * than exiting and letting the followers elect: seen at load ~15, a 3 s wait
+ * let the transferred 2 s lease lapse. A handoff Raft abandons (an election
+ * timeout without the target caught up) is asked for again while the drain
+ * waits (Replica.transferLeadership).
  */
 const DRAIN_LEADERSHIP_WAIT_MS = 1_000;
 
@@ -1405,14 +1406,22 @@ export class Node {
     const leasesMs = Date.now() - started;
     const leading = s.allReplicas().filter((r) => r.isLeader());
     const handoffs: Promise<void>[] = [];
+    /** Per range led: where its leadership went and when (ms from the drain's start), or why it did not. */
+    const perRange: string[] = [];
     for (const r of leading) {
       const holder = r.lease?.replica;
       const target = holder !== undefined && holder.nodeId !== this.rpc.nodeId && holder.type === 0 ? holder : liveVoterElsewhere(r);
-      if (target !== undefined) handoffs.push(r.transferLeadership(target.replicaId));
+      if (target === undefined) {
+        perRange.push(`r${r.rangeId}: no live target`);
+        continue;
+      }
+      handoffs.push(r.transferLeadership(target.replicaId).then(() => void perRange.push(`r${r.rangeId}→n${r.leaderHint()?.nodeId ?? '?'} ${Date.now() - started}ms`)));
     }
     await withTimeout(Promise.all(handoffs), Math.max(0, Math.min(DRAIN_LEADERSHIP_WAIT_MS, deadline - Date.now())), 'server: drain leadership').catch(() => undefined);
     const handedOff = leading.filter((r) => !r.isLeader() && r.leaderHint() !== null).length;
-    this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, ms: Date.now() - started }, 'server: drained leases and Raft leadership');
+    for (const r of leading) if (r.isLeader() || r.leaderHint() === null) perRange.push(`r${r.rangeId}: ${r.isLeader() ? 'still leading' : 'no leader known'}`);
+    const leadership = perRange.length > 20 ? [...perRange.slice(0, 20), `… ${perRange.length - 20} more`] : perRange;
+    this.log.info({ moved, of: moves.length, leasesMs, leadershipHandedOff: handedOff, led: leading.length, leadership, ms: Date.now() - started }, 'server: drained leases and Raft leadership');
     return moved;
   }
 }

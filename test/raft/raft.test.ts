@@ -257,6 +257,28 @@ describe('leader transfer (Raft thesis §3.10)', () => {
     expect(net.leader()).toBe(2);
   });
 
+  it('to a pre-candidate target: it campaigns for the transfer (the drain of a stopping leaseholder)', () => {
+    // The target's election timeout ran out while it could not hear the leader (a restarted replica of a
+    // quiesced range): a pre-candidate at the leader's term, whose pre-votes the others refuse while they
+    // hear from their leader (checkQuorum stickiness). MsgTimeoutNow of that term must still start its election;
+    // ignored, the transfer is abandoned an election timeout later with the old leader still leading.
+    const net = new Network([1, 2, 3], { preVote: true, checkQuorum: true });
+    net.campaign(1);
+    net.isolate(3);
+    for (let i = 0; i < 20 && net.raft(3).state !== StateType.PreCandidate; i++) net.tick(3);
+    expect(net.raft(3).state).toBe(StateType.PreCandidate);
+    const term = net.raft(1).term;
+    expect(net.raft(3).term).toBe(term);
+    net.heal();
+    net.node(1).rawNode.transferLeader(3);
+    net.deliverAll();
+    expect(net.leader()).toBe(3);
+    expect(net.raft(3).term).toBe(term + 1);
+    expect(net.raft(1).state).toBe(StateType.Follower);
+    net.propose(3, 'after');
+    expect(applied(net, 1)).toEqual(['after']);
+  });
+
   it('is abandoned when the target is removed', () => {
     const net = transferToUnreachable3();
     net.raft(1).applyConfChange(cc('r3'));
