@@ -22,6 +22,8 @@ import { CairnError } from '../../src/util/errors.js';
 const k = (s: string): Buffer => Buffer.from(`\x90${s}`, 'latin1');
 const LEASE_MS = 2000;
 const PROBE_MS = 300;
+/** The longest a partition lasts (a safety cap: it ends earlier once both senders have got through). */
+const PARTITION_CAP_MS = 20_000;
 
 const startCluster = autoCloseClusters();
 
@@ -66,16 +68,22 @@ describe('a cut-off leaseholder', () => {
 
     partition(c, L, true);
     const cutAt = performance.now();
-    // Ops keep running through both other nodes for the whole partition (lease + 4 s).
-    const partitionMs = LEASE_MS + 4000;
+    // Ops keep running through both other nodes for the whole partition: until both have succeeded and then for
+    // another lease duration + 2 s (the new holder renews its lease in that time), at most PARTITION_CAP_MS. The
+    // end is a condition, not a fixed window, so that a loaded machine taking longer to fail over cannot end it first.
     const firstOk: number[] = [Infinity, Infinity];
     const failuresAfterOk = [0, 0];
     const errorsAfterOk: string[] = [];
+    const timedOut: string[] = [];
     let ambiguousReads = 0;
     let seq = 0;
+    const partitioned = (): boolean => {
+      const elapsed = performance.now() - cutAt;
+      return elapsed < PARTITION_CAP_MS && (firstOk.some((t) => t === Infinity) || elapsed < Math.max(...firstOk) + LEASE_MS + 2000);
+    };
     await Promise.all(
       clients.map(async (kv, n) => {
-        while (performance.now() - cutAt < partitionMs) {
+        while (partitioned()) {
           const key = k(`x${n}-${seq++ % 5}`);
           const value = Buffer.from(String(seq));
           try {
@@ -89,6 +97,7 @@ describe('a cut-off leaseholder', () => {
             }
             // A put to the cut-off node may be ambiguous; nothing else may be.
             if (!(e instanceof CairnError)) throw e;
+            if (e.code === 'rpc.timeout') timedOut.push(`sender ${n} at ${Math.round(performance.now() - cutAt)} ms: ${String(e)}`);
           }
         }
       }),
@@ -107,7 +116,13 @@ describe('a cut-off leaseholder', () => {
     // count what they drop on the way out, and a quiesced L may have had nothing to send all partition long.
     const droppedToL = others.reduce((a, j) => a + c.node(j).rpc!.faults.countersFor(L + 1).dropped, 0);
     expect(c.node(L).rpc!.faults.totals().dropped + droppedToL).toBeGreaterThan(0);
-    for (const t of firstOk) expect(t).toBeLessThan(LEASE_MS + 3000);
+    // Both senders got through, and no call waited out its RPC timeout: the breakers' probes, not the 10 s
+    // timeout (nor the lease expiry alone), took L out of the way — the regression this test was written for made
+    // every op through the others wait on L (none succeeded in 6 s). Measured in wall time only as a print: at
+    // load ~30 a failover's wall time is the machine's, not the mechanism's (1.2–3.5 s for 2 s leases, session 8).
+    console.log(`first success through each other node ${firstOk.map((t) => Math.round(t)).join(', ')} ms after the cut (lease ${LEASE_MS} ms)`);
+    for (const t of firstOk) expect(t).toBeLessThan(PARTITION_CAP_MS);
+    expect(timedOut, timedOut.join('\n')).toEqual([]);
     expect(failuresAfterOk, errorsAfterOk.join('\n')).toEqual([0, 0]);
     // The breakers, not 10 s RPC timeouts, took L out of the way.
     expect(senders.reduce((a, s) => a + s.metrics.abandoned, 0)).toBeGreaterThan(0);
@@ -134,7 +149,7 @@ describe('a cut-off leaseholder', () => {
         throw new Error(`after the heal, ${Math.round(performance.now() - t0)} ms: ${String(e)}\n${view.join('\n')}\nL's DistSender ${JSON.stringify(dsL.metrics)}\n${rpc.join('\n')}`);
       },
     );
-  }, 30_000);
+  }, 60_000);
 
   it('retries a read-only batch elsewhere, and reports a non-transactional write ambiguous', async () => {
     const { c, L, others } = await cluster();
@@ -164,7 +179,9 @@ describe('a cut-off leaseholder', () => {
     s2.cache.setLeaseholder(1, s.cache.byRangeId(1)!.replicas.find((r) => r.nodeId === L + 1)!);
     const t1 = performance.now();
     expect((await new KvClient(s2).get(k('r')))?.toString()).toBe('v');
-    expect(performance.now() - t1).toBeLessThan(LEASE_MS + 3000);
+    // Abandoned by its breaker (counted once), not the 10 s RPC timeout: the mechanism, where the elapsed wall
+    // time (printed) was a bound of lease + 3 s a loaded machine could break.
+    console.log(`the read retried elsewhere answered after ${Math.round(performance.now() - t1)} ms`);
     expect(s2.metrics.abandoned).toBe(1);
   }, 30_000);
 });

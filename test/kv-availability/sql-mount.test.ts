@@ -53,10 +53,11 @@ describe('SQL mount with a cut-off peer', () => {
     }
     console.log(`sql-mount: n${ids[Y]} ready ${readyMs} ms after its restart began (n${ids[X]} cut off)`);
     // Process start + lease expiry (2 s) + probes: ~4 s quiet, ~10 s at load ~22
-    // (9,996 ms seen). The regression this guards against never became ready
-    // (every mount attempt's catalog read waited out a 10 s RPC timeout on n_X:
-    // not ready after 60 s), so the bound sits between the two, not at a
-    // quiet-machine figure.
-    expect(readyMs).toBeLessThan(30_000);
+    // (9,996 ms seen) — the machine's figure, printed, not asserted. The
+    // regression this guards against never became ready (every mount
+    // attempt's catalog read waited out a 10 s RPC timeout on n_X: not ready
+    // after 60 s): c.restart's own readiness wait (60 s) fails on it, and the
+    // SQL round trips above show the mount is real.
+    expect(c.node(Y).running).toBe(true);
   }, 90_000);
 });
