@@ -8,7 +8,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot, runJepsen } from '../../jepsen-style/runner.js';
-import { missingFiles, readResults } from './support.js';
+import { expectExercised, missingFiles, readResults } from './support.js';
 
 // Runs go under jepsen-style/store/ci/ (git-ignored); a run that is not valid is kept
 // there for the post-mortem, valid ones are removed.
@@ -40,7 +40,9 @@ describe('jepsen-style CI runs on a 3-node Cairn cluster', () => {
     // faults still show the nemesis repeating (as cairn-sql-ci.test.ts asks), each one biting.
     expect(r.faults.length, r.summary).toBeGreaterThanOrEqual(2);
     expect(r.faults.every((f) => f.bit), JSON.stringify(r.faults, null, 1)).toBe(true);
-    expect(r.counts.ok, r.summary).toBeGreaterThan(100);
+    // Not '> 100 oks' (290 at load ~20, 165 at ~30: a count that scales with the machine's load) but what a valid
+    // verdict needs: the workload ran, reads and writes both succeeded, some of them after the first fault began.
+    expectExercised(r, ['read', 'write']);
     expect(missingFiles(r.dir).filter((f) => f !== 'node1.log')).toEqual([]);
     expect(existsSync(join(r.dir, 'node3.log'))).toBe(true);
     expect(readResults(r.dir)['faultsThatBit']).toBe(r.faults.length);

@@ -12,6 +12,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot, runJepsen, type RunOptions, type RunResult } from '../../jepsen-style/runner.js';
+import { expectExercised } from './support.js';
 
 // Runs go under jepsen-style/store/ci/ (git-ignored); a run whose verdict is not the
 // expected one is kept there for the post-mortem, the others are removed.
@@ -34,20 +35,6 @@ function expectValid(r: RunResult): void {
   expect(r.valid, `${r.summary} (kept in ${r.dir})`).toBe(true);
   expect(r.faults.length, JSON.stringify(r.faults, null, 1)).toBeGreaterThanOrEqual(2);
   expect(r.faults.every((f) => f.bit), JSON.stringify(r.faults, null, 1)).toBe(true);
-}
-
-/**
- * The verdict checked something, whatever the machine's load: ok counts scale with it (a bound such as "> 100 oks"
- * is a quiet-machine figure and failed CI runs at load 20–30), so this asserts what a valid verdict needs instead —
- * the workload ran (> 20 oks), every kind of operation in `kinds` succeeded at least once, and some succeeded after
- * the first fault began (the checker saw the cluster under a fault, not only a quiet start).
- */
-function expectExercised(r: RunResult, kinds: readonly string[]): void {
-  expect(r.counts.ok, r.summary).toBeGreaterThan(20);
-  const oks = r.history.filter((op) => op.type === 'ok' && typeof op.process === 'number');
-  expect(new Set(oks.map((op) => op.f)), r.summary).toEqual(new Set(kinds));
-  const firstFault = Math.min(...r.faults.map((f) => f.startNs));
-  expect(oks.filter((op) => op.time > firstFault).length, r.summary).toBeGreaterThan(0);
 }
 
 describe('jepsen-style SQL CI runs on a 3-node Cairn cluster', () => {
