@@ -349,6 +349,8 @@ export const replicaTestingKnobs: ReplicaTestingKnobs = {};
  * moves no term, so repeating it disrupts nobody).
  */
 const EARLY_CAMPAIGN_TICKS = 3;
+/** Election timeouts a leaseholder that is not the Raft leader asks for leadership (once each) before it hands the lease to the leader. */
+const LEADERSHIP_ASKS = 3;
 
 export class Replica {
   readonly rangeId: number;
@@ -1056,9 +1058,13 @@ export class Replica {
       }
       return;
     }
-    // A holder that is not the leader first asks for leadership (so that an
-    // admin lease transfer sticks); if that has not worked within an
-    // election timeout, it hands the lease to the leader.
+    // A holder that is not the leader asks for leadership (so that an admin
+    // lease transfer sticks) at once and again every election timeout (the
+    // leader abandons a transfer after one); if that has not worked within
+    // three, it hands the lease to the leader. One timeout was too short on a
+    // loaded machine: the transfer's message hops took more ticks than that,
+    // the lease went back, and lease and leadership stayed on the old node
+    // (test/kv/faults 'transfers the lease…' timed out so at load ~42).
     const leader = this.leaderHint();
     if (leader !== null) this.campaignUntilLeader = false;
     else if (this.campaignUntilLeader && mine && (this.raw.raft.state === StateType.Follower || this.raw.raft.state === StateType.PreCandidate) && this.ticksSinceCampaign++ % EARLY_CAMPAIGN_TICKS === 0) {
@@ -1069,9 +1075,10 @@ export class Replica {
       this.ticksHoldingWithoutLeadership = 0;
       return;
     }
-    this.ticksHoldingWithoutLeadership++;
-    if (this.ticksHoldingWithoutLeadership === 1) this.raw.transferLeader(this.replicaId);
-    else if (this.ticksHoldingWithoutLeadership > this.ctx.settings.electionTicks) this.transferLease(leader.replicaId).catch(ignore);
+    const ticks = ++this.ticksHoldingWithoutLeadership;
+    const election = this.ctx.settings.electionTicks;
+    if (ticks > LEADERSHIP_ASKS * election) this.transferLease(leader.replicaId).catch(ignore);
+    else if ((ticks - 1) % election === 0) this.raw.transferLeader(this.replicaId);
   }
 
   // ---- ticks, messages, quiescence ---------------------------------------------------
