@@ -101,8 +101,9 @@ export function nodeLeaseTransferer(node: LeaseMover): LeaseTransferer {
     }
     if (res.ok) return;
     const body = (await res.json().catch(() => ({}))) as { code?: string; message?: string };
-    // The holder's own code (kv.not_lease_holder when the lease moved meanwhile) so the caller can retry.
-    throw new CairnError(body.code ?? 'server.transfer_failed', body.message ?? `server: lease transfer of r${desc.rangeId} failed (HTTP ${res.status})`);
+    // The holder's own code (kv.not_lease_holder when the lease moved meanwhile) so the caller can retry: the
+    // status server answers a retryable error 503 (status-server.ts), so 503 stays retryable here.
+    throw new CairnError(body.code ?? 'server.transfer_failed', body.message ?? `server: lease transfer of r${desc.rangeId} failed (HTTP ${res.status})`, { retryable: res.status === 503 });
   };
 }
 
