@@ -98,9 +98,18 @@ async function lookup(h: RelocateHost, rangeId: number): Promise<RangeDescriptor
   return d;
 }
 
-/** When `nodeId` holds d's lease, hands it to another voter. */
+/**
+ * When `nodeId` holds d's lease, hands it to another voter. The lease is read
+ * from nodeId's own replica: any replica answers leaseInfo (its own view, no
+ * lease check), and a lagging one named an older holder — then the move went
+ * ahead without a transfer and the change refused to remove the leaseholder,
+ * attempt after attempt (s9, relocate.test.ts at load ~30: 40 s). A holder
+ * always knows its own lease (it applied it before serving under it).
+ */
 async function moveLeaseOff(h: RelocateHost, d: RangeDescriptor, nodeId: number): Promise<void> {
-  const [res] = (await h.ds.send({ header: { rangeId: d.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] })).responses;
+  const rep = d.replicas.find((r) => r.nodeId === nodeId);
+  if (rep === undefined) return;
+  const [res] = (await h.ds.sendToNode(nodeId, { header: { rangeId: d.rangeId, replicaId: rep.replicaId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'leaseInfo' }] })).responses;
   const holder = (res as LeaseInfoResponse).lease?.replica.nodeId;
   if (holder !== nodeId) return;
   const to = d.replicas.find((r) => r.nodeId !== nodeId && r.type === ReplicaType.Voter);
