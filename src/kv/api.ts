@@ -520,7 +520,7 @@ export class RangeKeyMismatchError extends CairnError {
   constructor(
     readonly key: Buffer,
     readonly endKey: Buffer | null,
-    /** The descriptors the store holds that are relevant (the addressed range's, if any). */
+    /** The descriptors the store holds that are relevant: the addressed range's first (if any), then the store's range holding `key` (store.ts withKeyHolder). */
     readonly descriptors: readonly RangeDescriptor[],
   ) {
     super('kv.range_key_mismatch', `kv: key range ${key.toString('hex')}${endKey === null ? '' : `-${endKey.toString('hex')}`} outside the addressed range`, { retryable: true, sqlState: '40001' });

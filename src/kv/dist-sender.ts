@@ -24,7 +24,10 @@
  *                             each only said NotLeaseHolder (a lease being
  *                             acquired or moved) the descriptor is kept
  *                             and only the lease hints changed
- *   RangeKeyMismatch        → evict, insert the descriptors the error carries,
+ *   RangeKeyMismatch        → evict, insert the descriptors the error carries
+ *                             (the replica's own, and its store's range that
+ *                             holds the key: a split's right half while meta2
+ *                             still names the unsplit range),
  *                             re-divide the part (it may now span ranges);
  *                             unless the replica's descriptor is older than
  *                             ours (it lags): then the next replica
@@ -659,7 +662,9 @@ export class DistSender implements Sender {
         // A replica behind our descriptor (it has not applied the split or
         // merge we know of) says "mismatch" for keys its range now owns: ask
         // another replica instead of discarding the newer descriptor.
-        const lagging = e instanceof RangeKeyMismatchError && desc !== null && e.descriptors.length > 0 && e.descriptors.every((d) => d.rangeId === desc.rangeId && d.generation < desc.generation);
+        // The replica's own descriptor comes first (a store may add its range holding the key, store.ts withKeyHolder).
+        const own = e instanceof RangeKeyMismatchError ? e.descriptors[0] : undefined;
+        const lagging = own !== undefined && desc !== null && own.rangeId === desc.rangeId && own.generation < desc.generation;
         if (!lagging && !retryElsewhere(e)) throw ambiguous !== null ? ambiguousAfter(ambiguous, e) : e;
         onlyNotLeaseHolder = false;
         this.cache.clearLeaseholder(rangeId, nodeId);

@@ -129,7 +129,7 @@ import { silentLogger, type Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
 import type { Engine, Snapshot as EngineSnapshot, WriteBatch } from '../../storage/engine.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
-import { LOCAL_RANGE_PREFIX, decodeRangeLocalKey, rangeAppliedStateKey } from '../../storage/keys.js';
+import { LOCAL_RANGE_PREFIX, addressOf, decodeRangeLocalKey, isLocal, rangeAppliedStateKey } from '../../storage/keys.js';
 import { decodeMvccKey, isMvccMetaKey } from '../../storage/mvcc-key.js';
 import { compareBytes, hasPrefix } from '../../storage/encoding/bytes.js';
 import { decodeHead } from '../../storage/mvcc-value.js';
@@ -137,7 +137,7 @@ import { mvccGet } from '../../storage/mvcc.js';
 import { MAX_TIMESTAMP } from '../util/hlc.js';
 import { ConnectionClass, type RpcTransport } from '../rpc/transport.js';
 import { MessageType, isEmptySnap, type Entry, type Message, type Ready, type Snapshot } from '../../raft/types.js';
-import { KvMethod, RangeNotFoundError, StoreStoppedError, type RangeDescriptor, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
+import { KvMethod, RangeKeyMismatchError, RangeNotFoundError, StoreStoppedError, type RangeDescriptor, type BatchRequest, type BatchResponse, type KeyValue, type Lease, type StoreIdent } from './api.js';
 import {
   decodeAppliedState,
   decodeBatchRequest,
@@ -379,7 +379,7 @@ export class Store implements StoreContext {
   private registerRpc(): void {
     const t = this.transport;
     const failed = (e: unknown): Uint8Array => {
-      if (e instanceof CairnError) return encodeBatchResult({ ok: false, error: e });
+      if (e instanceof CairnError) return encodeBatchResult({ ok: false, error: e instanceof RangeKeyMismatchError ? this.withKeyHolder(e) : e });
       throw e;
     };
     t.register(KvMethod.Batch, (payload) => {
@@ -542,6 +542,31 @@ export class Store implements StoreContext {
     const nodeId = this.ident.nodeId;
     const now = this.clock.now();
     return r.send(withObservedAt(ba, nodeId, now), fastTried).then((res) => answeredAt(res, nodeId, now));
+  }
+
+  /**
+   * A RangeKeyMismatch answered by one of this store's replicas, plus the
+   * descriptor of this store's replica whose range holds the request's key
+   * (CockroachDB's Store.Send does the same). Meta2 is written by a split's
+   * driver AFTER the split applied (split.ts step 3), so a router may be sent
+   * by a stale record [a, c) to the left half [a, b) for a key of [b, c): the
+   * left half's own descriptor alone leaves the router only that stale
+   * record to look up again, until the driver's meta2 write lands (seconds at
+   * load; never, if the driver died). The right half was created on these
+   * same stores by the same command, so naming it here routes the retry.
+   * The addressed replica's descriptor stays first (dist-sender.ts reads it
+   * to tell a lagging replica). Error path only: a scan of the replicas.
+   */
+  private withKeyHolder(e: RangeKeyMismatchError): RangeKeyMismatchError {
+    const addr = isLocal(e.key) ? addressOf(e.key) : e.key;
+    for (const r of this.replicas.values()) {
+      if (!r.initialized || r.stopped) continue;
+      const d = r.desc;
+      if (compareBytes(d.startKey, addr) > 0 || compareBytes(addr, d.endKey) >= 0) continue;
+      if (e.descriptors.some((x) => x.rangeId === d.rangeId && x.generation >= d.generation)) return e;
+      return new RangeKeyMismatchError(e.key, e.endKey, [...e.descriptors, d]);
+    }
+    return e;
   }
 
   /**
