@@ -25,6 +25,7 @@ import { FROZEN_REPLICA_ID } from './merge-trigger.js';
 import { ReplicaQueue, type RangeQueueSettings } from './queue.js';
 import type { Replica } from './replica.js';
 import { rangeBytes } from './split-queue.js';
+import { fixMeta2 } from './split.js';
 import type { Store } from './store.js';
 
 function colocated(a: Replica, b: Replica): boolean {
@@ -82,8 +83,19 @@ export function newMergeQueue(store: () => Store | null, ds: DistSender, setting
         if (s === null) return;
         const r = rightOf(s, l);
         if (r === undefined) return;
-        if (isFrozen(r)) await completeMerge(ds, l.desc.startKey, r.desc, {}, l.desc);
-        else await adminMerge(ds, l.desc.startKey);
+        const end = l.desc.endKey;
+        try {
+          if (isFrozen(r)) await completeMerge(ds, l.desc.startKey, r.desc, {}, l.desc);
+          else await adminMerge(ds, l.desc.startKey);
+        } catch (e) {
+          // The merge may have applied with its answer lost (the DistSender breaker's rpc.canceled on a
+          // slow node: ambiguous). Only this driver was going to fix meta2, which still names the absorbed
+          // range: every lookup of its keys answers a range that no longer exists (RangeNotFound on each
+          // replica) until the split queue's next check. L's lease is here, so L's replica here has applied
+          // the merge: fix meta2 from its descriptor (as merge.ts adminMergeWithRetry does).
+          if (compareBytes(l.desc.endKey, end) > 0) await fixMeta2(ds, l.desc).catch(() => undefined);
+          throw e;
+        }
       },
     },
     settings.queueIntervalTicks,
