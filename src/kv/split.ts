@@ -39,7 +39,7 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP, type Timestamp } from '../util/hlc.js';
-import { RANGE_ID_GENERATOR_KEY, decodeMeta2Key, meta2Key, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
+import { META2_MAX, RANGE_ID_GENERATOR_KEY, decodeMeta2Key, meta2Key, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
 import { RangeKeyMismatchError, type AdminSplitRequest, type AdminSplitResponse, type GetResponse, type RangeDescriptor, type Request, type Response, type ScanResponse } from './api.js';
@@ -259,7 +259,8 @@ export async function fixMergeMeta2(db: Sender, left: RangeDescriptor, right: Ra
  * would be range `newRangeId` — an id nobody else uses — so its descriptor is
  * read from its replicas by range id: neither meta2 (which only this driver
  * was going to fix) nor a range cache need to know it. Returns both halves
- * when our split applied and the retry showed the left ('elsewhere': only the
+ * when our split applied and the retry showed the left, or meta2 still names
+ * the unsplit range (leftOfOwnSplit) ('elsewhere': only the
  * right half is known, its meta2 record fixed here, the left's is the split
  * queue's), null when the range is not ours (looked up once per split),
  * 'unknown' when the answer says nothing about `key`.
@@ -277,9 +278,31 @@ async function findOwnSplit(db: Sender, key: Buffer, newRangeId: number, e: unkn
     if (x instanceof CairnError && !x.ambiguous) return null; // no such range: another driver's split
     throw x;
   }
-  if (left !== undefined) return { kind: 'adminSplit', left, right };
+  const l = left ?? (await leftOfOwnSplit(db, key, right));
+  if (l !== null) return { kind: 'adminSplit', left: l, right };
   await fixMeta2(db, right);
   return 'elsewhere';
+}
+
+/**
+ * The left half of our split whose retry reached the right half itself
+ * (kv.already_split: the store that answered the left half's
+ * RangeKeyMismatch also named the right half, store.ts withKeyHolder): the
+ * left half keeps the split range's id, which meta2's record for `key` still
+ * names while unfixed — its descriptor is then read by that id. Null when
+ * meta2 no longer names the unsplit range (someone fixed it).
+ */
+async function leftOfOwnSplit(db: Sender, key: Buffer, right: RangeDescriptor): Promise<RangeDescriptor | null> {
+  const [m] = await send(db, [{ kind: 'scan', key: meta2LookupKey(key), endKey: META2_MAX, maxKeys: 1 }]);
+  const row = (m as ScanResponse).rows[0];
+  if (row === undefined) return null;
+  const stale = decodeRangeDescriptor(Buffer.from(row.value));
+  if (stale.rangeId === right.rangeId || compareBytes(stale.startKey, key) >= 0 || compareBytes(stale.endKey, key) <= 0) return null;
+  const res = await db.send({ header: { rangeId: stale.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(stale.startKey) }] });
+  const raw = (res.responses[0] as GetResponse).value;
+  if (raw === null) return null;
+  const left = decodeRangeDescriptor(raw);
+  return compareBytes(left.endKey, key) === 0 ? left : null;
 }
 
 /**
