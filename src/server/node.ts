@@ -1214,7 +1214,19 @@ export class Node {
     for (const row of rows) {
       const desc: RangeDescriptor = decodeRangeDescriptor(Buffer.from(row.value));
       const checksumId = 1 + Math.floor(Math.random() * 2 ** 31);
-      await kv.sender.send({ header: { rangeId: desc.rangeId, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'computeChecksum', checksumId }] });
+      try {
+        await kv.sender.send({ header: { rangeId: desc.rangeId, timestamp: { wall: 0, logical: 0 } }, requests: [{ kind: 'computeChecksum', checksumId }] });
+      } catch (e) {
+        // A record meta2 still holds for a range no replica has any more (merged away; its merge's
+        // driver rewrites meta2 only after the merge, so meta2 can lag): the DistSender asked every
+        // replica until its attempts ran out. Its keys belong to the range that absorbed it, which
+        // is checksummed under its own record; this one has nothing to compare.
+        if (e instanceof CairnError && e.code === 'kv.range_not_found') {
+          this.log.info({ rangeId: desc.rangeId }, 'server: checksum skips a meta2 record whose range is gone');
+          continue;
+        }
+        throw e;
+      }
       const checksums: Record<number, string | null> = {};
       const payload = encodeJson({ rangeId: desc.rangeId, checksumId });
       await Promise.all(
