@@ -50,13 +50,13 @@
  */
 import { CairnError } from '../util/errors.js';
 import { ZERO_TIMESTAMP } from '../util/hlc.js';
-import { KEY_MAX, META2_MAX, meta2LookupKey, rangeDescriptorKey } from '../../storage/keys.js';
+import { KEY_MAX, META2_MAX, meta2LookupKey } from '../../storage/keys.js';
 import { compareBytes } from '../../storage/encoding/bytes.js';
-import type { GetResponse, LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request, ScanResponse } from './api.js';
+import type { LeaseInfoResponse, RangeDescriptor, RangeDescriptorResponse, Request, ScanResponse } from './api.js';
 import { decodeRangeDescriptor } from './api-codec.js';
 import type { DistSender } from './dist-sender.js';
 import { FROZEN_REPLICA_ID } from './merge-trigger.js';
-import { fixMergeMeta2, fixMeta2 } from './split.js';
+import { fixMergeMeta2, fixMeta2, readDescriptor } from './split.js';
 import { colocated } from './batcheval/cmd-admin-merge.js';
 
 export interface MergeHooks {
@@ -239,9 +239,7 @@ async function absorberOf(ds: DistSender, right: RangeDescriptor): Promise<Range
  */
 async function currentDescriptor(ds: DistSender, d: RangeDescriptor): Promise<RangeDescriptor | null> {
   try {
-    const res = await ds.send({ header: { rangeId: d.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(d.startKey) }] });
-    const raw = (res.responses[0] as GetResponse).value;
-    const now = raw === null ? null : decodeRangeDescriptor(raw);
+    const now = await readDescriptor(ds, d.rangeId, d.startKey);
     return now !== null && now.rangeId === d.rangeId ? now : null;
   } catch (e) {
     if (e instanceof CairnError) return null;

@@ -270,10 +270,9 @@ async function findOwnSplit(db: Sender, key: Buffer, newRangeId: number, e: unkn
   if (left === undefined && !(e instanceof CairnError && e.code === 'kv.already_split')) return 'unknown';
   let right: RangeDescriptor;
   try {
-    const res = await db.send({ header: { rangeId: newRangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(key) }] });
-    const raw = (res.responses[0] as GetResponse).value;
-    if (raw === null) return null;
-    right = decodeRangeDescriptor(raw);
+    const found = await readDescriptor(db, newRangeId, key);
+    if (found === null) return null;
+    right = found;
   } catch (x) {
     if (x instanceof CairnError && !x.ambiguous) return null; // no such range: another driver's split
     throw x;
@@ -298,11 +297,20 @@ async function leftOfOwnSplit(db: Sender, key: Buffer, right: RangeDescriptor): 
   if (row === undefined) return null;
   const stale = decodeRangeDescriptor(Buffer.from(row.value));
   if (stale.rangeId === right.rangeId || compareBytes(stale.startKey, key) >= 0 || compareBytes(stale.endKey, key) <= 0) return null;
-  const res = await db.send({ header: { rangeId: stale.rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(stale.startKey) }] });
+  const left = await readDescriptor(db, stale.rangeId, stale.startKey);
+  return left !== null && compareBytes(left.endKey, key) === 0 ? left : null;
+}
+
+/**
+ * The descriptor range `rangeId` stores at `startKey`, read from the range's
+ * own replicas (addressed by id, so neither meta2 nor a range cache need to
+ * know it); null when there is none. Errors (no such range, …) are the
+ * caller's to judge.
+ */
+export async function readDescriptor(db: Sender, rangeId: number, startKey: Buffer): Promise<RangeDescriptor | null> {
+  const res = await db.send({ header: { rangeId, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: rangeDescriptorKey(startKey) }] });
   const raw = (res.responses[0] as GetResponse).value;
-  if (raw === null) return null;
-  const left = decodeRangeDescriptor(raw);
-  return compareBytes(left.endKey, key) === 0 ? left : null;
+  return raw === null ? null : decodeRangeDescriptor(raw);
 }
 
 /**
