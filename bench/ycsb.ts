@@ -140,12 +140,18 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
   // Nodes under the CPU profiler (CAIRN_BENCH_CPU_PROF, support/profiled-node.ts) restart their profiles here: runs only.
   if (cluster !== undefined && process.env['CAIRN_BENCH_CPU_PROF'] !== undefined) for (const pid of t.pids()) process.kill(pid, 'SIGUSR2');
   const runs: WorkloadMeasurement[] = [];
+  // The record count is handed to each run (the load's, then the last run's insertedUpTo, as D and E add
+  // rows): left to itself the runner counts the table with SELECT count(*), a full scan inside the CPU
+  // meter — at 100,000 records 146 MB of KV responses and 4–7 CPU-s of the servers per run, ~0.5 ms per
+  // operation of a 10 s A run that is no operation's cost.
+  let records = o.records;
   for (const c of o.concurrency) {
     for (const w of o.workloads) {
       const before = cluster === undefined ? null : await scrapeCounters(cluster);
       const m = cpuMeter(t.pids);
-      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true, ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }), ...(o.readModifyWriteInTxn === true ? { readModifyWriteInTxn: true } : {}) }, { output: quiet });
+      const run = await runYcsb({ urls: [...t.urls], workload: w, concurrency: c, durationMs: o.durationMs, method: o.method, seed: 1, tolerateErrors: true, recordCount: records, ...(o.requestDistribution === undefined ? {} : { requestDistribution: o.requestDistribution }), ...(o.readModifyWriteInTxn === true ? { readModifyWriteInTxn: true } : {}) }, { output: quiet });
       const cpu = m.stop();
+      records = run.insertedUpTo;
       const kvPerOp = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), run.total.count);
       const pct = mergedPercentiles(Object.values(run.ops).flatMap((x) => (x === undefined || x.count === 0 ? [] : [x.histogram])));
       const r: WorkloadMeasurement = {
