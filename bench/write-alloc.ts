@@ -18,6 +18,9 @@
  *   ycsb-read     YCSB's read, SELECT * FROM usertable WHERE ycsb_key = $1 (named,
  *                 2,000 rows of 10 × 100-byte fields; the range's lease on node 1,
  *                 so the KV read is a node's call to itself)
+ *   ycsb-update   YCSB's update, UPDATE usertable SET field3 = $2 WHERE ycsb_key = $1
+ *                 (named, a 100-byte value, the same 2,000 rows): beside `update`,
+ *                 what a 1 KB row adds to a write
  *
  * Per run: KiB allocated per statement (per row for load-batch) in total and
  * for the layers that allocate most (directory of the allocating function;
@@ -145,15 +148,19 @@ async function main(o: Opts): Promise<void> {
         perStatement: 1,
         run: (c) => c.query({ name: 'y-read', text: 'SELECT * FROM usertable WHERE ycsb_key = $1', values: [`user${String(rnd.intn(READ_ROWS)).padStart(12, '0')}`], rowMode: 'array' }),
       },
+      'ycsb-update': {
+        perStatement: 1,
+        run: (c, i) => c.query({ name: 'y-upd', text: 'UPDATE usertable SET field3 = $2 WHERE ycsb_key = $1', values: [`user${String(rnd.intn(READ_ROWS)).padStart(12, '0')}`, `${i}`.padEnd(100, 'y')] }),
+      },
     };
-    if (o.statements.split(',').includes('ycsb-read')) {
+    if (o.statements.split(',').some((s) => s.startsWith('ycsb-'))) {
       // The rows ycsb-read reads (user000000000000 …): the loader's statement, before anything is measured.
       while (record < READ_ROWS) await admin.query({ text: loadSql, values: loadValues() });
     }
 
     for (const name of o.statements.split(',')) {
       const kind = kinds[name];
-      if (kind === undefined) throw new Error(`unknown statement ${name} (update, insert-10col, load-batch, ycsb-read)`);
+      if (kind === undefined) throw new Error(`unknown statement ${name} (update, insert-10col, load-batch, ycsb-read, ycsb-update)`);
       const ops = name === 'load-batch' ? Math.max(1, Math.floor(o.ops / 20)) : o.ops;
       const loop = async (n: number): Promise<void> => {
         let next = 0;
@@ -190,7 +197,7 @@ async function main(o: Opts): Promise<void> {
 }
 
 const cmd = new Command()
-  .option('--statements <list>', 'update, insert-10col, load-batch, ycsb-read', 'update,insert-10col,load-batch')
+  .option('--statements <list>', 'update, insert-10col, load-batch, ycsb-read, ycsb-update', 'update,insert-10col,load-batch')
   .option('--ops <n>', 'statements per run (load-batch: a twentieth of it)', (v) => Number(v), 2000)
   .option('--runs <n>', 'measured runs per statement', (v) => Number(v), 3)
   .option('--conns <n>', 'pg clients', (v) => Number(v), 8)
