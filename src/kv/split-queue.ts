@@ -10,8 +10,7 @@
  * the replica's MVCC stats; meta2 is checked once per descriptor generation
  * this store sees (a split, merge or replica change bumps the generation; a
  * restart or a lease arriving from another store starts with nothing
- * checked) and again after META2_RECHECK_MS (5 min: a lagging split driver
- * can still write a stale inner record after a merge was checked), not on every
+ * checked) and again after META2_RECHECK_MS (5 min, a backstop), not on every
  * scan — which rewrote/scanned meta2 for every
  * leased range every second (issue 8: ~690 meta2 scans in a YCSB run).
  *
@@ -57,11 +56,11 @@ export async function findSplitKey(r: Replica, store: Store): Promise<Buffer | n
 
 /**
  * A checked meta2 record is checked again after this long (store clock) even
- * if its generation did not change. A stale inner record that a lagging split
- * driver writes after a merge was checked always names a range that still
- * holds its keys (the left half keeps its id; a right half's record slot is
- * the merged range's own, which a lower generation never overwrites), so it
- * costs nothing but a narrower cache entry until then. Was 60 s: in a 6.5-min
+ * if its generation did not change: a backstop. A stale record that a
+ * lagging repair writes after a merge was checked — it can name a range merged
+ * away (issue 4: r213 at the end of test/kv-ranges-multiproc/split-merge) — is
+ * swept by the writer itself, whose write is followed by a scan (split.ts
+ * "Stale records"), or by the live range's own later write. Was 60 s: in a 6.5-min
  * run of test/kv-ranges-multiproc/split-merge (200 ranges) the split queues
  * made 1,262 meta2 checks — a scan and a get on r1 each, about two thirds of
  * r1's meta2 traffic, competing with the split drivers' own fixes (p50 245 ms,

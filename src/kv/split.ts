@@ -20,9 +20,28 @@
  * runs it for every range whose lease it holds (split-queue.ts), so the state
  * converges deterministically after a restart. fixMeta2 is idempotent and
  * never regresses a record: it writes a descriptor at meta2Key(end) only over
- * a record of a lower generation (a split gives both halves generation+1, so
- * along a key the newer descriptor always has the higher generation), with a
- * conditional put against the value it read.
+ * a record of a lower generation (a split gives both halves generation+1, a
+ * merge max(left, right)+1, so along a key the newer descriptor always has
+ * the higher generation), with a conditional put against the value it read.
+ *
+ * Stale records (issue 4: a record of a range merged away, r213, survived
+ * every merge of test/kv-ranges-multiproc/split-merge). A repair works from
+ * a descriptor read earlier — the split driver's retry after its meta2
+ * batch's answer was lost, the split queue's check whose requests wait
+ * seconds behind r1, a merge driver's retry — and its slot may hold NOTHING
+ * by then: a later merge removed that boundary and fixed meta2 already. The
+ * slot check alone wrote the dead range's record back, and nobody looked
+ * again. So every writer of meta2 records (fixMeta2, fixSplitMeta2,
+ * fixMergeMeta2) ends with a sweep: after its write, one scan of the
+ * records overlapping what it wrote, deleting each record that a newer
+ * descriptor overlaps — an older one, or its own when a concurrent change
+ * superseded it. fixMeta2 also writes nothing from a descriptor that a
+ * newer record already overlaps. Why that converges: take a stale record X
+ * and a live range C overlapping it (C's generation is higher). Whichever of
+ * the two was written later is followed by its writer's scan, which sees the
+ * other (a live range's record is never deleted, and X is deleted only
+ * here), and deletes X. So once every live range's record has been written,
+ * meta2 holds exactly the live descriptors.
  *
  * A retried split (its first attempt's outcome unknown) that finds the range
  * already starting at `key` (kv.already_split) succeeds without doing anything.
@@ -105,52 +124,109 @@ async function reserveRangeIds(db: Sender, n: number): Promise<number> {
 }
 
 /**
- * Writes `desc` at meta2Key(desc.endKey) unless a record as new or newer is
- * there, and deletes older records ending strictly inside desc (left behind
- * by a merge, merge.ts). Returns whether it changed anything.
+ * Makes meta2 agree with `desc` (a descriptor its range held when the caller
+ * read it — possibly no longer): writes it at meta2Key(desc.endKey) unless a
+ * record as new or newer is there, and deletes every record overlapping it
+ * that is older (sweepMeta2). Writes nothing when a record overlapping desc
+ * is newer: desc is stale then, and a record written from it could outlive
+ * everyone who would remove it (see the header's "Stale records"). Returns
+ * whether it changed anything.
  */
-export async function fixMeta2(db: Sender, desc: RangeDescriptor, guess?: Buffer | null): Promise<boolean> {
-  // The record and the inner records are disjoint keys: both at once.
-  const [record, inner] = await Promise.all([fixMeta2Record(db, desc, guess), clearInnerMeta2(db, [desc])]);
-  return record || inner;
+export async function fixMeta2(db: Sender, desc: RangeDescriptor): Promise<boolean> {
+  const key = meta2Key(desc.endKey);
+  const rows = await overlappingMeta2(db, desc.startKey, desc.endKey);
+  if (rows.some((r) => r.desc.generation > desc.generation)) return sweep(db, rows, [desc]);
+  // The record at desc's end is written below (never regressed); every other overlapping one older than desc goes.
+  const slot = rows.find((r) => r.key.equals(key));
+  const [written, swept] = await Promise.all([writeMeta2Record(db, desc, slot?.value ?? null), sweep(db, rows.filter((r) => r !== slot), [desc])]);
+  // Written into a slot a concurrent change may have just superseded (a merge removing this
+  // boundary, a split of desc): look again, after the write, and let the newer record win.
+  if (written) await sweepMeta2(db, [desc]);
+  return written || swept;
+}
+
+/** One meta2 record: its key, its value, its descriptor. */
+interface Meta2Row {
+  readonly key: Buffer;
+  readonly value: Buffer;
+  readonly desc: RangeDescriptor;
+}
+
+/** Records per page of overlappingMeta2's scan (a span rarely has more than its own record, one inner, the next). */
+const META2_SCAN_PAGE = 8;
+
+/**
+ * The meta2 records whose descriptors overlap [start, end), in key order:
+ * every record ending in (start, end], and the first one ending past end
+ * when it starts before end (a stale record spanning the boundary).
+ */
+async function overlappingMeta2(db: Sender, start: Buffer, end: Buffer): Promise<Meta2Row[]> {
+  const out: Meta2Row[] = [];
+  let from = meta2LookupKey(start);
+  for (;;) {
+    const [s] = await send(db, [{ kind: 'scan', key: from, endKey: META2_MAX, maxKeys: META2_SCAN_PAGE }]);
+    const res = s as ScanResponse;
+    for (const row of res.rows) {
+      const desc = decodeRangeDescriptor(Buffer.from(row.value));
+      if (compareBytes(desc.startKey, end) < 0) out.push({ key: Buffer.from(row.key), value: Buffer.from(row.value), desc });
+      if (compareBytes(decodeMeta2Key(Buffer.from(row.key)), end) >= 0) return out;
+    }
+    if (res.resumeKey === null || res.rows.length === 0) return out;
+    from = res.resumeKey;
+  }
+}
+
+function overlaps(a: RangeDescriptor, b: RangeDescriptor): boolean {
+  return compareBytes(a.startKey, b.endKey) < 0 && compareBytes(b.startKey, a.endKey) < 0;
 }
 
 /**
- * Deletes meta2 records of older generations ending strictly inside one of
- * `descs` (adjacent, in key order: one scan for them all; the records at
- * their own ends are not inner).
+ * Deletes each of `rows` that a newer descriptor overlaps — one of `known`
+ * (descriptors the caller read from their ranges) or another row. Such a
+ * record can only be stale: along any key, the range holding it only ever
+ * moves to higher generations (a split gives both halves generation+1, a
+ * merge max(left, right)+1, a replica change +1), so two different
+ * descriptors covering one key differ in generation and the higher is the
+ * later. Each deletion is conditioned on the value read (a concurrent
+ * rewrite wins). Returns whether it deleted anything.
  */
-async function clearInnerMeta2(db: Sender, descs: readonly RangeDescriptor[]): Promise<boolean> {
-  let changed = false;
+async function sweep(db: Sender, rows: readonly Meta2Row[], known: readonly RangeDescriptor[]): Promise<boolean> {
+  const witnesses = [...known, ...rows.map((r) => r.desc)];
+  const stale = rows.filter((r) => witnesses.some((w) => w.generation > r.desc.generation && overlaps(w, r.desc)));
+  const deleted = await Promise.all(
+    stale.map(async (r) => {
+      try {
+        await send(db, [{ kind: 'cput', key: r.key, value: null, expected: r.value, allowIfDoesNotExist: false }]);
+        return true;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError)) throw e;
+        return false;
+      }
+    }),
+  );
+  return deleted.includes(true);
+}
+
+/**
+ * After writing records for `descs` (adjacent, in key order): one scan of
+ * the records overlapping them, and every one a newer descriptor overlaps is
+ * deleted — older ones (an absorbed range's, a pre-split span's) and, when
+ * a concurrent change already superseded them, the ones just written.
+ */
+async function sweepMeta2(db: Sender, descs: readonly RangeDescriptor[]): Promise<boolean> {
   const first = descs[0] as RangeDescriptor;
   const last = descs[descs.length - 1] as RangeDescriptor;
-  const [s] = await send(db, [{ kind: 'scan', key: meta2LookupKey(first.startKey), endKey: meta2Key(last.endKey), maxKeys: 0 }]);
-  for (const row of (s as ScanResponse).rows) {
-    const end = decodeMeta2Key(row.key);
-    const holder = descs.find((d) => compareBytes(d.startKey, end) < 0 && compareBytes(end, d.endKey) < 0);
-    if (holder === undefined || decodeRangeDescriptor(row.value).generation >= holder.generation) continue;
-    try {
-      await send(db, [{ kind: 'cput', key: row.key, value: null, expected: row.value, allowIfDoesNotExist: false }]);
-      changed = true;
-    } catch (e) {
-      if (!(e instanceof ConditionFailedError)) throw e;
-    }
-  }
-  return changed;
+  return sweep(db, await overlappingMeta2(db, first.startKey, last.endKey), descs);
 }
 
 /**
- * Writes desc's own record unless one as new is there. `guess` is the value
- * the caller expects there (a split knows the pre-split descriptor): tried
- * as the condition first, saving the read; a wrong guess costs nothing more
- * than the read it replaced (the failed condition returns the real value).
+ * Writes desc's own record over `cur` (what the caller read there) unless a
+ * record as new is there; a failed condition returns the real value, which
+ * is judged the same way. Returns whether it wrote.
  */
-async function fixMeta2Record(db: Sender, desc: RangeDescriptor, guess?: Buffer | null): Promise<boolean> {
+async function writeMeta2Record(db: Sender, desc: RangeDescriptor, cur: Buffer | null): Promise<boolean> {
   const key = meta2Key(desc.endKey);
   const want = encodeRangeDescriptor(desc);
-  let cur: Buffer | null;
-  if (guess !== undefined) cur = guess;
-  else cur = ((await send(db, [{ kind: 'get', key }]))[0] as GetResponse).value;
   for (;;) {
     if (cur !== null) {
       if (cur.equals(want)) return false;
@@ -212,7 +288,7 @@ function isTransient(e: unknown): boolean {
  * A split's two meta2 records in ONE batch — one Raft command on the first
  * range, which holds meta2 — each conditioned on what the split leaves there
  * (nothing at the split key; the pre-split descriptor at the range's end),
- * then one scan for older records inside either half. A condition failing (a
+ * then the sweep over both halves (see the header). A condition failing (a
  * concurrent split or repair wrote there first; the first range's own split,
  * whose command wrote meta2 already): the general fixMeta2 of each half.
  */
@@ -228,14 +304,14 @@ async function fixSplitMeta2(db: Sender, left: RangeDescriptor, right: RangeDesc
     await Promise.all([fixMeta2(db, left), fixMeta2(db, right)]);
     return;
   }
-  await clearInnerMeta2(db, [left, right]);
+  await sweepMeta2(db, [left, right]);
 }
 
 /**
  * A merge's meta2 change in ONE batch (merge.ts): the merged record over the
  * right's, and the left's record deleted, each conditioned on the
- * descriptor the merge driver read; then one scan for older records inside
- * the merged range. A condition failing (meta2 lagged behind either range,
+ * descriptor the merge driver read; then the sweep over the merged range
+ * (see the header). A condition failing (meta2 lagged behind either range,
  * or the merged range holds meta2 and its command wrote it): fixMeta2.
  */
 export async function fixMergeMeta2(db: Sender, left: RangeDescriptor, right: RangeDescriptor, merged: RangeDescriptor): Promise<void> {
@@ -249,7 +325,7 @@ export async function fixMergeMeta2(db: Sender, left: RangeDescriptor, right: Ra
     await fixMeta2(db, merged);
     return;
   }
-  await clearInnerMeta2(db, [merged]);
+  await sweepMeta2(db, [merged]);
 }
 
 /**

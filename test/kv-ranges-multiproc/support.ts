@@ -9,6 +9,8 @@
  */
 import { afterEach, expect } from 'vitest';
 import type { RangeStatus } from '../../src/server/node.js';
+import { decodeRangeDescriptor } from '../../src/kv/api-codec.js';
+import { META2_MAX, META2_PREFIX } from '../../storage/keys.js';
 import { ProcessCluster, type AdminOpResult, type ProcessClusterOptions } from '../support/process-cluster.js';
 
 export const SPAN_START = '90';
@@ -162,6 +164,27 @@ export async function expectAckedReadable(c: ProcessCluster, i: number, acked: R
   const got = new Map(rows);
   const missing = [...acked].filter(([k, v]) => got.get(k) !== v);
   expect(missing.length, `acknowledged writes missing through n${i + 1}: ${missing.slice(0, 5).map(([k]) => k).join(', ')}`).toBe(0);
+}
+
+/**
+ * meta2 holds exactly the live ranges (issue 4: a record of a range merged
+ * away survived test/kv-ranges-multiproc/split-merge): one record per range
+ * the nodes report, with its id and span, nothing else. Waits first (bounded)
+ * until the census is settled — every range reported by each of its replicas
+ * and the spans tiling the keyspace (a follower still applying a merge shows
+ * the absorbed range) — then reads meta2 once, through node `via`.
+ */
+export async function expectMeta2MatchesRanges(c: ProcessCluster, via = 0): Promise<void> {
+  const show = (id: number, start: string, end: string): string => `r${id} [${start}, ${end})`;
+  const live = await waitFor('a settled range census', 60_000, async () => {
+    const ranges = [...(await rangeCensus(c)).values()].sort((a, b) => (a.status.startKey < b.status.startKey ? -1 : 1));
+    const settled = ranges.every((r, i) => r.holders.length === r.status.replicas.length && (i === 0 ? r.status.startKey === '' : r.status.startKey === ranges[i - 1]?.status.endKey));
+    return settled ? ranges.map((r) => show(r.status.rangeId, r.status.startKey, r.status.endKey)) : undefined;
+  });
+  const [res] = await c.kv(via, [{ op: 'scan', key: META2_PREFIX.toString('hex'), endKey: META2_MAX.toString('hex') }]);
+  expect(res?.ok, res?.message).toBe(true);
+  const meta = (res?.rows ?? []).map(([, v]) => decodeRangeDescriptor(Buffer.from(v, 'hex'))).map((d) => show(d.rangeId, d.startKey.toString('hex'), d.endKey.toString('hex')));
+  expect(meta, 'meta2 records (left) vs the ranges the nodes hold').toEqual(live);
 }
 
 /** No node process exited on its own or logged an assertion failure. */

@@ -23,7 +23,7 @@ import { adminMergeWithRetry } from '../../src/kv/merge.js';
 import { KvClient } from '../../src/kv/kv-client.js';
 import { FROZEN_REPLICA_ID } from '../../src/kv/merge-trigger.js';
 import { ZERO_TIMESTAMP } from '../../src/util/hlc.js';
-import { descriptors, distSender, getNow, key, lossyDistSender, metaMatches, putAt, val } from './support.js';
+import { descriptors, distSender, getNow, key, lossyDistSender, expectMeta2MatchesDescriptors, putAt, val } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -64,7 +64,7 @@ describe('an AdminMerge whose answer is lost', () => {
     expect(pollsAfterLoss).toBe(0);
     expect(descriptors(c).some((d) => d.rangeId === right.rangeId)).toBe(false);
     // meta2 is right at once (no merge or split queue runs here), so a fresh router finds the merged range.
-    expect(await metaMatches(c, new KvClient(distSender(c, 1)))).toBe(true);
+    await expectMeta2MatchesDescriptors(c, new KvClient(distSender(c, 1)));
     const fresh = distSender(c, 2);
     expect(await getNow(fresh, key(60))).toEqual(val(60));
     expect(await getNow(fresh, key(20))).toEqual(val(20));
@@ -106,7 +106,7 @@ describe('an AdminMerge whose answer is lost', () => {
     expect(merged?.rangeId).toBe(left.rangeId);
     expect(merged?.endKey).toEqual(key(100)); // not past it: the next neighbour was not merged too
     expect(descriptors(c).some((d) => d.rangeId === next.rangeId)).toBe(true);
-    expect(await metaMatches(c, new KvClient(distSender(c, 2)))).toBe(true);
+    await expectMeta2MatchesDescriptors(c, new KvClient(distSender(c, 2)));
     expect(await getNow(distSender(c, 2), key(60))).toEqual(val(60));
   }, 60_000);
 });

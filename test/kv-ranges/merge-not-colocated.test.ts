@@ -21,13 +21,14 @@ import { autoCloseClusters } from '../support/test-cluster.js';
 import { adminMerge } from '../../src/kv/merge.js';
 import { addVoter } from '../../src/kv/replica-change.js';
 import { CairnError } from '../../src/util/errors.js';
-import { expectRightServes, key, startSplitPair } from './support.js';
+import { KvClient } from '../../src/kv/kv-client.js';
+import { expectMeta2MatchesDescriptors, expectRightServes, key, startSplitPair } from './support.js';
 
 const start = autoCloseClusters();
 
 describe('merge of ranges that are not colocated', () => {
   it('refuses without freezing the right range: its keys stay readable and writable', async () => {
-    const { ds, right } = await startSplitPair(start);
+    const { c, ds, right } = await startSplitPair(start);
     // Move R's replica on n1 to n4: L stays on n1,n2,n3, R is now on n2,n3,n4.
     const moved = await addVoter(ds, right, { nodeId: 4, storeId: 4 }, { nodeId: 1, storeId: 1 });
     expect(moved.replicas.map((r) => r.nodeId).sort()).toEqual([2, 3, 4]);
@@ -41,5 +42,6 @@ describe('merge of ranges that are not colocated', () => {
     expect((err as CairnError).code).toBe('kv.merge_not_colocated');
     // R must still serve: a read and a write of one of its keys within a few seconds.
     await expectRightServes(ds, 101);
+    await expectMeta2MatchesDescriptors(c, new KvClient(ds));
   }, 60_000);
 });

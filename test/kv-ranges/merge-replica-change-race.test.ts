@@ -25,7 +25,8 @@ import { addVoter } from '../../src/kv/replica-change.js';
 import { FROZEN_REPLICA_ID } from '../../src/kv/merge-trigger.js';
 import type { RangeDescriptor } from '../../src/kv/api.js';
 import { CairnError } from '../../src/util/errors.js';
-import { descriptors, expectRightServes, getNow, key, startSplitPair, val } from './support.js';
+import { KvClient } from '../../src/kv/kv-client.js';
+import { descriptors, expectMeta2MatchesDescriptors, expectRightServes, getNow, key, startSplitPair, val } from './support.js';
 
 const start = autoCloseClusters();
 const setup = (): ReturnType<typeof startSplitPair> => startSplitPair(start);
@@ -103,5 +104,6 @@ describe('merge racing a replica change', () => {
     expect(descriptors(c).some((d) => d.rangeId === right.rangeId)).toBe(false);
     await expectRightServes(ds, 103);
     expect(await getNow(ds, key(1))).toEqual(val(1));
+    await expectMeta2MatchesDescriptors(c, new KvClient(ds));
   }, 60_000);
 });

@@ -23,7 +23,7 @@ import { DistSender } from '../../src/kv/dist-sender.js';
 import { KvClient, RpcNodeDialer } from '../../src/kv/kv-client.js';
 import type { BatchRequest } from '../../src/kv/api.js';
 import { RpcError } from '../../src/rpc/errors.js';
-import { descriptors, distSender, getNow, key, lossyDistSender, metaMatches, putAt, val } from './support.js';
+import { descriptors, distSender, getNow, key, lossyDistSender, expectMeta2MatchesDescriptors, putAt, val } from './support.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -66,7 +66,7 @@ describe('an AdminSplit whose answer is lost', () => {
     expect(res?.right.startKey).toEqual(key(50));
     expect(retries).toBe(0);
     // meta2 is right at once (nobody else fixed it: no split queue runs here), so a fresh router finds the halves.
-    expect(await metaMatches(c, new KvClient(distSender(c, 1)))).toBe(true);
+    await expectMeta2MatchesDescriptors(c, new KvClient(distSender(c, 1)));
     const fresh = distSender(c, 2);
     expect(await getNow(fresh, key(60))).toEqual(val(60));
     await putAt(fresh, key(20), val(20));
@@ -98,7 +98,7 @@ describe('an AdminSplit whose answer is lost', () => {
     expect(res?.left.rangeId).toBe(parent.rangeId);
     expect(res?.right.startKey).toEqual(key(50));
     // meta2 is right at once (no split queue runs here), so a fresh router finds the halves.
-    expect(await metaMatches(c, new KvClient(distSender(c, 1)))).toBe(true);
+    await expectMeta2MatchesDescriptors(c, new KvClient(distSender(c, 1)));
     expect(await getNow(distSender(c, 2), key(60))).toEqual(val(60));
     // Asked again for a split that is there: null, as /_admin/split answers {split: null}.
     expect(await adminSplitWithRetry(ds, key(50))).toBeNull();
