@@ -294,7 +294,9 @@ export class PgConn {
       if (msg === undefined) break;
       this.stats.messagesIn++;
       try {
-        await this.handle(msg);
+        // Bind, Describe, Close and Flush are handled synchronously (no promise, no turn of the microtask queue).
+        const p = this.handle(msg);
+        if (p !== undefined) await p;
       } catch (e) {
         this.fail(e);
       }
@@ -455,7 +457,13 @@ export class PgConn {
 
   // ─── normal phase ────────────────────────────────────────────────────────
 
-  private async handleReady(msg: NormalPhaseMessage): Promise<void> {
+  /**
+   * Not async: a message the session answers synchronously (Bind of a
+   * session that binds at once, Describe, Close, Flush) returns undefined, so
+   * the three or four messages of each extended-protocol execution cost a
+   * suspended frame only for Execute and Sync.
+   */
+  private handleReady(msg: NormalPhaseMessage): Promise<void> | undefined {
     if (this.skipToSync && msg.kind !== 'sync' && msg.kind !== 'terminate') return;
     const session = this.session!;
     switch (msg.kind) {
@@ -481,17 +489,25 @@ export class PgConn {
       case 'bind':
       case 'describe':
       case 'execute':
-      case 'close':
+      case 'close': {
+        let p: Promise<void> | undefined;
         try {
-          await this.extended(session, msg);
+          p = this.extended(session, msg);
         } catch (e) {
-          if (!isCairnError(e) || e instanceof ProtocolViolationError) throw e;
-          this.out.errorResponse(errorFields(e));
-          this.skipToSync = true;
-          this.failedSinceSync = true;
+          this.extendedFailed(e);
+          return;
         }
-        return;
+        return p?.catch((e: unknown) => this.extendedFailed(e));
+      }
     }
+  }
+
+  /** An extended-protocol message failed: one ErrorResponse, then everything up to Sync is skipped (§55.2.3). */
+  private extendedFailed(e: unknown): void {
+    if (!isCairnError(e) || e instanceof ProtocolViolationError) throw e;
+    this.out.errorResponse(errorFields(e));
+    this.skipToSync = true;
+    this.failedSinceSync = true;
   }
 
   private async simpleQuery(session: SessionBackend, sql: string): Promise<void> {
@@ -531,10 +547,15 @@ export class PgConn {
     this.flush();
   }
 
-  private async extended(
+  /**
+   * One extended-protocol message; a promise only for what the session
+   * answers asynchronously (Parse, Execute, a Bind the session cannot do at
+   * once). Throws or rejects with the message's error.
+   */
+  private extended(
     session: SessionBackend,
     msg: Extract<NormalPhaseMessage, { kind: 'parse' | 'bind' | 'describe' | 'execute' | 'close' }>,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     switch (msg.kind) {
       case 'parse': {
         const old = this.statements.get(msg.name);
@@ -543,9 +564,10 @@ export class PgConn {
           this.statements.delete('');
           session.closeStatement(old);
         }
-        this.statements.set(msg.name, await session.prepare(msg.name, msg.sql, msg.paramTypes));
-        this.out.parseComplete();
-        return;
+        return session.prepare(msg.name, msg.sql, msg.paramTypes).then((stmt) => {
+          this.statements.set(msg.name, stmt);
+          this.out.parseComplete();
+        });
       }
       case 'bind': {
         const stmt = this.statement(msg.statement);
@@ -561,9 +583,9 @@ export class PgConn {
           this.portals.delete('');
           session.closePortal(old.portal);
         }
-        const portal = await session.bind(stmt, msg.portal, { values: msg.params, paramFormats, resultFormats });
-        this.portals.set(msg.portal, { portal });
-        this.out.bindComplete();
+        const portal = session.bind(stmt, msg.portal, { values: msg.params, paramFormats, resultFormats });
+        if (portal instanceof Promise) return portal.then((p) => this.bound(msg.portal, p));
+        this.bound(msg.portal, portal);
         return;
       }
       case 'describe':
@@ -575,22 +597,8 @@ export class PgConn {
           this.describeColumns(this.portal(msg.name).portal.columns);
         }
         return;
-      case 'execute': {
-        const { portal } = this.portal(msg.portal);
-        this.executeLimit = msg.maxRows;
-        this.executeRows = 0;
-        let result: ExecuteResult;
-        try {
-          this.markStatementStart();
-          result = await session.execute(portal, msg.maxRows, this.simpleSink);
-        } finally {
-          this.executeLimit = 0;
-        }
-        if (result.kind === 'complete') this.out.commandComplete(result.tag);
-        else if (result.kind === 'suspended') this.out.portalSuspended();
-        else this.out.emptyQueryResponse();
-        return;
-      }
+      case 'execute':
+        return this.execute(session, msg.portal, msg.maxRows);
       case 'close':
         if (msg.target === 'S') {
           const stmt = this.statements.get(msg.name);
@@ -608,6 +616,27 @@ export class PgConn {
         this.out.closeComplete();
         return;
     }
+  }
+
+  private bound(name: string, portal: Portal): void {
+    this.portals.set(name, { portal });
+    this.out.bindComplete();
+  }
+
+  private async execute(session: SessionBackend, name: string, maxRows: number): Promise<void> {
+    const { portal } = this.portal(name);
+    this.executeLimit = maxRows;
+    this.executeRows = 0;
+    let result: ExecuteResult;
+    try {
+      this.markStatementStart();
+      result = await session.execute(portal, maxRows, this.simpleSink);
+    } finally {
+      this.executeLimit = 0;
+    }
+    if (result.kind === 'complete') this.out.commandComplete(result.tag);
+    else if (result.kind === 'suspended') this.out.portalSuspended();
+    else this.out.emptyQueryResponse();
   }
 
   /** Describe of a statement or portal: their column arrays live as long as they do, so the encoding is reused. */

@@ -186,8 +186,8 @@ export interface SessionBackend<S extends PreparedStatement = PreparedStatement,
   simpleQuery(sql: string, sink: SimpleQuerySink): Promise<void>;
   /** Parse: prepares one statement; `paramTypes` are the client's hints (0 = infer). */
   prepare(name: string, sql: string, paramTypes: readonly number[]): Promise<S>;
-  /** Bind: creates a portal from a statement and parameters. */
-  bind(statement: S, portalName: string, params: BindParams): Promise<P>;
+  /** Bind: creates a portal from a statement and parameters (synchronously when it can: pgwire then does not suspend). */
+  bind(statement: S, portalName: string, params: BindParams): P | Promise<P>;
   /**
    * Execute: sends at most `maxRows` rows (0: all) through the sink, then
    * reports how the portal ended. Executing a completed portal again

@@ -456,7 +456,8 @@ export class Session implements SessionBackend<SessionStatement, SessionPortal> 
     stmt.resultColumns = utilityColumns(ast);
   }
 
-  async bind(stmt: SessionStatement, _portalName: string, params: BindParams): Promise<SessionPortal> {
+  /** Synchronous: pgwire handles the Bind without suspending. */
+  bind(stmt: SessionStatement, _portalName: string, params: BindParams): SessionPortal {
     try {
       const values: Datum[] = params.values.map((v, i) => {
         if (v === null) return null;
