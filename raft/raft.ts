@@ -24,6 +24,13 @@
  * leader counts its own log as acked as soon as it appends (its append is
  * persisted in the same Ready, before anything is applied).
  *
+ * Departure from etcd/raft (opt-in, Config.skipHeartbeatsAfterAppends): the
+ * periodic heartbeat skips a replicating follower that was sent a MsgApp since
+ * the previous heartbeat round — the append did the heartbeat's work (election
+ * timer, commit, liveness for check-quorum). With many ranges each writing a
+ * little, heartbeats and the empty appends their responses trigger were most
+ * of the Raft messages per write. ReadIndex heartbeats are never skipped.
+ *
  * Logging: state transitions at info, protocol chatter at debug (only built
  * when debug is enabled). Log lines begin with the replica id.
  */
@@ -146,6 +153,8 @@ export class Raft {
   randomizedElectionTimeout = 0;
   readonly disableProposalForwarding: boolean;
   readonly stepDownOnRemoval: boolean;
+  /** Config.skipHeartbeatsAfterAppends. */
+  readonly skipHeartbeatsAfterAppends: boolean;
   /** ReadIndex requests received before this leader committed an entry of its term. */
   pendingReadIndexMessages: Message[] = [];
   readonly logger: RaftLogger;
@@ -169,6 +178,7 @@ export class Raft {
     this.electionTimeout = c.electionTick;
     this.disableProposalForwarding = c.disableProposalForwarding ?? false;
     this.stepDownOnRemoval = c.stepDownOnRemoval ?? false;
+    this.skipHeartbeatsAfterAppends = c.skipHeartbeatsAfterAppends ?? false;
 
     const { hardState, confState } = c.storage.initialState();
     const res = restoreConfState(confState, this.raftLog.lastIndex(), this.trk.maxInflight, this.trk.maxInflightBytes, {
@@ -305,7 +315,13 @@ export class Raft {
     const ids = this.trk.ids();
     for (let k = 0; k < ids.length; k++) {
       const id = ids[k] as number;
-      if (id !== this.id) this.sendHeartbeat(id, ctx);
+      if (id === this.id) continue;
+      const pr = this.trk.progress.get(id) as Progress;
+      const appended = pr.appendSentSinceBeat;
+      pr.appendSentSinceBeat = false;
+      // Config.skipHeartbeatsAfterAppends: the append since the last round served as this one.
+      if (appended && ctx === null && this.skipHeartbeatsAfterAppends && pr.state === ProgressStateType.Replicate && !pr.isPaused()) continue;
+      this.sendHeartbeat(id, ctx);
     }
   }
 

@@ -416,6 +416,19 @@ export interface Config {
   readonly disableProposalForwarding?: boolean;
   /** A leader that removes itself steps down when the change is applied. */
   readonly stepDownOnRemoval?: boolean;
+  /**
+   * The periodic heartbeat (MsgBeat) leaves out a follower in Replicate state,
+   * not paused, that the leader sent a MsgApp since the previous heartbeat:
+   * that append already reset the follower's election timer and carried the
+   * commit index, and its response marks the follower active for
+   * check-quorum. Under a steady write load this drops the heartbeat, its
+   * response and the empty MsgApp the response triggers while entries are in
+   * flight (handleHeartbeatResponse) — four messages per follower per
+   * heartbeat interval per range. Heartbeats carrying a ReadIndex context, to
+   * probing, paused or idle followers are sent as before. Default false
+   * (etcd/raft sends every heartbeat); Cairn turns it on (KvSettings).
+   */
+  readonly skipHeartbeatsAfterAppends?: boolean;
   /** The only source of randomness (election timeouts). */
   readonly prng: Prng;
   /** Where the library logs (a pino Logger fits); silent when absent. */

@@ -45,6 +45,7 @@ export interface NetworkOptions {
   readonly maxInflightMsgs?: number;
   readonly maxCommittedSizePerReady?: number;
   readonly stepDownOnRemoval?: boolean;
+  readonly skipHeartbeatsAfterAppends?: boolean;
   readonly seed?: number;
 }
 
@@ -108,6 +109,7 @@ export class Network {
       maxInflightMsgs: o.maxInflightMsgs ?? 256,
       maxCommittedSizePerReady: o.maxCommittedSizePerReady ?? Number.MAX_SAFE_INTEGER,
       stepDownOnRemoval: o.stepDownOnRemoval ?? false,
+      skipHeartbeatsAfterAppends: o.skipHeartbeatsAfterAppends ?? false,
       prng: new Prng((this.opts.seed ?? 1) * 1000 + id),
     };
   }

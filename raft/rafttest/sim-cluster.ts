@@ -112,6 +112,7 @@ export interface SimRaftOptions {
   readonly maxCommittedSizePerReady?: number;
   /** 0 = unlimited; beyond it the leader drops proposals. */
   readonly maxUncommittedEntriesSize?: number;
+  readonly skipHeartbeatsAfterAppends?: boolean;
 }
 
 /**
@@ -223,6 +224,7 @@ export class SimCluster {
       maxInflightBytes: o.maxInflightBytes ?? 0,
       maxCommittedSizePerReady: o.maxCommittedSizePerReady ?? Number.MAX_SAFE_INTEGER,
       maxUncommittedEntriesSize: o.maxUncommittedEntriesSize ?? 0,
+      skipHeartbeatsAfterAppends: o.skipHeartbeatsAfterAppends ?? false,
       // A removed leader keeps leading (refusing proposals) until it is
       // garbage-collected, which happens once the others durably know their
       // new configuration. With stepDownOnRemoval it would step down at once,

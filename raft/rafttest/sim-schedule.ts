@@ -51,6 +51,8 @@ export interface SimOptions {
   readonly skipLiveness?: boolean;
   /** Chooses which of each Ready's messages are sent (SimHooks.readyMessages). */
   readonly readyMessages?: (msgs: readonly Message[]) => readonly Message[];
+  /** Config.skipHeartbeatsAfterAppends on every node (not drawn from the seed: existing seeds replay unchanged). */
+  readonly skipHeartbeatsAfterAppends?: boolean;
 }
 
 /** What a schedule exercised (summed by the tests to show the faults really happen). */
@@ -162,6 +164,7 @@ export function runSimulation(o: SimOptions): SimResult {
     maxInflightBytes: p.pick([0, 0, 32]),
     maxCommittedSizePerReady: p.pick([Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 1, 16]),
     maxUncommittedEntriesSize: p.pick([0, 0, 64]),
+    skipHeartbeatsAfterAppends: o.skipHeartbeatsAfterAppends ?? false,
   };
   const faults = { dropRate: p.pick([0, 0.02, 0.1, 0.25]), dupRate: p.pick([0, 0.02, 0.1]), maxDelay: p.pick([0, 0, 1, 3]) };
   const syncApplyRate = p.pick([0.1, 0.5, 1]);

@@ -39,6 +39,8 @@ export class Progress {
   msgAppFlowPaused = false;
   inflights: Inflights;
   isLearner = false;
+  /** A MsgApp went to this follower since the leader's last heartbeat round (Config.skipHeartbeatsAfterAppends). */
+  appendSentSinceBeat = false;
 
   constructor(next: number, inflights: Inflights, isLearner = false, match = 0) {
     this.next = next;
@@ -54,6 +56,7 @@ export class Progress {
     c.pendingSnapshot = this.pendingSnapshot;
     c.recentActive = this.recentActive;
     c.msgAppFlowPaused = this.msgAppFlowPaused;
+    c.appendSentSinceBeat = this.appendSentSinceBeat;
     return c;
   }
 
@@ -88,6 +91,7 @@ export class Progress {
 
   /** Updates flow state after a MsgApp carrying `entries` entries / `bytes` bytes was sent. */
   sentEntries(entries: number, bytes: number): void {
+    this.appendSentSinceBeat = true;
     if (this.state === ProgressStateType.Replicate) {
       if (entries > 0) {
         this.next += entries;

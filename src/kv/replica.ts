@@ -451,6 +451,7 @@ export class Replica {
       maxCommittedSizePerReady: s.maxCommittedBytesPerReady,
       checkQuorum: true,
       preVote: true,
+      skipHeartbeatsAfterAppends: s.skipHeartbeatsAfterAppends,
       prng: ctx.prng,
     });
   }

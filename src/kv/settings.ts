@@ -60,6 +60,13 @@ export interface KvSettings {
    */
   readonly elideRedundantRaftMessages: boolean;
   /**
+   * A Raft leader's periodic heartbeat skips a follower it sent an append
+   * since the previous one (raft Config.skipHeartbeatsAfterAppends). Default
+   * on; CAIRN_KV_RAFT_SKIP_HEARTBEATS_AFTER_APPENDS=false (or 0) turns it off
+   * for a process (benchmarks' before/after runs).
+   */
+  readonly skipHeartbeatsAfterAppends: boolean;
+  /**
    * A request waiting in the lock table re-checks its blocker every this many
    * ms and, still blocked by the same transaction after a few such delays,
    * leaves the queue so its client pushes the blocker
@@ -95,6 +102,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   deferCommitOnlyAppends: envFlag('CAIRN_KV_RAFT_DEFER_COMMIT_APPENDS', true),
   snapshotChunkBytes: 1 << 20,
   elideRedundantRaftMessages: envFlag('CAIRN_KV_RAFT_ELIDE_REDUNDANT_MESSAGES', true),
+  skipHeartbeatsAfterAppends: envFlag('CAIRN_KV_RAFT_SKIP_HEARTBEATS_AFTER_APPENDS', true),
   lockPushDelayMs: 100,
   onePhaseCommitWithoutIntents: envFlag('CAIRN_KV_1PC_WITHOUT_INTENTS', true),
 };

@@ -407,6 +407,45 @@ describe('snapshots (Raft §7)', () => {
   });
 });
 
+// Config.skipHeartbeatsAfterAppends: Cairn's departure from etcd/raft (raft.ts header).
+describe('heartbeats skipped after appends', () => {
+  function beatsAfterTick(skip: boolean): number[] {
+    const net = new Network([1, 2, 3], { skipHeartbeatsAfterAppends: skip });
+    net.campaign(1);
+    net.propose(1, 'x'); // appends to 2 and 3 since the last heartbeat round
+    const r = net.raft(1);
+    const beats: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      net.tick(1);
+      beats.push(r.msgs.filter((m) => m.type === MessageType.MsgHeartbeat).length);
+      net.deliverAll();
+    }
+    return beats;
+  }
+
+  it('a round leaves out the followers sent an append since the previous one; the next round beats again', () => {
+    expect(beatsAfterTick(false)).toEqual([2, 2]);
+    expect(beatsAfterTick(true)).toEqual([0, 2]);
+  });
+
+  it('a follower whose last appends were lost still catches up: the next heartbeat response probes it', () => {
+    for (const skip of [false, true]) {
+      const net = new Network([1, 2, 3], { skipHeartbeatsAfterAppends: skip });
+      net.campaign(1);
+      net.propose(1, 'x');
+      net.cut(1, 3);
+      net.propose(1, 'y'); // committed by 1 and 2; its MsgApp and the commit to 3 are lost
+      net.heal();
+      expect(applied(net, 3)).toEqual(['x']);
+      net.tickAll(1);
+      // Without the option the heartbeat response probes at once; with it, that round skipped 3 (it was sent an append).
+      expect(applied(net, 3)).toEqual(skip ? ['x'] : ['x', 'y']);
+      net.tickAll(1);
+      expect(applied(net, 3)).toEqual(['x', 'y']);
+    }
+  });
+});
+
 describe('transport feedback', () => {
   function leaderSendingSnapshotTo3(): Network {
     const net = new Network([1, 2, 3]);
