@@ -34,6 +34,24 @@
  * Settings: lease duration (default 6 s), renewal when less than half of it
  * remains (only while the range is active: a quiesced range lets its lease
  * lapse and re-acquires it on the next request).
+ *
+ * Commit allowance (KvSettings.leaseCommitAllowance, default on;
+ * CAIRN_KV_LEASE_COMMIT_ALLOWANCE=0 turns it off): a lease is chosen at its
+ * proposal (start = now) but usable only once it applies, a Raft round later.
+ * When that round takes longer than duration − max offset (2 s test leases
+ * under a load of 30–40 on 2 cores: rounds of 1.5–3 s), every lease arrives
+ * in stasis or expired, its holder asks for the next one at once, and the
+ * range serves nothing for as long as the load lasts (s9/s10 CI:
+ * kv-ranges-multiproc/size-split-merge, the liveness range r4 re-taken by
+ * its holder every 2–5 s for a minute, no heartbeat through). So the
+ * replica's last lease round (proposal → apply, its own clock, at most one
+ * duration) is added to the expiration it asks for and to the time before
+ * the expiration at which it renews: a lease arrives with about the
+ * configured duration left, and an extension before stasis. Safety is
+ * unchanged (any expiration is safe: nobody else acquires before it passes);
+ * the cost is a later failover by at most that allowance after the holder
+ * dies — a range whose lease rounds take that long fails over no sooner
+ * anyway, as the new holder's lease takes such a round too.
  */
 import { compareTimestamps, tsAddMicros, type Timestamp } from '../util/hlc.js';
 import type { Lease, ReplicaDescriptor } from './api.js';
@@ -72,7 +90,11 @@ export function transferredLease(prev: Lease, target: ReplicaDescriptor, now: Ti
   return { replica: target, start: now, expiration: tsAddMicros(now, durationMicros), sequence: prev.sequence + 1 };
 }
 
-/** Whether the holder should extend its lease now (less than half the duration left). */
-export function shouldRenew(lease: Lease, now: Timestamp, durationMicros: number): boolean {
-  return lease.expiration.wall - now.wall < durationMicros / 2;
+/**
+ * Whether the holder should extend its lease now: less than half the duration
+ * left, plus `allowanceMicros` (the commit allowance in the header: the
+ * extension then applies with about half the duration left).
+ */
+export function shouldRenew(lease: Lease, now: Timestamp, durationMicros: number, allowanceMicros = 0): boolean {
+  return lease.expiration.wall - now.wall < durationMicros / 2 + allowanceMicros;
 }

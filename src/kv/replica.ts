@@ -378,6 +378,8 @@ export class Replica {
   private nextMaxLeaseIndex: number;
   quiescent = false;
   private leaseRequest: Promise<void> | null = null;
+  /** This replica's last lease request, proposal to apply, µs of its clock (the commit allowance: replica-lease.ts). */
+  private lastLeaseRoundMicros = 0;
   private transferring: Lease | null = null;
   /**
    * Set from the moment stageApply installs a lease this replica did not hold
@@ -962,8 +964,18 @@ export class Replica {
    */
   private extendLeaseIfDue(now: Timestamp): void {
     const lease = this.lease;
-    if (lease === null || this.leaseRequest !== null || this.transferring !== null || !shouldRenew(lease, now, this.ctx.settings.leaseDurationMicros) || !this.isLeader()) return;
+    if (lease === null || this.leaseRequest !== null || this.transferring !== null || !shouldRenew(lease, now, this.ctx.settings.leaseDurationMicros, this.leaseAllowanceMicros()) || !this.isLeader()) return;
     this.acquireLease().catch(() => undefined);
+  }
+
+  /**
+   * The commit allowance (replica-lease.ts): this replica's last lease round,
+   * proposal to apply on its clock, at most one lease duration; 0 when the
+   * setting is off.
+   */
+  private leaseAllowanceMicros(): number {
+    if (!this.ctx.settings.leaseCommitAllowance) return 0;
+    return Math.min(this.lastLeaseRoundMicros, this.ctx.settings.leaseDurationMicros);
   }
 
   /** Requests (or extends) the lease for this replica; one request at a time. */
@@ -971,9 +983,11 @@ export class Replica {
     if (this.leaseRequest !== null) return this.leaseRequest;
     const run = async (): Promise<void> => {
       const prev = this.lease;
-      const next = nextLease(prev, this.replica, this.ctx.clock.now(), this.ctx.settings.leaseDurationMicros);
+      const now = this.ctx.clock.now();
+      const next = nextLease(prev, this.replica, now, this.ctx.settings.leaseDurationMicros + this.leaseAllowanceMicros());
       if (next === null) throw this.notLeaseHolder();
       await this.proposeLease({ kind: 'requestLease', lease: next, prevLease: prev });
+      this.lastLeaseRoundMicros = Math.max(0, this.ctx.clock.now().wall - now.wall);
     };
     const p = run().finally(() => {
       this.leaseRequest = null;
@@ -999,7 +1013,7 @@ export class Replica {
     }
     if (!this.ownsValidLease(now)) throw this.notLeaseHolder();
     const prev = this.lease as Lease;
-    const next = transferredLease(prev, target, now, this.ctx.settings.leaseDurationMicros);
+    const next = transferredLease(prev, target, now, this.ctx.settings.leaseDurationMicros + this.leaseAllowanceMicros());
     this.transferring = next;
     try {
       const priorReadSummary = await this.flushForTransfer();
@@ -1062,7 +1076,7 @@ export class Replica {
       this.campaignUntilLeader = false;
       if (this.leaseRequest !== null || this.transferring !== null) return;
       const st = leaseState(lease, now, this.ctx.clock.maxOffsetMicros);
-      if ((!mine && (st === 'expired' || st === 'none')) || (mine && (st !== 'valid' || shouldRenew(lease, now, dur)))) {
+      if ((!mine && (st === 'expired' || st === 'none')) || (mine && (st !== 'valid' || shouldRenew(lease, now, dur, this.leaseAllowanceMicros())))) {
         this.acquireLease().catch(ignore);
       }
       return;
@@ -1295,7 +1309,11 @@ export class Replica {
   private installLease(lease: Lease, fx: ApplyEffects, priorReadSummary: Timestamp | undefined): void {
     const prev = this.lease;
     this.lease = lease;
-    if (lease.replica.replicaId === this.replicaId) this.ctx.log.debug({ rangeId: this.rangeId, sequence: lease.sequence, extension: prev?.sequence === lease.sequence }, 'kv: lease applied on its holder');
+    if (lease.replica.replicaId === this.replicaId) {
+      // remainingMs: what is left of it on arrival; below the max offset it arrived already unusable (stasis).
+      const remainingMs = Math.round((lease.expiration.wall - this.ctx.clock.now().wall) / 1000);
+      this.ctx.log.debug({ rangeId: this.rangeId, sequence: lease.sequence, extension: prev?.sequence === lease.sequence, remainingMs }, 'kv: lease applied on its holder');
+    }
     // The timestamp cache moves with the lease, now: Replica.send sees this.lease from here on, while
     // finishApply runs only after the apply batch is written (an await away).
     this.concurrency.onLeaseApplied(lease, prev, lease.replica.replicaId === this.replicaId ? priorReadSummary : undefined);

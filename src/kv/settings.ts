@@ -81,6 +81,14 @@ export interface KvSettings {
    * false (or 0) turns it off for a process (benchmarks' before/after runs).
    */
   readonly onePhaseCommitWithoutIntents: boolean;
+  /**
+   * A replica asks for leases that expire its last lease round (proposal →
+   * apply) later than the duration says, and renews that much earlier, so a
+   * lease whose Raft round outlasts duration − max offset is still usable
+   * when it applies (replica-lease.ts "Commit allowance"). Default on;
+   * CAIRN_KV_LEASE_COMMIT_ALLOWANCE=false (or 0) turns it off for a process.
+   */
+  readonly leaseCommitAllowance: boolean;
 }
 
 export const DEFAULT_KV_SETTINGS: KvSettings = {
@@ -105,6 +113,7 @@ export const DEFAULT_KV_SETTINGS: KvSettings = {
   skipHeartbeatsAfterAppends: envFlag('CAIRN_KV_RAFT_SKIP_HEARTBEATS_AFTER_APPENDS', true),
   lockPushDelayMs: 100,
   onePhaseCommitWithoutIntents: envFlag('CAIRN_KV_1PC_WITHOUT_INTENTS', true),
+  leaseCommitAllowance: envFlag('CAIRN_KV_LEASE_COMMIT_ALLOWANCE', true),
 };
 
 /** Short timings for in-process tests: tick 10 ms, election 100 ms, lease 1 s. */

@@ -80,6 +80,9 @@ describe('lease rules', () => {
     expect(ownsValidLease(l, 2, t(2_000), MAX_OFFSET)).toBe(false);
     expect(shouldRenew(l, t(2_000), DURATION)).toBe(false);
     expect(shouldRenew(l, t(2_600), DURATION)).toBe(true);
+    // With a commit allowance (the last lease round, replica-lease.ts) the renewal starts that much earlier.
+    expect(shouldRenew(l, t(2_000), DURATION, 600)).toBe(true);
+    expect(shouldRenew(l, t(1_900), DURATION, 600)).toBe(false);
     const tr = transferredLease(l, rep(2), t(2_000), DURATION);
     expect(tr).toEqual({ replica: rep(2), start: t(2_000), expiration: t(5_000), sequence: 4 });
   });
