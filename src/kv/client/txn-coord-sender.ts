@@ -154,6 +154,9 @@ interface Savepoint {
 
 const MAX_RETRIES = 200;
 
+/** TxnMeta.key before the first write chooses the anchor (zero-length: nothing can write into it). */
+const NO_ANCHOR = Buffer.alloc(0);
+
 export class TxnCoordSender {
   private id: Buffer;
   private epoch = 0;
@@ -267,8 +270,11 @@ export class TxnCoordSender {
 
   async run(batch: KVBatchLike): Promise<KVResult[]> {
     this.checkUsable();
+    const segs = segments(batch.requests);
+    // One segment (a statement's reads, or its writes): its results as they are.
+    if (segs.length === 1) return this.runSegment(segs[0] as KVRequest[], null);
     const out: KVResult[] = [];
-    for (const seg of segments(batch.requests)) for (const r of await this.runSegment(seg, null)) out.push(r);
+    for (const seg of segs) for (const r of await this.runSegment(seg, null)) out.push(r);
     return out;
   }
 
@@ -315,6 +321,15 @@ export class TxnCoordSender {
   /** Commits; a no-op on a transaction already committed (by commitInBatch). */
   async commit(): Promise<void> {
     if (this.state === 'committed') return;
+    if (this.lockSpans.size === 0) {
+      // Read-only (no write or lock was ever sent, so nothing is in flight either): what commitInBatch does for an
+      // empty batch, without its segments and empty send (an implicit SELECT's commit).
+      this.checkUsable();
+      this.checkDeadline(this.readTs);
+      this.finish('committed');
+      this.ctx.metrics.commits++;
+      return;
+    }
     await this.commitInBatch({ requests: [] });
   }
 
@@ -395,7 +410,7 @@ export class TxnCoordSender {
   }
 
   private meta(): Txn {
-    const m: TxnMeta = { id: this.id, epoch: this.epoch, writeTimestamp: this.writeTs, minTimestamp: this.minTs, sequence: this.seq, key: this.anchor ?? Buffer.alloc(0), priority: this.priority };
+    const m: TxnMeta = { id: this.id, epoch: this.epoch, writeTimestamp: this.writeTs, minTimestamp: this.minTs, sequence: this.seq, key: this.anchor ?? NO_ANCHOR, priority: this.priority };
     return this.ignored.length === 0 ? m : { ...m, ignoredSeqNums: this.ignored };
   }
 
@@ -772,19 +787,21 @@ function lockSpanOf(q: KVRequest): LockSpan {
 /** Splits a batch into runs of reads and runs of writes, so that no segment writes one key twice (one sequence number per segment). */
 function segments(reqs: readonly KVRequest[]): KVRequest[][] {
   const out: KVRequest[][] = [[]];
-  let written = new Set<string>();
+  // The keys written in the current segment; created at its first write (a read-only batch needs none).
+  let written: Set<string> | null = null;
   let ranged = false;
   let writing: boolean | null = null;
   for (const q of reqs) {
     // Reads and writes go in separate sends (in order): a write batch the timestamp cache pushes then never carries reads.
     if (writing !== null && writing !== isWriteOp(q)) {
       out.push([]);
-      written = new Set();
+      written = null;
       ranged = false;
     }
     writing = isWriteOp(q);
     if (isWriteOp(q)) {
       const k = q.key.toString('latin1');
+      written ??= new Set();
       if (written.has(k) || ranged || (q.kind === 'delRange' && written.size > 0)) {
         out.push([]);
         written = new Set();
