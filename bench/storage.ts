@@ -294,6 +294,21 @@
  *     new row, fresh puts pipelined 0.53/1.06/0.82. At this load single
  *     rows swing by more than any of these changes could move them: noise,
  *     in both directions. The quiet-machine run stays the lead's.
+ *
+ * Session 10 (issue 2: fresh puts clearly above 0.5). The head read itself
+ * makes LevelDB compact: LevelDB 1.20 charges a seek to the first table of
+ * every Get that probes two or more tables — bloom-filtered misses included
+ * — and compacts a table after max(100, size / 16 KiB) charges (seek
+ * compaction; db/version_set.cc). A fresh key's miss probes every L0 file
+ * and one table per level, so it is charged every time. Raw LevelDB alone
+ * (300,000 keys loaded, 200,000 fresh puts in unsynced batches of 100, load
+ * ~40): blind puts compacted 18 MB written / 6 MB read, the same puts with
+ * one getMany of each batch first 40 / 27 MB (94 -> 210 bytes written per
+ * put; process CPU 8.2-9.1 -> 15.1-16.0 µs per put). New, to tell MVCC's
+ * code from LevelDB's cost of any read-before-write: the row "floor: raw,
+ * fresh keys read by one getMany first" (no MVCC at all), and under each
+ * put row the compaction MB per 1,000 puts of each store. One run at
+ * 100,000 keys, --seconds 1, load ~30: fresh puts 0.68, its raw floor 0.50.
  */
 import { Level } from 'level';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -313,6 +328,7 @@ interface RawDb {
   /** classic-level's hook under batch(): the native write without abstract-level's per-op clone and checks. */
   _batch?(ops: { type: 'put'; key: Buffer; value: Buffer }[], opts: { sync: boolean }): Promise<void>;
   iterator(opts: { gte?: Buffer; highWaterMarkBytes?: number }): { nextv(n: number): Promise<[Buffer, Buffer][]>; close(): Promise<void> };
+  getMany(keys: Buffer[]): Promise<(Buffer | undefined)[]>;
   getProperty(name: string): string;
   compactRange(start: Buffer, end: Buffer): Promise<void>;
 }
@@ -350,6 +366,7 @@ const FRESH = 'put fresh keys (synced batches of 100)';
 const FRESH_PIPELINED = 'put fresh keys, next batch evaluated during the sync';
 const OVERWRITE = 'put overwrites (synced batches of 100)';
 const FLOOR_READ = 'floor: raw, one getSync before each put';
+const FLOOR_FRESH = 'floor: raw, fresh keys read by one getMany first';
 const readRow = (what: 'point get (getSync)' | 'scan of 100 rows/s', when: string): string => `${what}, ${when}`;
 
 type Step = () => void | Promise<void>;
@@ -409,6 +426,24 @@ let lastCpu: [number, number] | null = null;
 function processCpuUs(): number {
   const c = process.cpuUsage();
   return c.user + c.system;
+}
+
+/**
+ * LevelDB's compaction totals of one DB so far, [MB read, MB written], summed
+ * over the levels of its `leveldb.stats` table (whole MB: LevelDB prints them
+ * so). Each DB keeps its own, although both share LevelDB's one background
+ * thread.
+ */
+function compactionMb(getProperty: (name: string) => string): [number, number] {
+  let read = 0;
+  let written = 0;
+  for (const line of getProperty('leveldb.stats').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length !== 6 || !/^\d+$/.test(f[0] as string)) continue;
+    read += Number(f[4]);
+    written += Number(f[5]);
+  }
+  return [read, written];
 }
 
 /** Figures of every run: name → [raw, mvcc] per run. */
@@ -546,9 +581,15 @@ async function main(): Promise<void> {
       let cpuRead = 0;
       let cpuEval = 0;
       let cpuWrite = 0;
+      const rawC0 = compactionMb((n) => raw.getProperty(n));
+      const mvccC0 = compactionMb((n) => engine.getProperty(n));
+      let rawPuts = 0;
       const [rawRate, mvccRate] = await compare(
         BATCH,
-        () => rawSyncedBatch(key),
+        () => {
+          rawPuts += BATCH;
+          return rawSyncedBatch(key);
+        },
         async () => {
           const b = engine.newBatch();
           const keys = new Array<Buffer>(BATCH);
@@ -574,8 +615,44 @@ async function main(): Promise<void> {
       const per = (x: number): string => (x / puts).toFixed(1);
       console.log(`    MVCC per put: ${(entries / puts).toFixed(2)} entries, ${Math.round(bytes / puts)} bytes written (raw 1, ${userKey(0).length + VALUE.length}); process CPU µs: heads read ${per(cpuRead)}, evaluation ${per(cpuEval)}, write + sync ${per(cpuWrite)}`);
       console.log(`    libuv pool jobs per batch of ${BATCH}: raw 1 (the synced write); MVCC ${getSyncHeads ? `1, its heads read by ${BATCH} getSyncs on the JS thread` : `${getManyJobs(BATCH)} (the heads: one getMany) + 1`}`);
+      printCompaction(rawC0, rawPuts, mvccC0, puts);
+    };
+    /**
+     * LevelDB compaction per 1,000 puts of each store during the last row.
+     * Head reads make compaction: LevelDB 1.20 charges a seek to the first
+     * table of every Get that probes two or more tables — a bloom-filtered
+     * miss too — and compacts a table after max(100, its size / 16 KiB)
+     * charges (db/version_set.cc, Version::Get and UpdateStats). Blind raw
+     * puts charge none. Compaction of earlier rows still running falls into
+     * this one: a figure, not an exact attribution.
+     */
+    const printCompaction = (rawC0: [number, number], rawPuts: number, mvccC0: [number, number], mvccPuts: number): void => {
+      const [rr, rw] = compactionMb((n) => raw.getProperty(n));
+      const [mr, mw] = compactionMb((n) => engine.getProperty(n));
+      const per = (mb: number, n: number): string => ((mb * 1000) / Math.max(1, n)).toFixed(2);
+      console.log(`    LevelDB compaction MB per 1,000 puts, read / written: raw ${per(rr - rawC0[0], rawPuts)} / ${per(rw - rawC0[1], rawPuts)}, mvcc ${per(mr - mvccC0[0], mvccPuts)} / ${per(mw - mvccC0[1], mvccPuts)}`);
     };
     await putRow(FRESH, freshKey);
+    // The floor under fresh MVCC puts: raw LevelDB reading the batch's keys
+    // by one getMany (one pool job, abstract-level's own) before the same
+    // synced write — what every MVCC write's head read costs LevelDB itself
+    // (the Gets and the seek compactions they charge), with no MVCC code.
+    {
+      const [rawBlindFresh, rawReadFresh] = await compare(
+        BATCH,
+        () => rawSyncedBatch(freshKey),
+        async () => {
+          const ks = new Array<Buffer>(BATCH);
+          for (let i = 0; i < BATCH; i++) ks[i] = freshKey();
+          const vs = await raw.getMany(ks);
+          for (const v of vs) if (v !== undefined) throw new Error('bench: a fresh key exists');
+          const ops: { type: 'put'; key: Buffer; value: Buffer }[] = new Array(BATCH);
+          for (let i = 0; i < BATCH; i++) ops[i] = { type: 'put', key: ks[i] as Buffer, value: VALUE };
+          return rawBatch(ops, true);
+        },
+      );
+      record(FLOOR_FRESH, rawBlindFresh, rawReadFresh);
+    }
     await putRow('put fresh keys, a getSync per head (no prefetch)', freshKey, true);
     await putRow(OVERWRITE, randomKey);
     await putRow('put overwrites, a getSync per head (no prefetch)', randomKey, true);
@@ -730,6 +807,7 @@ function printCriterion(): void {
   line('MVCC point get (getSync path)', ratio(readRow('point get (getSync)', 'one version per key')), met(ratio(readRow('point get (getSync)', 'one version per key'))));
   line('MVCC scan of 100 rows', ratio(readRow('scan of 100 rows/s', 'one version per key')), met(ratio(readRow('scan of 100 rows/s', 'one version per key'))));
   line('  fresh puts as a store runs them (pipelined)', ratio(FRESH_PIPELINED), 'the next batch read and evaluated while the previous one syncs');
+  line('  floor: raw reading fresh keys first', ratio(FLOOR_FRESH), 'raw LevelDB, one getMany of the batch before each synced write, against blind raw puts');
   const ow = ratio(OVERWRITE);
   const floor = ratio(FLOOR_READ);
   line('MVCC put of overwrites', ow, `beside raw LevelDB's own read-before-put floor: ${floor.toFixed(2)}`);
