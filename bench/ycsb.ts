@@ -65,6 +65,9 @@ export interface WorkloadMeasurement extends Percentiles {
   readonly retries: number;
   readonly errorsBySqlState: Record<string, number>;
   readonly serverCpuSec: number | null;
+  /** Server CPU per operation, µs; and the same without the servers' idle CPU (measured before the runs) over the run's time. */
+  readonly serverUsPerOp: number | null;
+  readonly serverUsPerOpIdleOut: number | null;
   readonly clientCpuSec: number;
   readonly rssMiB: number[];
   /** The machine's 1-minute load average at the end of the run (the host is shared: figures are read beside it). */
@@ -137,6 +140,10 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
     const s = await scatterTable(cluster, 'usertable', { stableRounds: 4, intervalMs: 750, timeoutMs: 30_000 });
     log(`cairn: before the runs, usertable in ${s.ranges} ranges, leases by node ${JSON.stringify(s.leasesByNode)}${s.balanced ? '' : ' (not balanced in time)'}\n`);
   }
+  // The servers' idle CPU, taken out of the per-op figure: at the few hundred ops/s a loaded machine allows,
+  // Cairn's ~0.1 core of heartbeats, liveness and queues is 0.4-1 ms per operation.
+  const idleCores = measured ? await idle(t.pids) : 0;
+  if (measured) log(`${t.name}: idle ${idleCores.toFixed(2)} cores before the runs\n`);
   // Nodes under the CPU profiler (CAIRN_BENCH_CPU_PROF, support/profiled-node.ts) restart their profiles here: runs only.
   if (cluster !== undefined && process.env['CAIRN_BENCH_CPU_PROF'] !== undefined) for (const pid of t.pids()) process.kill(pid, 'SIGUSR2');
   const runs: WorkloadMeasurement[] = [];
@@ -163,6 +170,8 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
         retries: run.total.retries,
         errorsBySqlState: run.errorsBySqlState,
         serverCpuSec: measured ? cpu.serverCpuSec : null,
+        serverUsPerOp: measured ? Math.round((cpu.serverCpuSec * 1e6) / Math.max(1, run.total.count)) : null,
+        serverUsPerOpIdleOut: measured ? Math.round(((cpu.serverCpuSec - idleCores * cpu.elapsedSec) * 1e6) / Math.max(1, run.total.count)) : null,
         clientCpuSec: cpu.clientCpuSec,
         rssMiB: measured ? t.rssMiB() : [],
         loadAvg1: Math.round((loadavg()[0] ?? 0) * 10) / 10,
@@ -170,7 +179,7 @@ async function measure(t: Pick<BenchTarget, 'name' | 'urls' | 'pids' | 'rssMiB'>
         run,
       };
       runs.push(r);
-      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}${r.errors > 0 ? ` ${JSON.stringify(r.errorsBySqlState)}` : ''}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s  load ${r.loadAvg1}${kvLine(kvPerOp)}\n`);
+      log(`${t.name} ${w} c=${c}: ${p(r.opsPerSec).padStart(7)} ops/s  p50 ${r.p50Ms} p99 ${r.p99Ms} ms  errors ${r.errors}${r.errors > 0 ? ` ${JSON.stringify(r.errorsBySqlState)}` : ''}  retries ${r.retries}  server CPU ${r.serverCpuSec ?? '–'} s${r.serverUsPerOp === null ? '' : ` (${p(r.serverUsPerOp)} µs/op, ${p(r.serverUsPerOpIdleOut ?? 0)} idle out)`}  load ${r.loadAvg1}${kvLine(kvPerOp)}\n`);
     }
   }
   return { target: t.name, server: load.server, load, loadCpu, loadPhaseLoadAvg1, runs };
@@ -194,6 +203,14 @@ async function settle(pids: () => number[], maxCores = 0.25, windowMs = 2000, ti
   }
 }
 
+/** The servers' CPU while nothing is sent, cores (a 3 s window). */
+async function idle(pids: () => number[], windowMs = 3000): Promise<number> {
+  const m = cpuMeter(pids);
+  await new Promise((r) => setTimeout(r, windowMs));
+  const u = m.stop();
+  return u.serverCpuSec / u.elapsedSec;
+}
+
 /** The per-operation KV counters worth a glance, for the progress log. */
 function kvLine(k: Counters | null): string {
   if (k === null) return '';
@@ -211,16 +228,17 @@ export function markdown(results: readonly TargetResult[], o: YcsbBenchOptions, 
   const cairn = results.find((r) => r.target === 'cairn');
   const pg = results.find((r) => r.target === 'postgres');
   const out: string[] = [`# YCSB ${String(meta['date'])}`, '', '```', JSON.stringify(meta, null, 2), '```', ''];
-  out.push('Latencies in ms over all op types of the workload; CPU in seconds over the measured run (servers: all node processes / all postgres processes; client: this bench process); RSS in MiB per node (PostgreSQL: sum over its processes, shared buffers counted once per process).', '');
+  out.push('Latencies in ms over all op types of the workload; CPU in seconds over the measured run (servers: all node processes / all postgres processes; client: this bench process), per operation in µs with and without the servers\' idle CPU measured before the runs; RSS in MiB per node (PostgreSQL: sum over its processes, shared buffers counted once per process).', '');
   for (const c of o.concurrency) {
     for (const w of o.workloads) {
       out.push(`## Workload ${w}, ${c} clients`, '');
       const rows = results.map((r) => {
         const m = find(r, w, c);
-        if (m === undefined) return [r.target, '–', '–', '–', '–', '–', '–', '–', '–', '–', '–'];
-        return [r.target, m.opsPerSec, m.p50Ms, m.p95Ms, m.p99Ms, m.errors, m.retries, m.serverCpuSec ?? '–', m.clientCpuSec, m.rssMiB.join(' / ') || '–', m.loadAvg1];
+        if (m === undefined) return [r.target, '–', '–', '–', '–', '–', '–', '–', '–', '–', '–', '–'];
+        const perOp = m.serverUsPerOp === null ? '–' : `${m.serverUsPerOp} (${m.serverUsPerOpIdleOut ?? '–'})`;
+        return [r.target, m.opsPerSec, m.p50Ms, m.p95Ms, m.p99Ms, m.errors, m.retries, m.serverCpuSec ?? '–', perOp, m.clientCpuSec, m.rssMiB.join(' / ') || '–', m.loadAvg1];
       });
-      out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'client CPU s', 'RSS MiB', 'load avg'], rows));
+      out.push(mdTable(['target', 'ops/s', 'p50', 'p95', 'p99', 'errors', 'retries', 'server CPU s', 'server µs/op (idle out)', 'client CPU s', 'RSS MiB', 'load avg'], rows));
       if (cairn !== undefined && pg !== undefined) out.push(`Cairn / PostgreSQL throughput: ${ratio(find(cairn, w, c)?.opsPerSec, find(pg, w, c)?.opsPerSec)}`, '');
       const k = find(cairn, w, c)?.kvPerOp;
       if (k !== undefined && k !== null) {
