@@ -11,7 +11,13 @@
  * TCP). Prints figures, asserts none.
  *
  *   node dist/bench/read-path.js [--gateway 2] [--conns 16] [--ops 20000] [--runs 3] [--rows 2000]
- *        [--cpu-prof FILE]
+ *        [--cpu-prof FILE] [--statement read|update|sql-update]
+ *
+ * --statement measures a write the same way: `update` is YCSB's UPDATE of
+ * one field of a 1 KB row, `sql-update` bench:sql's UPDATE bench_rows SET
+ * v = $2 WHERE id = $1 (small rows, two secondary indexes not touched):
+ * the server-side CPU of a whole UPDATE (read, 1PC write, Raft on all three
+ * replicas; memory engines, so no LevelDB or fsync).
  *
  * --gateway 1: the range's lease is on node 1 (startTxnCluster acquires it
  * there), so node 1 reads locally; 2 or 3: every read goes to a remote
@@ -39,10 +45,18 @@ interface Opts {
   runs: number;
   rows: number;
   cpuProf?: string;
+  statement: string;
 }
 
-const SQL = 'SELECT * FROM usertable WHERE ycsb_key = $1';
-const STMT = 'y-read';
+/** The measured statement: YCSB's read, or (--statement update) a single-row UPDATE by primary key with a short value. */
+const STATEMENTS: Record<string, { readonly sql: string; readonly params: (key: string, i: number) => string[] }> = {
+  read: { sql: 'SELECT * FROM usertable WHERE ycsb_key = $1', params: (key) => [key] },
+  update: { sql: 'UPDATE usertable SET field3 = $2 WHERE ycsb_key = $1', params: (key, i) => [key, `u${i}`] },
+  /** bench:sql's update: bench_rows (id, k, g, v) with its two secondary indexes, `v` set to a short text. */
+  'sql-update': { sql: 'UPDATE bench_rows SET v = $2 WHERE id = $1', params: (key, i) => [key.slice(4).replace(/^0+(?=.)/, ''), `u${i}`] },
+};
+let SQL = '';
+const STMT = 'y-stmt';
 
 /** One frontend message: type byte, int32 length, body. */
 function msg(type: string, body: Buffer): Buffer {
@@ -70,9 +84,9 @@ function startup(): Buffer {
 }
 
 /** What node-postgres sends for an execution of an already parsed named statement (rowMode array, text results). */
-function execution(key: string, parse: boolean): Buffer {
-  const v = Buffer.from(key, 'utf8');
-  const bind = msg('B', Buffer.concat([cstr(''), cstr(STMT), i16(0), i16(1), i32(v.length), v, i16(0)]));
+function execution(params: readonly string[], parse: boolean): Buffer {
+  const vs = params.map((p) => Buffer.from(p, 'utf8'));
+  const bind = msg('B', Buffer.concat([cstr(''), cstr(STMT), i16(0), i16(vs.length), ...vs.flatMap((v) => [i32(v.length), v]), i16(0)]));
   const parts = [bind, msg('D', Buffer.concat([Buffer.from('P'), cstr('')])), msg('E', Buffer.concat([cstr(''), i32(0)])), msg('S', Buffer.alloc(0))];
   if (parse) parts.unshift(msg('P', Buffer.concat([cstr(STMT), cstr(SQL), i16(0)])));
   return Buffer.concat(parts);
@@ -84,6 +98,9 @@ function median(xs: readonly number[]): number {
 }
 
 async function main(o: Opts): Promise<void> {
+  const st = STATEMENTS[o.statement];
+  if (st === undefined) throw new Error(`--statement: one of ${Object.keys(STATEMENTS).join(', ')}`);
+  SQL = st.sql;
   const { c: cluster, dbs } = await startTxnCluster((opts) => TestCluster.start(opts));
   const db = dbs[o.gateway - 1];
   if (db === undefined) throw new Error(`--gateway must be 1..${dbs.length}`);
@@ -95,8 +112,15 @@ async function main(o: Opts): Promise<void> {
     const admin = new pg.Client(srv.url);
     await admin.connect();
     await admin.query(CREATE_TABLE_SQL);
+    await admin.query('CREATE TABLE bench_rows (id INT8 PRIMARY KEY, k INT8 NOT NULL, g INT8 NOT NULL, v TEXT)');
+    await admin.query('CREATE UNIQUE INDEX bench_rows_k ON bench_rows (k)');
+    await admin.query('CREATE INDEX bench_rows_g ON bench_rows (g)');
     const loadSql = insertSql(100);
-    for (let record = 0; record < o.rows; ) {
+    for (let record = 0; record < o.rows && o.statement === 'sql-update'; record += 500) {
+      const vals = Array.from({ length: Math.min(500, o.rows - record) }, (_, j) => `(${record + j}, ${(record + j) * 7}, ${Math.floor((record + j) / 10)}, 'v${record + j}')`);
+      await admin.query(`INSERT INTO bench_rows (id, k, g, v) VALUES ${vals.join(', ')}`);
+    }
+    for (let record = 0; record < o.rows && o.statement !== 'sql-update'; ) {
       const values: string[] = [];
       for (let r = 0; r < 100; r++, record++) {
         const f = new FieldGenerator(new Prng(record));
@@ -139,11 +163,11 @@ async function main(o: Opts): Promise<void> {
       conns.push(conn);
     }
     const rnd = new Prng(11);
-    const key = (): string => `user${String(rnd.intn(o.rows)).padStart(12, '0')}`;
+    const key = (): string => `user${String(rnd.intn(o.rows)).padStart(12, '0')}`; // sql-update takes the number back out
     // Pre-encoded executions: the bench's own encoding stays out of the measured CPU.
-    const pool = Array.from({ length: 4096 }, () => execution(key(), false));
+    const pool = Array.from({ length: 4096 }, (_, i) => execution(st.params(key(), i), false));
     for (const conn of conns) {
-      conn.feed(execution(key(), true));
+      conn.feed(execution(st.params(key(), 0), true));
       await conn.whenIdle();
     }
     const loop = async (n: number): Promise<void> => {
@@ -172,14 +196,14 @@ async function main(o: Opts): Promise<void> {
       const cpu = process.cpuUsage(cpu0);
       const sec = (performance.now() - t0) / 1000;
       us.push((cpu.user + cpu.system) / o.ops);
-      console.log(`run ${r + 1}: ${(us[r] as number).toFixed(1)} µs CPU per read (user ${(cpu.user / o.ops).toFixed(1)}, sys ${(cpu.system / o.ops).toFixed(1)}), ${Math.round(o.ops / sec)} reads/s`);
+      console.log(`run ${r + 1}: ${(us[r] as number).toFixed(1)} µs CPU per statement (user ${(cpu.user / o.ops).toFixed(1)}, sys ${(cpu.system / o.ops).toFixed(1)}), ${Math.round(o.ops / sec)} statements/s`);
     }
     if (inspector !== undefined) {
       const { profile } = await inspector.post('Profiler.stop');
       writeFileSync(o.cpuProf as string, JSON.stringify(profile));
       inspector.disconnect();
     }
-    console.log(`gateway n${o.gateway}: median ${median(us).toFixed(1)} µs CPU per read over ${o.runs} runs; ${errors} errors; ${(outBytes / (o.ops * (o.runs + 0.5))).toFixed(0)} bytes out per read`);
+    console.log(`gateway n${o.gateway}: median ${median(us).toFixed(1)} µs CPU per statement over ${o.runs} runs; ${errors} errors; ${(outBytes / (o.ops * (o.runs + 0.5))).toFixed(0)} bytes out per statement`);
   } finally {
     for (const conn of conns) conn.close();
     await srv.stop();
@@ -193,7 +217,8 @@ const cmd = new Command()
   .option('--ops <n>', 'reads per run', (v) => Number(v), 20_000)
   .option('--runs <n>', 'measured runs', (v) => Number(v), 3)
   .option('--rows <n>', 'rows loaded (multiple of 100)', (v) => Number(v), 2000)
-  .option('--cpu-prof <file>', 'V8 CPU profile of the measured runs');
+  .option('--cpu-prof <file>', 'V8 CPU profile of the measured runs')
+  .option('--statement <name>', 'read (YCSB read), update (UPDATE usertable SET field3 = $2 WHERE ycsb_key = $1) or sql-update (bench:sql\'s UPDATE bench_rows SET v = $2 WHERE id = $1)', 'read');
 cmd.parse();
 await main(cmd.opts<Opts>());
 process.exit(0);

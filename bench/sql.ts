@@ -158,7 +158,7 @@ async function runStatement(t: BenchTarget, o: Opts, s: Statement, seqOffset = 0
     const cpu = m.stop();
     // KV work per statement over the whole cluster (load distorts these counts far less than throughput).
     const kv = cluster === undefined || before === null ? null : perOp(before, await scrapeCounters(cluster), r.ops);
-    const kvPerOp = kv === null ? undefined : `batches ${kv.distsender_batches}, RPCs ${kv.distsender_rpcs}, Raft proposals ${kv.raft_proposals}, 1PC ${kv.txn_one_phase_commits}, NotLeaseHolder ${kv.distsender_not_lease_holder}`;
+    const kvPerOp = kv === null ? undefined : `batches ${kv.distsender_batches}, RPCs ${kv.distsender_rpcs}, Raft proposals ${kv.raft_proposals}, 1PC ${kv.txn_one_phase_commits}, NotLeaseHolder ${kv.distsender_not_lease_holder}, Ready rounds ${kv.raft_ready_rounds}, syncs ${kv.raft_syncs}, engine writes ${kv.storage_writes}, Raft msgs ${kv.raft_messages_sent}, RPC frames ${kv.rpc_frames_sent}`;
     return { ...r, serverCpuSec: cpu.serverCpuSec, cpuPerOp: cpuPerOp(cpu, r.ops, t.name === 'cairn' ? (i) => `n${i + 1}` : undefined, idle), ...(kvPerOp === undefined ? {} : { kvPerOp }) };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));

@@ -22,6 +22,7 @@ export const COUNTERS = [
   'raft_proposals',
   'raft_reproposals',
   'raft_syncs',
+  'storage_writes',
   'raft_messages_sent',
   'raft_message_batches_sent',
   'raft_appends_during_sync',

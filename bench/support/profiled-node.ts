@@ -23,7 +23,7 @@ function writeProfile(): void {
     if (err === null) writeFileSync(join(dir, `node-${process.pid}.cpuprofile`), JSON.stringify(res.profile));
   });
 }
-session.post('Profiler.enable', () => session.post('Profiler.start'));
+session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: Number(process.env['CAIRN_BENCH_CPU_PROF_INTERVAL_US'] ?? 1000) }, () => session.post('Profiler.start')));
 process.prependListener('SIGTERM', writeProfile);
 process.on('SIGUSR2', () => session.post('Profiler.stop', () => session.post('Profiler.start')));
 process.once('exit', writeProfile);

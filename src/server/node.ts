@@ -59,7 +59,7 @@ import { CairnError } from '../util/errors.js';
 import { Clock, MAX_TIMESTAMP, systemPhysicalMicros, type ClockOffsetError, type Timestamp } from '../util/hlc.js';
 import { silentLogger, type Logger } from '../util/log.js';
 import { Prng } from '../util/prng.js';
-import type { Engine } from '../../storage/engine.js';
+import type { Engine, WriteBatch, WriteOptions } from '../../storage/engine.js';
 import { LevelEngine } from '../../storage/level-engine.js';
 import { ConditionFailedError } from '../../storage/mvcc.js';
 import { NODE_ID_GENERATOR_KEY, STORE_ID_GENERATOR_KEY, META2_PREFIX, META2_MAX } from '../../storage/keys.js';
@@ -274,6 +274,7 @@ export class Node {
   private readonly kvErrors: Counter;
   private readonly kvLatency: Histogram;
   private readonly syncLatency: Histogram;
+  private readonly storageWrites: Counter;
   private readonly clockHealthyGauge: Gauge;
   private readonly clockOffsetErrors: Counter;
   private stopping: Promise<void> | null = null;
@@ -320,6 +321,7 @@ export class Node {
     this.kvErrors = m.counter('cairn_kv_request_errors_total', 'KV batches refused or failed on this node');
     this.kvLatency = m.histogram('cairn_kv_request_latency_seconds', 'Latency of KV batches served by this node');
     this.syncLatency = m.histogram('cairn_storage_sync_latency_seconds', 'Latency of synced LevelDB writes (Raft log group commits)');
+    this.storageWrites = m.counter('cairn_storage_writes_total', 'Engine batch writes, synced or not (each one LevelDB write: a libuv pool job and a WAL append)');
     this.clockHealthyGauge = m.gauge('cairn_clock_offset_healthy', '1 while this node is within the max offset of a majority of its peers');
     this.clockHealthyGauge.set(1);
     this.clockOffsetErrors = m.counter('cairn_clock_offset_errors_total', 'Messages refused because a clock was beyond the max offset');
@@ -327,18 +329,25 @@ export class Node {
     this.measureSyncs();
   }
 
-  /** Times every synced engine write (the Raft log's group commits) into cairn_storage_sync_latency_seconds. */
+  /**
+   * Counts every engine write (cairn_storage_writes_total) and times the synced ones (the Raft log's group
+   * commits) into cairn_storage_sync_latency_seconds. An unsynced write is handed straight through (no
+   * promise of this wrapper's own).
+   */
   private measureSyncs(): void {
     const engine = this.engine;
     const write = engine.write.bind(engine);
-    engine.write = async (batch, opts) => {
-      if (opts?.sync !== true) return write(batch, opts);
+    const timed = async (batch: WriteBatch, opts: WriteOptions): Promise<void> => {
       const start = performance.now();
       try {
         return await write(batch, opts);
       } finally {
         this.syncLatency.observeSince(start);
       }
+    };
+    engine.write = (batch, opts) => {
+      this.storageWrites.inc();
+      return opts?.sync === true ? timed(batch, opts) : write(batch, opts);
     };
   }
 
