@@ -534,38 +534,58 @@ export function encodeBatchRepr(ops: readonly BatchOp[]): Buffer {
 
 /** Decodes a repr; keys and values are views into `repr` (no copies). */
 export function decodeBatchRepr(repr: Buffer): BatchOp[] {
+  const ops: BatchOp[] = [];
+  forEachBatchReprOp(repr, (key, value) => void ops.push({ key, value }));
+  return ops;
+}
+
+/**
+ * Calls `fn` for each op of a batch repr in order (value null: a delete),
+ * the keys and values views into `repr` — how a replica applies a command
+ * without an object per op. Throws CorruptionError on a malformed repr
+ * before calling `fn` for any op past the damage (ops before it were
+ * already passed on: apply is a bug-or-corruption stop either way).
+ */
+export function forEachBatchReprOp(repr: Buffer, fn: (key: Buffer, value: Buffer | null) => void): void {
   const bad = (why: string): CorruptionError => new CorruptionError(`storage: corrupt batch repr (${repr.length} bytes): ${why}`);
   if (repr.length < 4 || repr[0] !== REPR_MAGIC0 || repr[1] !== REPR_MAGIC1) throw bad('bad magic');
   if (repr[2] !== REPR_VERSION) throw bad(`unknown version ${repr[2]}`);
-  let o = 3;
-  const readUvarint = (): number => {
+  const end = repr.length;
+  // Position after a uvarint at `o` in the high bits, its value decoded into `uv` (no closure per call).
+  let uv = 0;
+  const readUvarint = (o: number): number => {
     let n = 0;
     let mul = 1;
     for (let i = 0; i < 8; i++) {
-      if (o >= repr.length) throw bad('truncated varint');
+      if (o >= end) throw bad('truncated varint');
       const b = repr[o++] as number;
       n += (b & 0x7f) * mul;
-      if (b < 0x80) return n;
+      if (b < 0x80) {
+        uv = n;
+        return o;
+      }
       mul *= 128;
     }
     throw bad('varint too long');
   };
-  const readBytes = (): Buffer => {
-    const len = readUvarint();
-    if (o + len > repr.length) throw bad('truncated bytes');
-    const b = repr.subarray(o, o + len);
-    o += len;
-    return b;
-  };
-  const count = readUvarint();
-  const ops: BatchOp[] = [];
+  let o = readUvarint(3);
+  const count = uv;
   for (let i = 0; i < count; i++) {
-    if (o >= repr.length) throw bad(`truncated at op ${i} of ${count}`);
+    if (o >= end) throw bad(`truncated at op ${i} of ${count}`);
     const kind = repr[o++];
     if (kind !== OP_PUT && kind !== OP_DELETE) throw bad(`unknown op kind ${kind}`);
-    const key = readBytes();
-    ops.push({ key, value: kind === OP_PUT ? readBytes() : null });
+    o = readUvarint(o);
+    if (o + uv > end) throw bad('truncated bytes');
+    const key = repr.subarray(o, o + uv);
+    o += uv;
+    let value: Buffer | null = null;
+    if (kind === OP_PUT) {
+      o = readUvarint(o);
+      if (o + uv > end) throw bad('truncated bytes');
+      value = repr.subarray(o, o + uv);
+      o += uv;
+    }
+    fn(key, value);
   }
-  if (o !== repr.length) throw bad(`${repr.length - o} trailing bytes`);
-  return ops;
+  if (o !== end) throw bad(`${end - o} trailing bytes`);
 }

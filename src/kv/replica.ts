@@ -114,7 +114,7 @@ import { AmbiguousResultError, CairnError } from '../util/errors.js';
 import { MAX_TIMESTAMP, ZERO_TIMESTAMP, compareTimestamps, tsLess, tsLessEq, tsMax, type Clock, type Timestamp } from '../util/hlc.js';
 import type { Logger } from '../util/log.js';
 import type { Prng } from '../util/prng.js';
-import { decodeBatchRepr, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
+import { forEachBatchReprOp, type Engine, type Snapshot as EngineSnapshot, type WriteBatch } from '../../storage/engine.js';
 import { addressOf, isLocal, rangeAppliedStateKey, rangeGCThresholdKey, rangeLeaseKey, KEY_MAX, KEY_MIN, LOCAL_RANGE_ID_PREFIX, LOCAL_STORE_PREFIX } from '../../storage/keys.js';
 import { encodeMvccKey } from '../../storage/mvcc-key.js';
 import { WriteIntentError, mvccGetSync } from '../../storage/mvcc.js';
@@ -1279,10 +1279,7 @@ export class Replica {
     }
     this.ctx.metrics.appliedCommands++;
     replicaTestingKnobs.onApply?.(this, cmd);
-    for (const op of decodeBatchRepr(cmd.repr)) {
-      if (op.value === null) batch.delete(op.key);
-      else batch.put(op.key, op.value);
-    }
+    forEachBatchReprOp(cmd.repr, (key, value) => (value === null ? batch.delete(key) : batch.put(key, value)));
     addStats(applied.stats, cmd.stats);
     if (!cmd.isLeaseRequest) applied.leaseAppliedIndex = cmd.maxLeaseIndex;
     const se = cmd.sideEffects;
