@@ -314,7 +314,7 @@ import { Level } from 'level';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LevelEngine, getManyJobs } from '../storage/level-engine.js';
+import { LevelEngine } from '../storage/level-engine.js';
 import { DEFAULT_INLINE_VALUE_LIMIT, mvccGetSync, mvccPrefetch, mvccPut, mvccScan, setInlineValueLimit } from '../storage/mvcc.js';
 import type { Timestamp } from '../src/util/hlc.js';
 import { Prng } from '../src/util/prng.js';
@@ -583,6 +583,7 @@ async function main(): Promise<void> {
       let cpuWrite = 0;
       const rawC0 = compactionMb((n) => raw.getProperty(n));
       const mvccC0 = compactionMb((n) => engine.getProperty(n));
+      const poolReads0 = engine.poolReads;
       let rawPuts = 0;
       const [rawRate, mvccRate] = await compare(
         BATCH,
@@ -609,12 +610,13 @@ async function main(): Promise<void> {
         },
       );
       record(name, rawRate, mvccRate);
+      const poolReads = engine.poolReads - poolReads0;
       let w = written.get(name);
       if (w === undefined) written.set(name, (w = []));
       w.push([entries / puts, bytes / puts]);
       const per = (x: number): string => (x / puts).toFixed(1);
       console.log(`    MVCC per put: ${(entries / puts).toFixed(2)} entries, ${Math.round(bytes / puts)} bytes written (raw 1, ${userKey(0).length + VALUE.length}); process CPU µs: heads read ${per(cpuRead)}, evaluation ${per(cpuEval)}, write + sync ${per(cpuWrite)}`);
-      console.log(`    libuv pool jobs per batch of ${BATCH}: raw 1 (the synced write); MVCC ${getSyncHeads ? `1, its heads read by ${BATCH} getSyncs on the JS thread` : `${getManyJobs(BATCH)} (the heads: one getMany) + 1`}`);
+      console.log(`    libuv pool jobs per batch of ${BATCH}: raw 1 (the synced write); MVCC ${getSyncHeads ? `1, its heads read by ${BATCH} getSyncs on the JS thread` : `${(poolReads / (puts / BATCH)).toFixed(2)} (the heads: one getMany) + 1`}`);
       printCompaction(rawC0, rawPuts, mvccC0, puts);
     };
     /**

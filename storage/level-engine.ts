@@ -10,7 +10,15 @@
  *     job reads its keys in sequence, so 100 cold heads cost 100 block reads
  *     back to back. Measured (session 7, 300,000 MVCC heads × 1 KB, batches
  *     of 100 random keys, load 24): µs per key getSync 18.4 wall / 4.7
- *     JS-thread CPU, one getMany 23.6 / 2.7, four at once 8.7 / 2.6;
+ *     JS-thread CPU, one getMany 23.6 / 2.7, four at once 8.7 / 2.6.
+ *     Missing keys are the other way round: LevelDB answers them from the
+ *     bloom filters without a block read, and the split only adds pool jobs
+ *     and snapshots (100 fresh keys per call, load ~30, µs per key process
+ *     CPU / wall: four jobs 2.9-3.4 / 3.0-3.5, one job 2.2-2.4 / 2.2-2.4).
+ *     So the split follows what recent getManys found (foundRate, an
+ *     average of the fraction of keys found): while it stays below
+ *     SPLIT_FOUND_RATE — fresh keys, inserts — a getMany is one job.
+ *     CAIRN_GETMANY_BY_FOUND=0 always splits (the A/B switch);
  *   - an iterator costs ~135 µs to create, so iterators read in chunks with
  *     nextv (one await per chunk, never per key);
  *   - a synced batch costs one fsync: callers group many commands into one
@@ -121,6 +129,10 @@ function isLockError(e: unknown): boolean {
 
 export class LevelEngine implements Engine {
   private closed = false;
+  /** Average fraction of keys recent getManys found (see the header); starts at 1: split, as before any read. */
+  private foundRate = 1;
+  /** classic-level getMany calls issued (libuv pool jobs), for benchmarks and tests. */
+  poolReads = 0;
 
   private constructor(
     readonly dir: string,
@@ -162,7 +174,23 @@ export class LevelEngine implements Engine {
 
   getMany(keys: readonly Buffer[]): Promise<(Buffer | undefined)[]> {
     this.check();
-    return getManySplit(keys, (ks) => this.db.getMany(ks));
+    return this.readMany(keys, (ks) => this.db.getMany(ks));
+  }
+
+  private splitParts(): number {
+    return SPLIT_BY_FOUND && this.foundRate < SPLIT_FOUND_RATE ? 1 : GETMANY_PARTS;
+  }
+
+  private async readMany(keys: readonly Buffer[], read: (keys: Buffer[]) => Promise<(Buffer | undefined)[]>): Promise<(Buffer | undefined)[]> {
+    const parts = this.splitParts();
+    this.poolReads += getManyJobs(keys.length, parts);
+    const out = await getManySplit(keys, parts, read);
+    if (out.length > 0) {
+      let found = 0;
+      for (let i = 0; i < out.length; i++) if (out[i] !== undefined) found++;
+      this.foundRate += FOUND_RATE_WEIGHT * (found / out.length - this.foundRate);
+    }
+    return out;
   }
 
   put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void> {
@@ -226,7 +254,7 @@ export class LevelEngine implements Engine {
       },
       getMany: (keys: readonly Buffer[]) => {
         this.check();
-        return getManySplit(keys, (ks) => this.db.getMany(ks, { snapshot: snap }));
+        return this.readMany(keys, (ks) => this.db.getMany(ks, { snapshot: snap }));
       },
       iterator: (opts: IterOptions) => {
         this.check();
@@ -264,28 +292,34 @@ export class LevelEngine implements Engine {
   }
 }
 
-/** getMany below this many keys is one pool job; at or above, GETMANY_PARTS jobs. */
+/** getMany below this many keys is one pool job; at or above, GETMANY_PARTS jobs (while recent reads found keys). */
 export const GETMANY_SPLIT_MIN = 32;
 const GETMANY_PARTS = 4;
+/** Below this average fraction of keys found, a getMany is not split (header). */
+const SPLIT_FOUND_RATE = 0.25;
+/** Weight of the latest getMany in foundRate. */
+const FOUND_RATE_WEIGHT = 0.25;
+/** CAIRN_GETMANY_BY_FOUND=0: split every large getMany, whatever recent reads found (the behaviour before session 10). */
+const SPLIT_BY_FOUND = process.env.CAIRN_GETMANY_BY_FOUND !== '0';
 
-/** How many libuv pool jobs (classic-level getMany calls) a getMany of `n` keys runs as. */
-export function getManyJobs(n: number): number {
-  return n < GETMANY_SPLIT_MIN ? 1 : Math.ceil(n / Math.ceil(n / GETMANY_PARTS));
+/** How many libuv pool jobs (classic-level getMany calls) a getMany of `n` keys runs as, split into at most `parts`. */
+export function getManyJobs(n: number, parts = GETMANY_PARTS): number {
+  return n < GETMANY_SPLIT_MIN ? 1 : Math.ceil(n / Math.ceil(n / parts));
 }
 
 /**
- * Many point reads as up to GETMANY_PARTS getMany calls at once (see the
+ * Many point reads as up to `nparts` getMany calls at once (see the
  * header's cost model): classic-level runs one getMany as one libuv job that
  * reads its keys one after another, so a batch of cold reads took as long as
  * that many getSyncs. Results align with `keys`.
  */
-async function getManySplit(keys: readonly Buffer[], read: (keys: Buffer[]) => Promise<(Buffer | undefined)[]>): Promise<(Buffer | undefined)[]> {
+async function getManySplit(keys: readonly Buffer[], nparts: number, read: (keys: Buffer[]) => Promise<(Buffer | undefined)[]>): Promise<(Buffer | undefined)[]> {
   const n = keys.length;
-  if (n < GETMANY_SPLIT_MIN) return read(keys as Buffer[]);
-  const per = Math.ceil(n / GETMANY_PARTS);
+  if (n < GETMANY_SPLIT_MIN || nparts === 1) return read(keys as Buffer[]);
+  const per = Math.ceil(n / nparts);
   const parts: Promise<(Buffer | undefined)[]>[] = [];
   for (let i = 0; i < n; i += per) parts.push(read(keys.slice(i, i + per)));
-  assert(parts.length === getManyJobs(n), 'storage: getManyJobs disagrees with the split');
+  assert(parts.length === getManyJobs(n, nparts), 'storage: getManyJobs disagrees with the split');
   const got = await Promise.all(parts);
   const out = new Array<Buffer | undefined>(n);
   let o = 0;
