@@ -36,6 +36,18 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Pro
 async function setup() {
   const env = await startTxnCluster(start, { nodes: 3, maxOffsetMicros: MAX_OFFSET });
   const k = tkey(1);
+  // A lease must exist before the move is planned (CI1 at load ~30: 'no lease target'): a read through the
+  // DistSender acquires one, then the test waits for a replica to hold it.
+  await (env.ds[0] as DistSender).send({ header: { rangeId: 0, timestamp: ZERO_TIMESTAMP }, requests: [{ kind: 'get', key: k }] });
+  const hasLease = (): boolean => {
+    try {
+      leaseMoveOf(env.c, k);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await until('a leaseholder of the test key', hasLease);
   const move = leaseMoveOf(env.c, k);
   const replicaOn = (node: number) => {
     const r = env.c.store(node).replica(move.d.rangeId);
