@@ -294,9 +294,7 @@ export class TxnCoordSender {
     if (!hasWrites && this.lockSpans.size === 0) {
       // Read-only: no record, nothing to end.
       for (const r of await this.runSegment(last, null)) out.push(r);
-      this.checkDeadline(this.readTs);
-      this.finish('committed');
-      this.ctx.metrics.commits++;
+      this.finishReadOnly();
       return out;
     }
     for (const r of await this.runSegment(last, 'commit')) out.push(r);
@@ -325,12 +323,17 @@ export class TxnCoordSender {
       // Read-only (no write or lock was ever sent, so nothing is in flight either): what commitInBatch does for an
       // empty batch, without its segments and empty send (an implicit SELECT's commit).
       this.checkUsable();
-      this.checkDeadline(this.readTs);
-      this.finish('committed');
-      this.ctx.metrics.commits++;
+      this.finishReadOnly();
       return;
     }
     await this.commitInBatch({ requests: [] });
+  }
+
+  /** Commits a transaction that wrote and locked nothing: no record, nothing to end; its deadline still holds. */
+  private finishReadOnly(): void {
+    this.checkDeadline(this.readTs);
+    this.finish('committed');
+    this.ctx.metrics.commits++;
   }
 
   async rollback(): Promise<void> {
